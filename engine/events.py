@@ -1,0 +1,134 @@
+"""The typed events every stage emits.
+
+The desktop and the headless JSON-lines output are two renderings of this one stream, so
+anything the window shows can be checked without a window. Field names here are the
+headless contract: extend them, never rename them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass
+class Event:
+    type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {"type": self.type}
+        for f in dataclasses.fields(self):
+            data[f.name] = getattr(self, f.name)
+        return data
+
+
+@dataclass
+class WindowEvent(Event):
+    type: ClassVar[str] = "window"
+    window: int
+    source: str
+    warnings: list[str] = field(default_factory=list)
+    conversation: str = ""
+
+
+@dataclass
+class DeltaEvent(Event):
+    type: ClassVar[str] = "delta"
+    text: str
+
+
+@dataclass
+class UsageEvent(Event):
+    type: ClassVar[str] = "usage"
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None  # None: the engine did not report it (not the same as 0)
+
+
+@dataclass
+class ContextEvent(Event):
+    type: ClassVar[str] = "context"
+    used: int
+    window: int
+    percent: float
+    source: str
+    estimated: bool = False
+
+
+@dataclass
+class NoticeEvent(Event):
+    type: ClassVar[str] = "notice"
+    level: str  # "info" | "warning"
+    text: str
+
+
+@dataclass
+class TurnEndEvent(Event):
+    type: ClassVar[str] = "turn_end"
+    elapsed_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_per_s: float
+
+
+@dataclass
+class ErrorEvent(Event):
+    type: ClassVar[str] = "error"
+    kind: str
+    message: str
+
+
+@dataclass
+class StateEvent(Event):
+    """What the agent is doing now: ready, streaming, compacting, waiting for approval, ..."""
+
+    type: ClassVar[str] = "state"
+    state: str
+
+
+@dataclass
+class ToolCallEvent(Event):
+    type: ClassVar[str] = "tool_call"
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ToolResultEvent(Event):
+    type: ClassVar[str] = "tool_result"
+    id: str
+    name: str
+    chars: int
+    truncated: bool
+
+
+@dataclass
+class CompactionEvent(Event):
+    type: ClassVar[str] = "compaction"
+    phase: str  # started | finished | failed
+    reason: str  # preflight | context_overflow | manual | session_budget
+    messages_before: int = 0
+    messages_after: int = 0
+    tokens_saved: int = 0
+
+
+@dataclass
+class TrimEvent(Event):
+    type: ClassVar[str] = "trim"
+    messages_dropped: int
+
+
+@dataclass
+class MemorySuggestionsEvent(Event):
+    type: ClassVar[str] = "memory_suggestions"
+    pending: int
+
+
+EventSink = Callable[[Event], None]
+
+
+def discard(_: Event) -> None:
+    """An event sink that drops everything (for callers that do not listen)."""

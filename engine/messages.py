@@ -1,0 +1,154 @@
+"""The conversation's message model, shared by the store, the counter, the ladder and providers.
+
+Messages are immutable values: clearing a tool result or merging a summary makes a new
+message with `dataclasses.replace`, so a content hash computed once stays valid for as long
+as the message object lives, and the token counter can cache by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool", "notice"]
+
+# What a message is for, beyond its role. The ladder treats these differently:
+# "pinned", "summary" and "continuation" always survive trimming; "notice" rows are shown
+# and saved but never sent to the model.
+Kind = Literal["chat", "pinned", "task", "summary", "continuation", "notice"]
+
+PROTECTED_KINDS: frozenset[str] = frozenset({"pinned", "task", "summary", "continuation"})
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call the model asked for. `arguments` is the JSON text exactly as the model wrote it."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; malformed JSON from the model yields an empty dict."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None  # the tool's name, on tool results
+    kind: Kind = "chat"
+    id: str = field(default_factory=new_id)
+    created: float = field(default_factory=time.time)
+    # Free-form facts the ladder records on a message (e.g. {"cleared": True}).
+    meta: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def is_notice(self) -> bool:
+        return self.role == "notice" or self.kind == "notice"
+
+    @property
+    def content_hash(self) -> str:
+        """A hash of everything that reaches the model; identity and timestamps excluded."""
+        cached = self.__dict__.get("_content_hash")
+        if cached is None:
+            h = hashlib.blake2b(digest_size=16)
+            h.update(self.role.encode())
+            h.update(b"\0")
+            h.update(self.content.encode("utf-8", "surrogatepass"))
+            for call in self.tool_calls:
+                h.update(b"\0call\0" + call.id.encode() + b"\0" + call.name.encode())
+                h.update(b"\0" + call.arguments.encode("utf-8", "surrogatepass"))
+            if self.tool_call_id:
+                h.update(b"\0result\0" + self.tool_call_id.encode())
+            if self.name:
+                h.update(b"\0name\0" + self.name.encode())
+            cached = h.hexdigest()
+            object.__setattr__(self, "_content_hash", cached)
+        return cached
+
+    def meta_value(self, key: str, default: Any = None) -> Any:
+        for k, v in self.meta:
+            if k == key:
+                return v
+        return default
+
+    def with_meta(self, **values: Any) -> Message:
+        merged = dict(self.meta)
+        merged.update(values)
+        return replace(self, meta=tuple(sorted(merged.items())))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The export form (`brim conversations export`)."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "kind": self.kind,
+            "content": self.content,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "created": self.created,
+        }
+
+
+def system(content: str, **kw: Any) -> Message:
+    return Message(role="system", content=content, **kw)
+
+
+def user(content: str, **kw: Any) -> Message:
+    return Message(role="user", content=content, **kw)
+
+
+def assistant(content: str, tool_calls: tuple[ToolCall, ...] = (), **kw: Any) -> Message:
+    return Message(role="assistant", content=content, tool_calls=tool_calls, **kw)
+
+
+def tool_result(call: ToolCall, content: str, **kw: Any) -> Message:
+    return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, **kw)
+
+
+def notice(text: str, level: str = "info") -> Message:
+    return Message(role="notice", content=text, kind="notice", meta=(("level", level),))
+
+
+def model_messages(messages: list[Message]) -> list[Message]:
+    """The messages a model may see: everything but notice rows."""
+    return [m for m in messages if not m.is_notice]
+
+
+def to_openai(message: Message) -> dict[str, Any]:
+    """The OpenAI chat-completions shape, which llama-server, vLLM and SGLang all accept."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    if message.role == "tool":
+        out["tool_call_id"] = message.tool_call_id
+        if message.name:
+            out["name"] = message.name
+    return out

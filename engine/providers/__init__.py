@@ -1,0 +1,1 @@
+"""One module per engine behind one interface (`base.Provider`), plus error classification."""

@@ -1,0 +1,132 @@
+"""The one interface every engine implements: Brim's transport seam.
+
+Everything above this seam (window resolution, counting, the ladder, the agent loop, the
+desktop) speaks only these types, so one small fake per engine protocol tests all of it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine.messages import Message, ToolCall
+
+PROVIDER_KINDS: tuple[str, ...] = ("embedded", "ollama", "llamacpp", "vllm", "sglang")
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "ollama": "http://127.0.0.1:11434",
+    "llamacpp": "http://127.0.0.1:8080",
+    "vllm": "http://127.0.0.1:8000",
+    "sglang": "http://127.0.0.1:30000",
+}
+
+
+@dataclass
+class ModelInfo:
+    id: str
+    served_window: int | None = None  # vLLM/SGLang max_model_len, llama-server meta.n_ctx
+    model_max: int | None = None  # training length where the listing carries it
+    parent: str | None = None  # a LoRA card's base model (vLLM)
+    owned_by: str | None = None
+
+
+@dataclass
+class EngineReport:
+    """What the engine itself says about the window for one model. Every field may be None:
+    versions differ, and an engine that does not say is not the same as one that says 0."""
+
+    provider: str
+    model: str
+    served: int | None = None  # the window the engine serves now (per slot for llama-server)
+    model_max: int | None = None  # the model's training length
+    slots: int | None = None  # llama-server total_slots
+    unified_pool: bool = False  # llama-server slots share one KV pool
+    loaded: bool | None = None  # Ollama: the model is in /api/ps
+    modelfile_num_ctx: int | None = None  # Ollama: PARAMETER num_ctx in the Modelfile
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ChatOptions:
+    max_tokens: int | None = None
+    temperature: float | None = None
+    num_ctx: int | None = None  # Ollama only: sent as options.num_ctx, the same every request
+    tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None  # None: not reported by this engine
+    prompt_eval_s: float | None = None  # time the engine spent evaluating the prompt
+    eval_s: float | None = None  # time spent generating
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallsReady:
+    """The complete tool calls of one answer, assembled from the engine's deltas."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass
+class StreamDone:
+    usage: Usage
+    finish_reason: str | None = None  # "stop" | "length" | "tool_calls" | None
+
+
+StreamItem = TextDelta | ToolCallsReady | StreamDone
+
+
+class SegmentTokenizer(Protocol):
+    """Counts tokens exactly as one engine's tokenizer and chat template do, one message at a
+    time, so a request's count is the sum of cached per-message counts plus fixed framing."""
+
+    def count_message(self, message: Message) -> int: ...
+
+    def count_text(self, text: str) -> int: ...
+
+    def request_overhead(self, has_tools: bool) -> int: ...
+
+
+class Provider(ABC):
+    """One engine at one base URL. Cancelling the task that iterates `stream_chat` stops the
+    generation and releases the connection (or tells the embedded child to stop)."""
+
+    kind: str = ""
+
+    def __init__(self, base_url: str | None = None) -> None:
+        self.base_url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
+
+    @abstractmethod
+    async def list_models(self) -> list[ModelInfo]: ...
+
+    @abstractmethod
+    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        """Ask the engine what window it serves for `model` (no generation)."""
+
+    @abstractmethod
+    def stream_chat(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[StreamItem]: ...
+
+    async def count_prompt(
+        self, model: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> int | None:
+        """The exact prompt tokens this request will cost, where the engine can say."""
+        return None
+
+    def segment_tokenizer(self, model: str) -> SegmentTokenizer | None:
+        """A local exact tokenizer for this engine's model, where one exists."""
+        return None
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections or child processes."""

@@ -1,0 +1,55 @@
+"""What can go wrong when Brim talks to an engine.
+
+    ProviderError
+     ├── EngineUnreachable     the URL does not answer (refused, DNS, timeout, engine died)
+     ├── ModelNotFound         the engine answers but does not have the model
+     ├── ContextOverflow       the engine rejected the prompt as longer than its window
+     ├── ServerError           the engine failed (HTTP 5xx, an error line mid-stream, a crash)
+     └── ProtocolError         the engine answered something Brim cannot read
+
+`kind` is the stable name used in the headless `error` event.
+"""
+
+from __future__ import annotations
+
+
+class ProviderError(Exception):
+    kind = "provider_error"
+    retryable = True
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class EngineUnreachable(ProviderError):
+    kind = "unreachable"
+
+
+class ModelNotFound(ProviderError):
+    kind = "model_not_found"
+
+
+class ContextOverflow(ProviderError):
+    kind = "context_overflow"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        prompt_tokens: int | None = None,
+        window: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status)
+        self.prompt_tokens = prompt_tokens
+        self.window = window
+
+
+class ServerError(ProviderError):
+    kind = "server_error"
+
+
+class ProtocolError(ProviderError):
+    kind = "protocol_error"
