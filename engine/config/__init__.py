@@ -1,0 +1,43 @@
+"""Brim's configuration: agent files (schema, validation, loading, saving) and app settings."""
+
+from engine.config.agent import AgentConfig, default_agent
+from engine.config.agent_files import (
+    agent_files,
+    agent_path,
+    ensure_default_agent,
+    load_agent,
+    load_agents,
+    parse_agent_text,
+    render_agent,
+    save_agent,
+)
+from engine.config.errors import AgentConfigError, AgentFileChanged, ConfigError, Problem
+from engine.config.schema import (
+    AGENT_FIELDS,
+    DEFAULT_SYSTEM_PROMPT,
+    FIELDS_BY_NAME,
+    FieldProblem,
+    FieldSpec,
+)
+
+__all__ = [
+    "AGENT_FIELDS",
+    "DEFAULT_SYSTEM_PROMPT",
+    "FIELDS_BY_NAME",
+    "AgentConfig",
+    "AgentConfigError",
+    "AgentFileChanged",
+    "ConfigError",
+    "FieldProblem",
+    "FieldSpec",
+    "Problem",
+    "agent_files",
+    "agent_path",
+    "default_agent",
+    "ensure_default_agent",
+    "load_agent",
+    "load_agents",
+    "parse_agent_text",
+    "render_agent",
+    "save_agent",
+]
