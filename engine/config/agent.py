@@ -85,6 +85,10 @@ class AgentConfig:
             )
         return dataclasses.replace(self, **changes)
 
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> AgentConfig:
+        """`with_changes` under pydantic's name, for callers written against either."""
+        return self.with_changes(**(update or {}))
+
     @property
     def effective_base_url(self) -> str | None:
         """The URL to talk to: the configured one, else the engine's usual local address

@@ -117,3 +117,10 @@ def test_settings_that_do_nothing_for_the_engine_are_warned_about():
     tight = AgentConfig(name="t", num_ctx=4096, compaction_reserve_tokens=4096)
     assert any("every request would compact" in w for w in tight.warnings())
     assert AgentConfig(name="fine").warnings() == []
+
+
+def test_model_copy_is_with_changes_under_pydantics_name():
+    config = AgentConfig(name="c").model_copy(update={"provider": "vllm", "num_ctx": 4096})
+    assert (config.provider, config.num_ctx) == ("vllm", 4096)
+    with pytest.raises(AgentConfigError):
+        config.model_copy(update={"num_ctx": 1})
