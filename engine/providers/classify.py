@@ -1,0 +1,246 @@
+"""The one place that turns what went wrong on the wire into `errors.ProviderError`s.
+
+Every HTTP engine fails in its own dialect (Ollama's `{"error": "..."}`, llama-server's typed
+`{"error": {"type": ...}}`, vLLM's two envelopes, SGLang's flat one) and through the same
+transport failures. Providers hand both to this module so the rest of Brim sees five kinds
+of failure, each with a message that names the engine and its URL and never a header or a
+credential.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from engine.providers.errors import (
+    ContextOverflow,
+    EngineUnreachable,
+    ModelNotFound,
+    ProtocolError,
+    ProviderError,
+    ServerError,
+)
+
+# Wording each engine has used (across versions) for "the prompt is longer than the window".
+OVERFLOW_PATTERNS: tuple[str, ...] = (
+    "maximum context length",  # vLLM (both envelopes), OpenAI-style servers
+    "context length is only",  # vLLM
+    "longer than the maximum model length",  # vLLM v1 engine
+    "is longer than the model's context length",  # SGLang
+    "exceeds the available context size",  # llama-server
+    "exceed_context_size_error",  # llama-server error type
+    "context shift",  # older llama-server: "... or enable context shift"
+    "exceeds the context length",  # Ollama with truncate:false
+    "exceeds the context window",
+    "context_length_exceeded",  # OpenAI-compatible error code
+    "exceed context window",  # llama-cpp-python
+)
+
+MODEL_MISSING_PATTERNS: tuple[str, ...] = (
+    "not found",
+    "does not exist",
+    "no such model",
+    "unknown model",
+)
+
+_MAX_MESSAGE_CHARS = 300
+
+# (regex, which group is the prompt size, which is the window) for the numbers engines print.
+_NUMBER_PATTERNS: tuple[tuple[re.Pattern[str], int | None, int | None], ...] = (
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+)"), 1, 2),
+    (re.compile(r"input \((\d+) tokens\) is longer than the model's context length \((\d+)"), 1, 2),
+    (re.compile(r"prompt \(length (\d+)\) is longer than the maximum model length of (\d+)"), 1, 2),
+    (re.compile(r"maximum context length is (\d+) tokens"), None, 1),
+    (re.compile(r"your request has (\d+) input tokens"), 1, None),
+    (re.compile(r"\((\d+) in the messages"), 1, None),
+    (re.compile(r"messages resulted in (\d+) tokens"), 1, None),
+    (re.compile(r"context length is only (\d+)"), None, 1),
+)
+
+
+def safe_url(url: str) -> str:
+    """The URL as it may appear in a message: no user, password, query or fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = f"{host}:{port}" if port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) > _MAX_MESSAGE_CHARS:
+        return text[: _MAX_MESSAGE_CHARS - 1] + "…"
+    return text
+
+
+def as_int(value: Any) -> int | None:
+    """An integer field from an engine's JSON; anything else (absent, null, text) is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def parse_body(body: str | bytes) -> Any:
+    """The body as JSON where it is JSON, else the text itself."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def error_fields(payload: Any) -> dict[str, Any]:
+    """The error object inside any of the engines' envelopes (empty when there is none).
+
+    `{"error": "text"}` (Ollama), `{"error": {...}}` (llama-server, vLLM >= 0.10.1),
+    `{"object": "error", "message": ...}` (vLLM before, SGLang), `{"detail": ...}` (FastAPI).
+    """
+    if isinstance(payload, str):
+        return {"message": payload} if payload.strip() else {}
+    if not isinstance(payload, dict):
+        return {}
+    inner = payload.get("error")
+    if isinstance(inner, dict):
+        return inner
+    if isinstance(inner, str):
+        return {"message": inner}
+    if payload.get("object") == "error" or "message" in payload:
+        return payload
+    detail = payload.get("detail")
+    if isinstance(detail, str):
+        return {"message": detail}
+    if detail is not None:
+        return {"message": json.dumps(detail)}
+    return {}
+
+
+def error_message(payload: Any) -> str:
+    fields = error_fields(payload)
+    message = fields.get("message")
+    if isinstance(message, str) and message.strip():
+        return _shorten(message)
+    if isinstance(payload, str):
+        return _shorten(payload)
+    return ""
+
+
+def looks_like_overflow(payload: Any) -> bool:
+    fields = error_fields(payload)
+    if fields.get("type") == "exceed_context_size_error":
+        return True
+    haystack = " ".join(str(fields.get(key, "")) for key in ("message", "type", "code")).lower()
+    return any(pattern in haystack for pattern in OVERFLOW_PATTERNS)
+
+
+def overflow_numbers(payload: Any) -> tuple[int | None, int | None]:
+    """(prompt tokens, window) as the engine stated them, where it did."""
+    fields = error_fields(payload)
+    prompt = as_int(fields.get("n_prompt_tokens"))
+    window = as_int(fields.get("n_ctx"))
+    message = str(fields.get("message", ""))
+    for pattern, prompt_group, window_group in _NUMBER_PATTERNS:
+        match = pattern.search(message)
+        if not match:
+            continue
+        if prompt is None and prompt_group is not None:
+            prompt = int(match.group(prompt_group))
+        if window is None and window_group is not None:
+            window = int(match.group(window_group))
+    return prompt, window
+
+
+def classify_payload(
+    payload: Any,
+    *,
+    engine: str,
+    url: str,
+    model: str | None = None,
+    status: int | None = None,
+) -> ProviderError:
+    """An error body (HTTP status >= 400, or an error delivered inside a 200 stream)."""
+    message = error_message(payload) or "no details"
+    where = f"{engine} at {safe_url(url)}"
+    http = f"HTTP {status}" if status and status != 200 else "mid-stream"
+    if looks_like_overflow(payload) and (status is None or status in (200, 400, 413, 422)):
+        prompt, window = overflow_numbers(payload)
+        return ContextOverflow(
+            f"{where} rejected the prompt as longer than its context window ({message})",
+            status=status,
+            prompt_tokens=prompt,
+            window=window,
+        )
+    lowered = message.lower()
+    mentions_model = "model" in lowered and any(p in lowered for p in MODEL_MISSING_PATTERNS)
+    if status == 404 or (mentions_model and status in (None, 200, 400, 422)):
+        name = f" {model!r}" if model else ""
+        return ModelNotFound(f"{where} does not have the model{name} ({message})", status=status)
+    if status in (401, 403):
+        return ServerError(
+            f"{where} refused the request ({http}: {message}); check the API key", status=status
+        )
+    if status is not None and 400 <= status < 500:
+        error = ServerError(f"{where} rejected the request ({http}): {message}", status=status)
+        error.retryable = False
+        return error
+    return ServerError(f"{where} failed ({http}): {message}", status=status)
+
+
+def classify_http(
+    status: int, body: str | bytes, *, engine: str, url: str, model: str | None = None
+) -> ProviderError:
+    """An HTTP response whose status says it failed."""
+    return classify_payload(parse_body(body), engine=engine, url=url, model=model, status=status)
+
+
+def classify_transport(exc: BaseException, *, engine: str, url: str) -> ProviderError:
+    """A failure below HTTP: nothing answered, or the connection broke or stalled."""
+    where = f"{engine} at {safe_url(url)}"
+    if isinstance(exc, httpx.ConnectTimeout):
+        return EngineUnreachable(f"cannot reach {where}: the connection timed out")
+    if isinstance(exc, httpx.ConnectError | ConnectionRefusedError):
+        reason = "connection refused"
+        text = str(exc).lower()
+        if "name or service" in text or "nodename" in text or "getaddrinfo" in text:
+            reason = "the host name does not resolve"
+        return EngineUnreachable(f"cannot reach {where}: {reason}")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return EngineUnreachable(f"cannot reach {where}: not a valid http(s) URL")
+    if isinstance(exc, httpx.ReadTimeout):
+        return ServerError(f"{where} stopped answering (no data before the read timeout)")
+    if isinstance(exc, httpx.WriteTimeout | httpx.PoolTimeout):
+        return ServerError(f"{where} did not accept the request in time")
+    if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+        return ServerError(
+            f"{where} closed the connection before the answer was complete "
+            "(the engine may have crashed or been stopped)"
+        )
+    if isinstance(exc, ConnectionError):  # the ollama client wraps connect failures in this
+        return EngineUnreachable(f"cannot reach {where}: connection refused")
+    if isinstance(exc, httpx.DecodingError):
+        return ProtocolError(f"{where} sent a body Brim cannot decode")
+    if isinstance(exc, httpx.HTTPError):
+        return ServerError(f"{where} failed: {type(exc).__name__}")
+    return ServerError(f"{where} failed: {type(exc).__name__}")
+
+
+def protocol_error(what: str, *, engine: str, url: str) -> ProtocolError:
+    return ProtocolError(f"{engine} at {safe_url(url)} sent {what}")

@@ -1,0 +1,82 @@
+"""What every engine reached over HTTP shares: one connection pool, timeouts, and JSON calls
+whose failures are already classified, so each provider module is only its protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from engine.providers.base import Provider
+from engine.providers.classify import (
+    as_int,
+    classify_http,
+    classify_transport,
+    protocol_error,
+    safe_url,
+)
+
+DEFAULT_TIMEOUT_S = 600.0  # a big model may think (or load) for minutes before its first token
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+
+__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "HttpProvider", "as_int"]
+
+
+class HttpProvider(Provider):
+    engine_name: str = ""  # how messages name the engine ("llama-server", "vLLM", ...)
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        api_key: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url)
+        self.timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=self.timeout, headers=headers, transport=transport
+        )
+
+    @property
+    def where(self) -> str:
+        """How messages name this engine: its name and its URL without credentials."""
+        return f"{self.engine_name} at {safe_url(self.base_url)}"
+
+    def _protocol_error(self, what: str) -> Exception:
+        return protocol_error(what, engine=self.engine_name, url=self.base_url)
+
+    async def _request_json(
+        self, method: str, path: str, body: Any = None, *, model: str | None = None
+    ) -> Any:
+        try:
+            if body is None:
+                response = await self._http.request(method, path)
+            else:
+                response = await self._http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
+        if response.status_code >= 400:
+            raise classify_http(
+                response.status_code,
+                response.content,
+                engine=self.engine_name,
+                url=self.base_url,
+                model=model,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise self._protocol_error(f"a non-JSON answer to {method} {path}") from exc
+
+    async def _get_json(self, path: str, *, model: str | None = None) -> Any:
+        return await self._request_json("GET", path, model=model)
+
+    async def _post_json(self, path: str, body: Any, *, model: str | None = None) -> Any:
+        return await self._request_json("POST", path, body, model=model)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
