@@ -1,0 +1,171 @@
+"""llama.cpp's `llama-server`: the window is per slot, and it can count exactly.
+
+`/props` says what one slot holds (`default_generation_settings.n_ctx`) and how many slots
+there are; `/v1/models` says what the model was trained for (`meta.n_ctx_train`) and, in
+2026 builds, the whole context (`meta.n_ctx`). When per-slot × slots is more than the whole,
+the slots share one unified KV pool and a slot's window is a ceiling, not a guarantee.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.messages import Message, model_messages, to_openai
+from engine.providers.base import EngineReport, ModelInfo, Usage
+from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
+from engine.providers.http_base import as_int
+from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
+
+
+def _ms_to_s(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value) / 1000.0
+    return None
+
+
+class LlamaCppProvider(OpenAICompatProvider):
+    kind = "llamacpp"
+    engine_name = "llama-server"
+    owned_by = "llamacpp"
+
+    async def ready(self) -> bool:
+        """True once `/health` answers 200 (it answers 503 while the model loads)."""
+        try:
+            await self._get_json("/health")
+        except ServerError as exc:
+            if exc.status == 503:
+                return False
+            raise
+        return True
+
+    async def _props(self) -> dict[str, Any]:
+        try:
+            props = await self._get_json("/props")
+        except ServerError as exc:
+            if exc.status == 503:
+                raise ServerError(
+                    f"{self.where} is still loading its model (HTTP 503); "
+                    "try again when it is ready",
+                    status=503,
+                ) from exc
+            raise
+        if not isinstance(props, dict):
+            raise self._protocol_error("a /props answer that is not a JSON object")
+        return props
+
+    async def _cards_or_empty(self) -> list[dict[str, Any]]:
+        """`/v1/models`, or nothing on builds that lack it: it only adds facts here."""
+        try:
+            return await self._model_cards()
+        except EngineUnreachable:
+            raise
+        except ProviderError:
+            return []
+
+    @staticmethod
+    def _pick_card(cards: list[dict[str, Any]], model: str) -> dict[str, Any] | None:
+        # One server serves one model; match by name where it can, else take what it has.
+        for card in cards:
+            if card.get("id") == model:
+                return card
+        return cards[0] if cards else None
+
+    async def list_models(self) -> list[ModelInfo]:
+        cards = await self._model_cards()
+        out = []
+        for card in cards:
+            meta = card.get("meta") if isinstance(card.get("meta"), dict) else {}
+            out.append(
+                ModelInfo(
+                    id=str(card["id"]),
+                    served_window=as_int(meta.get("n_ctx")),
+                    model_max=as_int(meta.get("n_ctx_train")),
+                    owned_by=card.get("owned_by"),
+                )
+            )
+        return out
+
+    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        props = await self._props()
+        settings = props.get("default_generation_settings")
+        settings = settings if isinstance(settings, dict) else {}
+        per_slot = as_int(settings.get("n_ctx"))
+        if per_slot is None:
+            per_slot = as_int(props.get("n_ctx"))  # some older builds put it at the top level
+        slots = as_int(props.get("total_slots"))
+        card = self._pick_card(await self._cards_or_empty(), model)
+        meta = card.get("meta") if card and isinstance(card.get("meta"), dict) else {}
+        model_max = as_int(meta.get("n_ctx_train"))
+        whole = as_int(meta.get("n_ctx"))
+        warnings: list[str] = []
+        unified = False
+        if slots and slots > 1 and per_slot:
+            if whole and per_slot * slots > whole:
+                unified = True
+                warnings.append(
+                    f"llama-server's {slots} slots share one KV pool of {whole} tokens "
+                    "(--kv-unified, the default when it is started without --parallel): a "
+                    f"request may use up to {per_slot} tokens, but concurrent requests draw "
+                    "on the same pool and can starve this one. Start it with an explicit "
+                    "--parallel N for a guaranteed per-slot window."
+                )
+            elif not whole:
+                warnings.append(
+                    f"llama-server runs {slots} slots of {per_slot} tokens and this build "
+                    "does not say whether they share one KV pool; if it was started without "
+                    "--parallel or with --kv-unified they do, and concurrent requests can "
+                    "leave this one less room than its slot's window."
+                )
+        return EngineReport(
+            provider=self.kind,
+            model=model,
+            served=per_slot,
+            model_max=model_max,
+            slots=slots,
+            unified_pool=unified,
+            warnings=warnings,
+        )
+
+    def usage_from(self, usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> Usage:
+        usage = usage if isinstance(usage, dict) else {}
+        timings = timings if isinstance(timings, dict) else {}
+        prompt = as_int(usage.get("prompt_tokens"))
+        completion = as_int(usage.get("completion_tokens"))
+        cached = cached_from_usage(usage)
+        prompt_n, cache_n = as_int(timings.get("prompt_n")), as_int(timings.get("cache_n"))
+        if cached is None:
+            cached = cache_n
+        if prompt is None and prompt_n is not None:
+            prompt = prompt_n + (cache_n or 0)
+        if completion is None:
+            completion = as_int(timings.get("predicted_n"))
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached,
+            prompt_eval_s=_ms_to_s(timings.get("prompt_ms")),
+            eval_s=_ms_to_s(timings.get("predicted_ms")),
+        )
+
+    async def count_prompt(
+        self, model: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> int | None:
+        """Exact: the server renders its own chat template, then tokenizes the result the way
+        a chat request is tokenized. None when this server cannot (e.g. tools without --jinja)."""
+        body: dict[str, Any] = {"messages": [to_openai(m) for m in model_messages(messages)]}
+        if tools:
+            body["tools"] = tools
+        try:
+            rendered = await self._post_json("/apply-template", body)
+            prompt = rendered.get("prompt") if isinstance(rendered, dict) else None
+            if not isinstance(prompt, str):
+                return None
+            tokens = await self._post_json(
+                "/tokenize", {"content": prompt, "add_special": True, "parse_special": True}
+            )
+        except EngineUnreachable:
+            raise
+        except ProviderError:
+            return None
+        listed = tokens.get("tokens") if isinstance(tokens, dict) else None
+        return len(listed) if isinstance(listed, list) else None

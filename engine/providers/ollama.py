@@ -1,0 +1,239 @@
+"""Ollama through its official client, with raw JSON where the client's models drop fields.
+
+Ollama is the engine that lies by omission: it loads a model with whatever `num_ctx` the
+request carries (reloading when it changes) and silently cuts a prompt that does not fit.
+So a pinned `num_ctx` goes out on every request, the same each time, and the report carries
+every fact the server gives: the loaded window (`/api/ps`), the training length and the
+Modelfile pin (`/api/show`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+import ollama
+import pydantic
+
+from engine.messages import Message, ToolCall, model_messages
+from engine.providers.base import (
+    ChatOptions,
+    EngineReport,
+    ModelInfo,
+    StreamDone,
+    StreamItem,
+    TextDelta,
+    ToolCallsReady,
+    Usage,
+)
+from engine.providers.classify import classify_http, classify_payload, classify_transport
+from engine.providers.errors import ProviderError, ServerError
+from engine.providers.http_base import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    HttpProvider,
+    as_int,
+)
+from engine.providers.openai_compat import new_call_id
+
+_NUM_CTX_LINE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+
+
+def modelfile_num_ctx(parameters: Any) -> int | None:
+    """`num_ctx` from `/api/show`'s `parameters` text (one Modelfile parameter per line)."""
+    if not isinstance(parameters, str):
+        return None
+    match = _NUM_CTX_LINE.search(parameters)
+    return int(match.group(1)) if match else None
+
+
+def training_length(model_info: Any) -> int | None:
+    """`model_info["<arch>.context_length"]`, `<arch>` from `general.architecture`."""
+    if not isinstance(model_info, dict):
+        return None
+    arch = model_info.get("general.architecture")
+    if isinstance(arch, str) and arch:
+        found = as_int(model_info.get(f"{arch}.context_length"))
+        if found is not None:
+            return found
+    for key, value in model_info.items():
+        if isinstance(key, str) and key.endswith(".context_length"):
+            return as_int(value)
+    return None
+
+
+def same_model(requested: str, listed: str | None) -> bool:
+    """Ollama names default to the `latest` tag: `llama3.1` is `llama3.1:latest`."""
+    if not listed:
+        return False
+
+    def norm(name: str) -> str:
+        return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+    return norm(requested) == norm(listed)
+
+
+def to_ollama(message: Message) -> dict[str, Any]:
+    """Ollama's message shape: tool-call arguments as an object, results named by tool."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": c.parsed_arguments()}}
+            for c in message.tool_calls
+        ]
+    if message.role == "tool" and message.name:
+        out["tool_name"] = message.name
+    return out
+
+
+def _ns_to_s(value: Any) -> float | None:
+    ns = as_int(value)
+    return ns / 1e9 if ns is not None else None
+
+
+class OllamaProvider(HttpProvider):
+    kind = "ollama"
+    engine_name = "Ollama"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(
+            base_url, timeout=timeout, connect_timeout=connect_timeout, transport=transport
+        )
+        client_kw: dict[str, Any] = {"timeout": self.timeout}
+        if transport is not None:
+            client_kw["transport"] = transport
+        self.client = ollama.AsyncClient(host=self.base_url, **client_kw)
+
+    def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
+        """Whatever the official client raised, as one of Brim's errors."""
+        if isinstance(exc, ProviderError):
+            return exc
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code is None or exc.status_code < 0:  # an error line mid-stream
+                return classify_payload(
+                    {"error": exc.error}, engine=self.engine_name, url=self.base_url, model=model
+                )
+            return classify_http(
+                exc.status_code,
+                json.dumps({"error": exc.error}),
+                engine=self.engine_name,
+                url=self.base_url,
+                model=model,
+            )
+        if isinstance(exc, httpx.HTTPError | ConnectionError):
+            return classify_transport(exc, engine=self.engine_name, url=self.base_url)
+        if isinstance(exc, ValueError | pydantic.ValidationError | TypeError | KeyError):
+            return self._protocol_error(f"an answer Brim cannot read ({type(exc).__name__})")
+        return ServerError(f"{self.where} failed: {type(exc).__name__}")
+
+    async def list_models(self) -> list[ModelInfo]:
+        tags = await self._get_json("/api/tags")
+        models = tags.get("models") if isinstance(tags, dict) else None
+        if not isinstance(models, list):
+            raise self._protocol_error("an /api/tags answer without a `models` list")
+        out = []
+        for entry in models:
+            if not isinstance(entry, dict):
+                continue
+            name = entry.get("name") or entry.get("model")
+            if not isinstance(name, str) or not name:
+                continue
+            details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
+            out.append(ModelInfo(id=name, model_max=as_int(details.get("context_length"))))
+        return out
+
+    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        # Raw JSON: the client's ShowResponse requires `model_info`, which older servers omit.
+        show = await self._post_json("/api/show", {"model": model}, model=model)
+        if not isinstance(show, dict):
+            raise self._protocol_error("an /api/show answer that is not a JSON object")
+        try:
+            running = await self.client.ps()
+        except Exception as exc:
+            raise self._classify(exc, model) from exc
+        entry = next(
+            (m for m in running.models if same_model(model, m.model) or same_model(model, m.name)),
+            None,
+        )
+        return EngineReport(
+            provider=self.kind,
+            model=model,
+            served=entry.context_length if entry is not None else None,
+            model_max=training_length(show.get("model_info")),
+            loaded=entry is not None,
+            modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
+        )
+
+    async def stream_chat(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[StreamItem]:
+        engine_options: dict[str, Any] = {}
+        if options.num_ctx is not None:
+            engine_options["num_ctx"] = options.num_ctx
+        if options.max_tokens is not None:
+            engine_options["num_predict"] = options.max_tokens
+        if options.temperature is not None:
+            engine_options["temperature"] = options.temperature
+        calls: list[ToolCall] = []
+        done: Any = None
+        try:
+            stream = await self.client.chat(
+                model=model,
+                messages=[to_ollama(m) for m in model_messages(messages)],
+                tools=options.tools or None,
+                stream=True,
+                options=engine_options or None,
+            )
+            async with aclosing(stream):
+                async for part in stream:
+                    message = part.message
+                    if message.content:
+                        yield TextDelta(message.content)
+                    for call in message.tool_calls or ():
+                        arguments = call.function.arguments
+                        calls.append(
+                            ToolCall(
+                                id=new_call_id(),
+                                name=call.function.name,
+                                arguments=arguments
+                                if isinstance(arguments, str)
+                                else json.dumps(dict(arguments or {}), ensure_ascii=False),
+                            )
+                        )
+                    if part.done:
+                        done = part
+                        break
+        except Exception as exc:
+            raise self._classify(exc, model) from exc
+        if done is None:
+            raise ServerError(f"{self.where} ended the stream before the answer finished")
+        finish = done.done_reason
+        if calls:
+            yield ToolCallsReady(tuple(calls))
+            if finish in (None, "stop"):
+                finish = "tool_calls"
+        yield StreamDone(
+            Usage(
+                prompt_tokens=done.prompt_eval_count,
+                completion_tokens=done.eval_count,
+                cached_tokens=None,  # Ollama does not report prompt-cache reuse
+                prompt_eval_s=_ns_to_s(done.prompt_eval_duration),
+                eval_s=_ns_to_s(done.eval_duration),
+            ),
+            finish,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+        await super().aclose()
