@@ -1,0 +1,45 @@
+"""Protocol-faithful fake engines on loopback, one per protocol Brim speaks.
+
+    from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, FakeSglang, FakeVllm
+
+    with FakeLlamaServer(n_ctx=4096, slots=2) as srv:
+        srv.url                      # http://127.0.0.1:<random port>
+        srv.script_reply("Hi there.", token_delay=0.01)
+        srv.script_reply(tool_calls=[FakeToolCall("read_file", {"path": "notes.md"})])
+        srv.script_reply(fail="die", fail_after=2)
+        srv.responder = lambda request: Reply(text="...")   # when the script is empty
+        srv.chat_requests            # every chat request: .body, .prompt_tokens, .window, ...
+        srv.requests                 # every request, any path
+        srv.wait_for_disconnect(2)   # the client abandoned a stream
+
+Each fake counts prompts with `fake_tokenizer` (a token is a whitespace-separated word), so
+tests can predict every number. Details per engine: `fake_ollama`, `fake_openai`, and the
+shared machinery (replies, failures, recording) in `fake_http`.
+"""
+
+from tests.helpers.fake_http import (
+    FakeServer,
+    FakeToolCall,
+    RecordedRequest,
+    Reply,
+)
+from tests.helpers.fake_ollama import FakeOllama, OllamaModel
+from tests.helpers.fake_openai import FakeLlamaServer, FakeOpenAIServer, FakeSglang, FakeVllm
+from tests.helpers.fake_tokenizer import count_chat, count_text, render_chat, tokenize
+
+__all__ = [
+    "FakeLlamaServer",
+    "FakeOllama",
+    "FakeOpenAIServer",
+    "FakeServer",
+    "FakeSglang",
+    "FakeToolCall",
+    "FakeVllm",
+    "OllamaModel",
+    "RecordedRequest",
+    "Reply",
+    "count_chat",
+    "count_text",
+    "render_chat",
+    "tokenize",
+]

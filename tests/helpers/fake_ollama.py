@@ -1,0 +1,287 @@
+"""A fake Ollama: `/api/version`, `/api/tags`, `/api/ps`, `/api/show`, `/api/chat` (NDJSON).
+
+Faithful where Brim depends on it (engines.md): the window is the request's
+`options.num_ctx`, else the Modelfile's, else the server default (capped at the training
+length); a different `num_ctx` than the loaded one reloads the model (`reloads` counts it);
+`/api/ps` lists only loaded models, with `context_length` (unless `ps_context_length=False`,
+as before v0.10); a prompt longer than the window is cut silently (whole messages from the
+front, system messages and the last message kept, then a cut to the window) and answered 200
+with a `prompt_eval_count` below what was sent, or 400 with `truncate: false`; unknown models
+are 404; a mid-stream failure is a final `{"error": ...}` line with status 200.
+
+    with FakeOllama([OllamaModel("llama3.1:8b", context_length=131072)]) as srv:
+        srv.script_reply("Hi.")
+        ...
+        assert {r.body["options"]["num_ctx"] for r in srv.chat_requests} == {8192}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play
+from tests.helpers.fake_tokenizer import count_chat, count_text, split_reply
+
+OVERFLOW_MESSAGE = "the input length exceeds the context length"
+
+
+@dataclass
+class OllamaModel:
+    name: str = "llama3.1:8b"
+    arch: str = "llama"
+    context_length: int = 131072  # training length: model_info["<arch>.context_length"]
+    modelfile_num_ctx: int | None = None  # PARAMETER num_ctx in its Modelfile
+    capabilities: tuple[str, ...] = ("completion", "tools")
+    family: str = "llama"
+    parameter_size: str = "8.0B"
+
+
+def _full_name(name: str) -> str:
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+class FakeOllama(FakeServer):
+    name = "fake-ollama"
+
+    def __init__(
+        self,
+        models: list[OllamaModel] | None = None,
+        *,
+        default_num_ctx: int = 4096,
+        version: str = "0.33.0",
+        ps_context_length: bool = True,
+        token_delay: float = 0.0,
+    ) -> None:
+        super().__init__(token_delay=token_delay)
+        self.models = {_full_name(m.name): m for m in (models or [OllamaModel()])}
+        self.default_num_ctx = default_num_ctx
+        self.version = version
+        self.ps_context_length = ps_context_length
+        self.loaded: dict[str, int] = {}  # model -> the num_ctx it is loaded with
+        self.loads: list[tuple[str, int]] = []  # every load, reloads included
+        self.reloads = 0  # loads that replaced the same model at another num_ctx
+        self.route("GET", "/api/version", self._version)
+        self.route("GET", "/api/tags", self._tags)
+        self.route("GET", "/api/ps", self._ps)
+        self.route("POST", "/api/show", self._show)
+        self.route("POST", "/api/chat", self._chat)
+
+    # -- test-facing helpers --------------------------------------------------------------
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return self.requests_to("/api/chat")
+
+    def load(self, model: str, num_ctx: int) -> None:
+        """Load a model as another client would have (it then shows in /api/ps)."""
+        name = _full_name(model)
+        if name in self.loaded and self.loaded[name] != num_ctx:
+            self.reloads += 1
+        self.loaded[name] = num_ctx
+        self.loads.append((name, num_ctx))
+
+    def window_for(self, model: OllamaModel, options: dict[str, Any]) -> int:
+        requested = options.get("num_ctx")
+        if isinstance(requested, int) and requested > 0:
+            return requested
+        if model.modelfile_num_ctx:
+            return model.modelfile_num_ctx
+        return min(self.default_num_ctx, model.context_length)
+
+    # -- routes ---------------------------------------------------------------------------
+
+    def _version(self, ex: Exchange, req: RecordedRequest) -> None:
+        ex.send_json(200, {"version": self.version})
+
+    def _details(self, m: OllamaModel) -> dict[str, Any]:
+        return {
+            "parent_model": "",
+            "format": "gguf",
+            "family": m.family,
+            "families": [m.family],
+            "parameter_size": m.parameter_size,
+            "quantization_level": "Q4_K_M",
+        }
+
+    def _tags(self, ex: Exchange, req: RecordedRequest) -> None:
+        models = [
+            {
+                "name": name,
+                "model": name,
+                "modified_at": "2026-08-01T10:00:00.123456789Z",
+                "size": 4920753328,
+                "digest": "a" * 64,
+                "details": self._details(m),
+            }
+            for name, m in self.models.items()
+        ]
+        ex.send_json(200, {"models": models})
+
+    def _ps(self, ex: Exchange, req: RecordedRequest) -> None:
+        running = []
+        for name, num_ctx in self.loaded.items():
+            entry: dict[str, Any] = {
+                "name": name,
+                "model": name,
+                "size": 6591830464,
+                "digest": "c" * 64,
+                "details": self._details(self.models[name]),
+                "expires_at": "2026-08-21T16:47:07.93355-07:00",
+                "size_vram": 5333539264,
+            }
+            if self.ps_context_length:
+                entry["context_length"] = num_ctx
+            running.append(entry)
+        ex.send_json(200, {"models": running})
+
+    def _lookup(self, ex: Exchange, body: Any) -> OllamaModel | None:
+        name = body.get("model") if isinstance(body, dict) else None
+        model = self.models.get(_full_name(name)) if isinstance(name, str) and name else None
+        if model is None:
+            ex.send_json(404, {"error": f"model '{name}' not found"})
+        return model
+
+    def _show(self, ex: Exchange, req: RecordedRequest) -> None:
+        m = self._lookup(ex, req.body)
+        if m is None:
+            return
+        parameters = 'stop                           "<|eot_id|>"'
+        modelfile = f"FROM /root/.ollama/models/blobs/sha256-{'b' * 64}\n"
+        if m.modelfile_num_ctx:
+            parameters = f"num_ctx                        {m.modelfile_num_ctx}\n" + parameters
+            modelfile += f"PARAMETER num_ctx {m.modelfile_num_ctx}\n"
+        ex.send_json(
+            200,
+            {
+                "license": "...",
+                "modelfile": modelfile,
+                "parameters": parameters,
+                "template": "{{ if .System }}...",
+                "details": self._details(m),
+                "model_info": {
+                    "general.architecture": m.arch,
+                    "general.parameter_count": 8030261248,
+                    f"{m.arch}.context_length": m.context_length,
+                    f"{m.arch}.embedding_length": 4096,
+                },
+                "capabilities": list(m.capabilities),
+                "modified_at": "2026-08-01T10:00:00.123456789Z",
+            },
+        )
+
+    @staticmethod
+    def _truncate(
+        messages: list[dict[str, Any]], tools: Any, window: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Ollama's cut: drop whole messages from the front, keeping system messages and the
+        last one; if that is still too long, cut the prompt itself to the window."""
+        kept = list(messages)
+        index = 0
+        while count_chat(kept, tools) > window and index < len(kept) - 1:
+            if kept[index].get("role") == "system":
+                index += 1
+                continue
+            del kept[index]
+        return kept, min(count_chat(kept, tools), window)
+
+    def _chat(self, ex: Exchange, req: RecordedRequest) -> None:
+        m = self._lookup(ex, req.body)
+        if m is None:
+            return
+        body = req.body
+        name = _full_name(body["model"])
+        options = body.get("options") or {}
+        window = self.window_for(m, options)
+        if self.loaded.get(name) != window:
+            self.load(name, window)
+        messages = body.get("messages") or []
+        tools = body.get("tools") or None
+        sent = count_chat(messages, tools)
+        evaluated = sent
+        if sent > window and body.get("truncate", True) is not False:
+            _, evaluated = self._truncate(messages, tools, window)
+        req.prompt_tokens, req.evaluated_tokens, req.window = sent, evaluated, window
+        req.truncated = evaluated < sent
+        reply = self.next_reply(req)
+        req.reply = reply
+        if reply.fail == "http500":
+            ex.send_json(500, {"error": reply.error_message})
+            return
+        if reply.fail == "overflow" or (sent > window and body.get("truncate") is False):
+            ex.send_json(400, {"error": OVERFLOW_MESSAGE})
+            return
+
+        pieces = split_reply(reply.text)
+        limit = options.get("num_predict")
+        done_reason = reply.finish_reason or "stop"
+        if isinstance(limit, int) and 0 <= limit < len(pieces):
+            pieces, done_reason = pieces[:limit], "length"
+        calls = [
+            {
+                "id": call.id or f"call_{i}",
+                "function": {"index": i, "name": call.name, "arguments": call.arguments},
+            }
+            for i, call in enumerate(reply.tool_calls)
+        ]
+        eval_count = len(pieces) + sum(
+            count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
+        )
+        final = {
+            "model": body["model"],
+            "created_at": "2026-08-21T19:22:45.4Z",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": done_reason,
+            "total_duration": 4883583458,
+            "load_duration": 1334875,
+            "prompt_eval_count": evaluated,
+            "prompt_eval_duration": evaluated * 1_000_000,
+            "eval_count": eval_count,
+            "eval_duration": eval_count * 10_000_000,
+        }
+        if body.get("stream", True) is False:
+            final["message"] = {"role": "assistant", "content": "".join(pieces)}
+            if calls:
+                final["message"]["tool_calls"] = calls
+            ex.send_json(200, final)
+            return
+
+        def line(obj: dict[str, Any]) -> bytes:
+            return json.dumps(obj).encode() + b"\n"
+
+        def piece(text: str) -> bytes:
+            return line(
+                {
+                    "model": body["model"],
+                    "created_at": "2026-08-21T19:22:44.1Z",
+                    "message": {"role": "assistant", "content": text},
+                    "done": False,
+                }
+            )
+
+        ex.start_stream("application/x-ndjson")
+        if not play(
+            self,
+            ex,
+            reply,
+            pieces,
+            piece=piece,
+            error_event=lambda: line({"error": reply.error_message}),
+            malformed=b'{"model": "broken\n',
+        ):
+            return
+        if calls:
+            ex.write(
+                line(
+                    {
+                        "model": body["model"],
+                        "created_at": "2026-08-21T19:22:45.0Z",
+                        "message": {"role": "assistant", "content": "", "tool_calls": calls},
+                        "done": False,
+                    }
+                )
+            )
+        ex.write(line(final))
+        ex.end_stream()

@@ -1,0 +1,603 @@
+"""Fake OpenAI-compatible engines: llama-server, vLLM and SGLang.
+
+They share `/v1/chat/completions` (SSE `data:` chunks, tool-call deltas, a usage chunk when
+`stream_options.include_usage`, then `data: [DONE]`; or one JSON answer without `stream`)
+and differ where the real engines differ (engines.md): what they report about the window,
+how they report cached prompt tokens, and the shape of their errors.
+
+    with FakeLlamaServer(n_ctx=4096, slots=2) as srv: ...        # per slot: 2048
+    with FakeVllm(max_model_len=8192, lora={"sql-lora": "Qwen/Qwen2.5-7B-Instruct"}) as srv: ...
+    with FakeSglang(context_length=32768) as srv: ...
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, Reply, play
+from tests.helpers.fake_tokenizer import (
+    common_prefix,
+    count_text,
+    render_chat,
+    split_reply,
+    tokenize,
+)
+
+
+class FakeOpenAIServer(FakeServer):
+    owned_by = "openai-compatible"
+    chat_path = "/v1/chat/completions"
+
+    def __init__(self, model: str, *, token_delay: float = 0.0) -> None:
+        super().__init__(token_delay=token_delay)
+        self.model = model
+        self._last_prompt: list[int] = []
+        self.route("GET", "/v1/models", self._models)
+        self.route("POST", self.chat_path, self._chat)
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return self.requests_to(self.chat_path)
+
+    # -- what each engine overrides -------------------------------------------------------
+
+    def _models(self, ex: Exchange, req: RecordedRequest) -> None:
+        raise NotImplementedError
+
+    def knows_model(self, model: Any) -> bool:
+        return model == self.model
+
+    def window_for(self, body: dict[str, Any]) -> int:
+        raise NotImplementedError
+
+    def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
+        return tokenize(render_chat(body.get("messages") or [], body.get("tools")))
+
+    def cached_tokens(self, tokens: list[int]) -> int:
+        """Prompt-cache reuse: the prefix shared with the previous prompt."""
+        cached = min(common_prefix(tokens, self._last_prompt), max(len(tokens) - 1, 0))
+        self._last_prompt = tokens
+        return cached
+
+    def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
+        return prompt > window
+
+    def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": type_, "param": None, "code": status}}
+
+    def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def model_missing_body(self, model: Any) -> dict[str, Any]:
+        return self.error_body(404, f"The model `{model}` does not exist.", "NotFoundError")
+
+    def usage_details(self, cached: int) -> dict[str, Any] | None:
+        """`prompt_tokens_details` as this engine reports it (None: left out)."""
+        return None
+
+    def timings(self, prompt: int, cached: int, completion: int) -> dict[str, Any] | None:
+        return None
+
+    def send_overflow(
+        self, ex: Exchange, body: dict[str, Any], prompt: int, max_tokens: int | None, window: int
+    ) -> None:
+        ex.send_json(400, self.overflow_body(prompt, max_tokens, window))
+
+    def midstream_error(self, reply: Reply) -> bytes:
+        payload = self.error_body(500, reply.error_message, "InternalServerError")
+        return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+    def before_chat(self, ex: Exchange) -> bool:
+        """A chance to refuse every chat (llama-server while loading). True: go on."""
+        return True
+
+    # -- the chat endpoint ----------------------------------------------------------------
+
+    def _chat(self, ex: Exchange, req: RecordedRequest) -> None:
+        if not self.before_chat(ex):
+            return
+        body = req.body if isinstance(req.body, dict) else {}
+        if not self.knows_model(body.get("model")):
+            ex.send_json(404, self.model_missing_body(body.get("model")))
+            return
+        tokens = self.prompt_tokens(body)
+        prompt = len(tokens)
+        window = self.window_for(body)
+        req.prompt_tokens = req.evaluated_tokens = prompt
+        req.window = window
+        reply = self.next_reply(req)
+        req.reply = reply
+        max_tokens = body.get("max_tokens") or body.get("max_completion_tokens")
+        if reply.fail == "http500":
+            ex.send_json(500, self.error_body(500, reply.error_message, "InternalServerError"))
+            return
+        if reply.fail == "overflow" or self.overflows(prompt, max_tokens, window):
+            self.send_overflow(ex, body, prompt, max_tokens, window)
+            return
+        cached = self.cached_tokens(tokens)
+
+        pieces = split_reply(reply.text)
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        room = window - prompt
+        limit = min(x for x in (max_tokens, room) if isinstance(x, int))
+        if len(pieces) > limit:
+            pieces, finish = pieces[: max(limit, 0)], "length"
+        completion = len(pieces) + sum(
+            count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
+        )
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        details = self.usage_details(cached)
+        if details is not None:
+            usage["prompt_tokens_details"] = details
+        timings = self.timings(prompt, cached, completion)
+        calls = [
+            {
+                "id": call.id or f"call_{i}_{int(time.time() * 1000) % 100000}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            }
+            for i, call in enumerate(reply.tool_calls)
+        ]
+        base = {
+            "id": "chatcmpl-fake",
+            "created": 1755800000,
+            "model": body.get("model"),
+        }
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces)}
+            if calls:
+                message["tool_calls"] = calls
+            answer = {
+                **base,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage,
+            }
+            if timings is not None:
+                answer["timings"] = timings
+            ex.send_json(200, answer)
+            return
+
+        def event(obj: dict[str, Any]) -> bytes:
+            return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {
+                **base,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            }
+
+        ex.start_stream("text/event-stream")
+        ex.write(event(chunk({"role": "assistant", "content": None})))
+        if not play(
+            self,
+            ex,
+            reply,
+            pieces,
+            piece=lambda text: event(chunk({"content": text})),
+            error_event=lambda: self.midstream_error(reply),
+            malformed=b'data: {"choices": [\n\n',
+        ):
+            return
+        for i, call in enumerate(calls):
+            # Like the real engines: the id and name first, then the arguments in fragments.
+            head = {"index": i, "id": call["id"], "type": "function"}
+            head["function"] = {"name": call["function"]["name"], "arguments": ""}
+            ex.write(event(chunk({"tool_calls": [head]})))
+            arguments = call["function"]["arguments"]
+            for start in range(0, len(arguments), 7):
+                fragment = {"index": i, "function": {"arguments": arguments[start : start + 7]}}
+                ex.write(event(chunk({"tool_calls": [fragment]})))
+        last = chunk({}, finish)
+        include_usage = (body.get("stream_options") or {}).get("include_usage")
+        if not include_usage and timings is not None:
+            last["timings"] = timings
+        ex.write(event(last))
+        if include_usage:
+            usage_chunk: dict[str, Any] = {
+                **base,
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": usage,
+            }
+            if timings is not None:
+                usage_chunk["timings"] = timings
+            ex.write(event(usage_chunk))
+        ex.write(b"data: [DONE]\n\n")
+        ex.end_stream()
+
+
+OverflowStyle = Literal["http400", "legacy400", "sse_error_field", "sse_data_error"]
+
+
+class FakeLlamaServer(FakeOpenAIServer):
+    """llama-server. `n_ctx` is `-c`, `slots` is `-np`; without `kv_unified` each slot gets
+    n_ctx // slots, with it every slot may use all of n_ctx from one shared pool.
+
+    overflow_style (a prompt of at least the slot's window):
+      "http400"          400 `exceed_context_size_error` with n_prompt_tokens / n_ctx (now)
+      "legacy400"        400 with an older message and no numbers
+      "sse_error_field"  200, then an SSE line `error: {...}` (before late 2025)
+      "sse_data_error"   200, then `data: {"error": {...}}`
+    """
+
+    name = "fake-llama-server"
+    owned_by = "llamacpp"
+
+    def __init__(
+        self,
+        n_ctx: int = 4096,
+        slots: int = 1,
+        *,
+        kv_unified: bool = False,
+        n_ctx_train: int = 8192,
+        model: str = "SmolLM2-135M-Instruct-Q4_1",
+        loading: bool = False,
+        meta_n_ctx: bool = True,  # 2026 builds also put the whole n_ctx in /v1/models meta
+        cached_details: bool = True,  # 2026 builds: usage.prompt_tokens_details.cached_tokens
+        default_system_prompt: str | None = None,
+        overflow_style: OverflowStyle = "http400",
+        token_delay: float = 0.0,
+    ) -> None:
+        super().__init__(model, token_delay=token_delay)
+        self.n_ctx = n_ctx
+        self.slots = slots
+        self.kv_unified = kv_unified
+        self.n_ctx_train = n_ctx_train
+        self.loading = loading
+        self.meta_n_ctx = meta_n_ctx
+        self.cached_details = cached_details
+        self.default_system_prompt = default_system_prompt
+        self.overflow_style = overflow_style
+        self.route("GET", "/health", self._health)
+        self.route("GET", "/props", self._props)
+        self.route("POST", "/tokenize", self._tokenize)
+        self.route("POST", "/apply-template", self._apply_template)
+
+    @property
+    def per_slot(self) -> int:
+        return self.n_ctx if self.kv_unified else self.n_ctx // self.slots
+
+    def knows_model(self, model: Any) -> bool:
+        return True  # one server, one model: the name in the request is not checked
+
+    def window_for(self, body: dict[str, Any]) -> int:
+        return self.per_slot
+
+    def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self.default_system_prompt and not any(m.get("role") == "system" for m in messages):
+            return [{"role": "system", "content": self.default_system_prompt}, *messages]
+        return messages
+
+    def render(self, body: dict[str, Any]) -> str:
+        return render_chat(self._messages(body.get("messages") or []), body.get("tools"))
+
+    def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
+        return tokenize(self.render(body), add_special=True)
+
+    def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
+        return prompt >= window
+
+    def usage_details(self, cached: int) -> dict[str, Any] | None:
+        return {"cached_tokens": cached} if self.cached_details else None
+
+    def timings(self, prompt: int, cached: int, completion: int) -> dict[str, Any] | None:
+        evaluated = prompt - cached
+        return {
+            "cache_n": cached,
+            "prompt_n": evaluated,
+            "prompt_ms": evaluated * 2.0,
+            "prompt_per_token_ms": 2.0,
+            "prompt_per_second": 500.0,
+            "predicted_n": completion,
+            "predicted_ms": completion * 16.0,
+            "predicted_per_token_ms": 16.0,
+            "predicted_per_second": 62.5,
+        }
+
+    def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
+        return {"error": {"code": status, "message": message, "type": type_}}
+
+    def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        if self.overflow_style == "http400":
+            return {
+                "error": {
+                    "code": 400,
+                    "message": f"request ({prompt} tokens) exceeds the available context size "
+                    f"({window} tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt,
+                    "n_ctx": window,
+                }
+            }
+        return self.error_body(
+            400,
+            "the request exceeds the available context size, try increasing the context size "
+            "or enable context shift",
+            "invalid_request_error",
+        )
+
+    def send_overflow(
+        self, ex: Exchange, body: dict[str, Any], prompt: int, max_tokens: int | None, window: int
+    ) -> None:
+        if self.overflow_style in ("http400", "legacy400") or not body.get("stream"):
+            ex.send_json(400, self.overflow_body(prompt, max_tokens, window))
+            return
+        error = self.overflow_body(prompt, max_tokens, window)["error"]
+        ex.start_stream("text/event-stream")
+        if self.overflow_style == "sse_error_field":
+            ex.write(b"error: " + json.dumps(error).encode() + b"\n\n")
+        else:
+            ex.write(b"data: " + json.dumps({"error": error}).encode() + b"\n\n")
+        ex.end_stream()
+
+    def midstream_error(self, reply: Reply) -> bytes:
+        error = {"code": 500, "message": reply.error_message, "type": "server_error"}
+        if self.overflow_style == "sse_error_field":
+            return b"error: " + json.dumps(error).encode() + b"\n\n"
+        return b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
+
+    def _unavailable(self, ex: Exchange) -> None:
+        ex.send_json(503, self.error_body(503, "Loading model", "unavailable_error"))
+
+    def before_chat(self, ex: Exchange) -> bool:
+        if self.loading:
+            self._unavailable(ex)
+            return False
+        return True
+
+    def _health(self, ex: Exchange, req: RecordedRequest) -> None:
+        if self.loading:
+            self._unavailable(ex)
+        else:
+            ex.send_json(200, {"status": "ok"})
+
+    def _props(self, ex: Exchange, req: RecordedRequest) -> None:
+        if self.loading:
+            self._unavailable(ex)
+            return
+        ex.send_json(
+            200,
+            {
+                "default_generation_settings": {
+                    "params": {"temperature": 0.8, "top_k": 40, "n_predict": -1},
+                    "n_ctx": self.per_slot,
+                },
+                "total_slots": self.slots,
+                "model_alias": self.model,
+                "model_path": f"/models/{self.model}.gguf",
+                "chat_template": "{{- bos_token }}...",
+                "bos_token": "<s>",
+                "eos_token": "</s>",
+                "build_info": "b7123-fake",
+                "is_sleeping": False,
+            },
+        )
+
+    def _models(self, ex: Exchange, req: RecordedRequest) -> None:
+        meta: dict[str, Any] | None = None
+        if not self.loading:
+            meta = {"vocab_type": 2, "n_vocab": 49152, "n_ctx_train": self.n_ctx_train}
+            if self.meta_n_ctx:
+                meta["n_ctx"] = self.n_ctx
+        ex.send_json(
+            200,
+            {
+                "models": [{"name": self.model, "model": self.model, "type": "model"}],
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.model,
+                        "object": "model",
+                        "created": 1755800000,
+                        "owned_by": self.owned_by,
+                        "meta": meta,
+                    }
+                ],
+            },
+        )
+
+    def _tokenize(self, ex: Exchange, req: RecordedRequest) -> None:
+        body = req.body if isinstance(req.body, dict) else {}
+        content = body.get("content")
+        if not isinstance(content, str):
+            ex.send_json(
+                400, self.error_body(400, '"content" must be provided', "invalid_request_error")
+            )
+            return
+        ex.send_json(200, {"tokens": tokenize(content, add_special=bool(body.get("add_special")))})
+
+    def _apply_template(self, ex: Exchange, req: RecordedRequest) -> None:
+        body = req.body if isinstance(req.body, dict) else {}
+        ex.send_json(200, {"prompt": self.render(body)})
+
+
+ErrorEnvelope = Literal["new", "flat"]
+
+
+class FakeVllm(FakeOpenAIServer):
+    """vLLM. `lora` maps adapter names to their base model: their cards carry `parent` and no
+    `max_model_len` (the client must inherit the parent's). `error_envelope`: "new"
+    (`{"error": {...}}`, v0.10.1+) or "flat" (`{"object": "error", ...}`, before)."""
+
+    name = "fake-vllm"
+    owned_by = "vllm"
+
+    def __init__(
+        self,
+        model: str = "Qwen/Qwen2.5-7B-Instruct",
+        max_model_len: int = 32768,
+        *,
+        lora: dict[str, str] | None = None,
+        error_envelope: ErrorEnvelope = "new",
+        prompt_tokens_details: bool = False,  # --enable-prompt-tokens-details
+        token_delay: float = 0.0,
+    ) -> None:
+        super().__init__(model, token_delay=token_delay)
+        self.max_model_len = max_model_len
+        self.lora = dict(lora or {})
+        self.error_envelope = error_envelope
+        self.prompt_tokens_details = prompt_tokens_details
+        self.route("POST", "/tokenize", self._tokenize)
+
+    def knows_model(self, model: Any) -> bool:
+        return model == self.model or model in self.lora
+
+    def window_for(self, body: dict[str, Any]) -> int:
+        return self.max_model_len
+
+    def cached_tokens(self, tokens: list[int]) -> int:
+        # vLLM reuses whole KV blocks of 16 tokens.
+        return super().cached_tokens(tokens) // 16 * 16
+
+    def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
+        return prompt > window or (isinstance(max_tokens, int) and prompt + max_tokens > window)
+
+    def usage_details(self, cached: int) -> dict[str, Any] | None:
+        return {"cached_tokens": cached} if self.prompt_tokens_details else None
+
+    def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
+        error = {"message": message, "type": type_, "param": None, "code": status}
+        if self.error_envelope == "flat":
+            return {"object": "error", **error}
+        return {"error": error}
+
+    def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        if self.error_envelope == "flat":
+            requested = prompt + (max_tokens or 0)
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {requested} tokens ({prompt} in the messages, {max_tokens or 0} "
+                "in the completion). Please reduce the length of the messages or completion."
+            )
+        elif prompt > window:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"request has {prompt} input tokens. Please reduce the length of the input "
+                "messages."
+            )
+        else:
+            message = (
+                f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This "
+                f"model's maximum context length is {window} tokens and your request has "
+                f"{prompt} input tokens ({max_tokens} > {window} - {prompt})."
+            )
+        return self.error_body(400, message, "BadRequestError")
+
+    def midstream_error(self, reply: Reply) -> bytes:
+        payload = self.error_body(500, reply.error_message, "InternalServerError")
+        return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+    def _models(self, ex: Exchange, req: RecordedRequest) -> None:
+        cards = [
+            {
+                "id": self.model,
+                "object": "model",
+                "created": 1755800000,
+                "owned_by": self.owned_by,
+                "root": self.model,
+                "parent": None,
+                "max_model_len": self.max_model_len,
+                "permission": [{"id": "modelperm-1", "object": "model_permission"}],
+            }
+        ]
+        for name, parent in self.lora.items():
+            cards.append(
+                {
+                    "id": name,
+                    "object": "model",
+                    "created": 1755800000,
+                    "owned_by": self.owned_by,
+                    "root": f"/adapters/{name}",
+                    "parent": parent,
+                    "permission": [{"id": "modelperm-2", "object": "model_permission"}],
+                }
+            )
+        ex.send_json(200, {"object": "list", "data": cards})
+
+    def _tokenize(self, ex: Exchange, req: RecordedRequest) -> None:
+        body = req.body if isinstance(req.body, dict) else {}
+        if not self.knows_model(body.get("model")):
+            ex.send_json(404, self.model_missing_body(body.get("model")))
+            return
+        if "messages" in body:
+            tokens = tokenize(
+                render_chat(
+                    body["messages"],
+                    body.get("tools"),
+                    add_generation_prompt=body.get("add_generation_prompt", True),
+                )
+            )
+        else:
+            tokens = tokenize(str(body.get("prompt", "")))
+        ex.send_json(
+            200, {"count": len(tokens), "max_model_len": self.max_model_len, "tokens": tokens}
+        )
+
+
+class FakeSglang(FakeOpenAIServer):
+    """SGLang: flat errors, cached tokens reported only when > 0 (with --enable-cache-report),
+    and a `/get_server_info` that holds an API key (Brim must never ask for it)."""
+
+    name = "fake-sglang"
+    owned_by = "sglang"
+    SECRET = "sk-fake-sglang-secret-key"
+
+    def __init__(
+        self,
+        model: str = "meta-llama/Llama-3.1-8B-Instruct",
+        context_length: int = 131072,
+        *,
+        cache_report: bool = False,
+        token_delay: float = 0.0,
+    ) -> None:
+        super().__init__(model, token_delay=token_delay)
+        self.context_length = context_length
+        self.cache_report = cache_report
+        self.route("GET", "/get_server_info", self._server_info)
+
+    def window_for(self, body: dict[str, Any]) -> int:
+        return self.context_length
+
+    def usage_details(self, cached: int) -> dict[str, Any] | None:
+        return {"cached_tokens": cached} if self.cache_report and cached > 0 else None
+
+    def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
+        return {"object": "error", "message": message, "type": type_, "param": None, "code": status}
+
+    def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        return self.error_body(
+            400,
+            f"The input ({prompt} tokens) is longer than the model's context length "
+            f"({window} tokens).",
+            "BadRequestError",
+        )
+
+    def _models(self, ex: Exchange, req: RecordedRequest) -> None:
+        ex.send_json(
+            200,
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.model,
+                        "object": "model",
+                        "created": 1755800000,
+                        "owned_by": self.owned_by,
+                        "root": self.model,
+                        "parent": None,
+                        "max_model_len": self.context_length,
+                    }
+                ],
+            },
+        )
+
+    def _server_info(self, ex: Exchange, req: RecordedRequest) -> None:
+        ex.send_json(200, {"context_length": None, "api_key": self.SECRET})
