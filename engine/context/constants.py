@@ -1,0 +1,85 @@
+"""The ladder's numbers, exactly as the seeds define them, in one place.
+
+Every ratio is a share of the context budget (the effective window, after the per-agent
+ceiling). They are ordered on purpose: clearing (cheapest) fires first, the warnings give the
+user a window to act, compaction gets first refusal, and trimming only fires when
+summarizing could not bring the run under budget.
+"""
+
+from __future__ import annotations
+
+# The rungs, as shares of the window.
+CONTEXT_CLEAR_THRESHOLD_RATIO = 0.5
+CONTEXT_WARN_RATIO = 0.7
+CONTEXT_CRITICAL_RATIO = 0.9
+DEFAULT_COMPACTION_RATIO = 0.8
+TRIM_RATIO = 0.95
+
+# Overflow recovery without a summary trims the history to this share of its own size.
+OVERFLOW_TRIM_RATIO = 0.7
+
+# Clearing: the protected window runs from the assistant message that opened the fifth
+# most recent tool cycle to the end of the history.
+PROTECTED_TOOL_CYCLES = 5
+# A tool result is "large" (worth stubbing) above this many tokens. A placeholder costs
+# ~40-60 tokens, so stubbing anything smaller would save little and still move the
+# cache prefix.
+LARGE_TOOL_RESULT_TOKENS = 200
+
+# Trimming: the last N complete turns are protected.
+PROTECTED_TURNS = 3
+
+# Compaction: the recent tail kept verbatim is 20% of the window, clamped to 8K-40K; on
+# windows under 32K the floor shrinks to a quarter of the window.
+RECENT_TAIL_RATIO = 0.2
+RECENT_TAIL_MIN_TOKENS = 8_000
+RECENT_TAIL_MAX_TOKENS = 40_000
+SMALL_WINDOW_TOKENS = 32_000
+
+# The summarizer's own output limit: a share of the window, clamped, so the summary of a
+# small window still leaves room for the tail.
+SUMMARY_MAX_TOKENS_RATIO = 0.15
+SUMMARY_MIN_TOKENS = 256
+SUMMARY_MAX_TOKENS = 4_096
+# Room kept free in the summarizer's request for framing and chat-template tokens.
+SUMMARY_PROMPT_MARGIN_TOKENS = 128
+
+# Iteration budget: user-visible pressure at 50/70/90%, model nudges at 70/90%.
+ITERATION_PRESSURE_THRESHOLDS = (0.5, 0.7, 0.9)
+ITERATION_WARN_RATIO = 0.7
+ITERATION_CRITICAL_RATIO = 0.9
+
+# Work state: the journal is folded back in as a ~2k-token preamble on resume, and is
+# capped per conversation (pruned oldest-first).
+JOURNAL_PREAMBLE_TOKENS = 2_000
+JOURNAL_MAX_ENTRIES = 100
+
+# Compaction reasons, as the headless `compaction` event names them.
+REASON_PREFLIGHT = "preflight"
+REASON_OVERFLOW = "context_overflow"
+REASON_MANUAL = "manual"
+REASON_SESSION_BUDGET = "session_budget"
+COMPACTION_REASONS = (REASON_PREFLIGHT, REASON_OVERFLOW, REASON_MANUAL, REASON_SESSION_BUDGET)
+
+# The fixed checkpoint every compaction writes: (level, title) in order.
+SUMMARY_SCHEMA: tuple[tuple[int, str], ...] = (
+    (2, "Goal"),
+    (2, "Constraints & Preferences"),
+    (2, "Covered So Far"),
+    (2, "Progress"),
+    (3, "Done"),
+    (3, "In Progress"),
+    (3, "Blocked"),
+    (2, "Key Decisions"),
+    (2, "Next Steps"),
+    (2, "Critical Context"),
+)
+SUMMARY_HEADINGS: tuple[str, ...] = tuple(f"{'#' * lvl} {title}" for lvl, title in SUMMARY_SCHEMA)
+COVERED_SECTION = "Covered So Far"
+
+# Tool names whose calls the progress note and Covered So Far read mechanically.
+READ_TOOLS = frozenset({"read_file"})
+LOOK_TOOLS = frozenset({"list_directory", "search_files"})
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+COMMAND_TOOLS = frozenset({"run_command"})
+RETRIEVE_TOOL = "retrieve_tool_result"

@@ -1,0 +1,99 @@
+"""The exact words the user sees when the ladder acts. Never silent, always the same text.
+
+Seed 000's lines (`Context window ~83% full …: auto-compacting…`, `Compacted 64 → 12
+messages …`) are the headless `notice` events; seed 003's (`auto-compacted 84 -> 31 messages
+(ctx 96K/128K)` and the why-line after it) are the desktop transcript's rows.
+"""
+
+from __future__ import annotations
+
+from engine.context.constants import (
+    REASON_MANUAL,
+    REASON_OVERFLOW,
+    REASON_PREFLIGHT,
+    REASON_SESSION_BUDGET,
+)
+
+REASON_PHRASES: dict[str, str] = {
+    REASON_PREFLIGHT: "the prompt neared the context window",
+    REASON_OVERFLOW: "the engine rejected the prompt as too long for its window",
+    REASON_SESSION_BUDGET: "the run used up its token budget",
+    REASON_MANUAL: "you asked for it",
+}
+
+
+def format_k(tokens: int) -> str:
+    """The header's `6K/128K` form: thousands, rounded, always in K (`1000K` for 1M)."""
+    if tokens < 1_000:
+        return str(tokens)
+    return f"{round(tokens / 1_000)}K"
+
+
+def format_count(tokens: int) -> str:
+    """The receipt's `↑ 43K ↓ 1.1K` / `1.2M` form: one decimal below 10K and for millions."""
+    if tokens < 1_000:
+        return str(tokens)
+    if tokens < 10_000:
+        return f"{tokens / 1_000:.1f}".rstrip("0").rstrip(".") + "K"
+    if tokens < 1_000_000:
+        return f"{round(tokens / 1_000)}K"
+    return f"{tokens / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+
+
+def preflight_notice(used: int, window: int) -> str:
+    """`Context window ~83% full (~100,046 of 120,000 tokens): auto-compacting…`"""
+    percent = round(100 * used / window) if window else 0
+    return f"Context window ~{percent}% full (~{used:,} of {window:,} tokens): auto-compacting…"
+
+
+def compacted_notice(messages_before: int, messages_after: int, tokens_saved: int) -> str:
+    """`Compacted 64 → 12 messages (saved ~48000 tokens)`"""
+    return (
+        f"Compacted {messages_before} → {messages_after} messages "
+        f"(saved ~{max(0, tokens_saved)} tokens)"
+    )
+
+
+def auto_compacted_line(messages_before: int, messages_after: int, used: int, window: int) -> str:
+    """`auto-compacted 84 -> 31 messages (ctx 96K/128K)`; `used` is the context before."""
+    return (
+        f"auto-compacted {messages_before} -> {messages_after} messages "
+        f"(ctx {format_k(used)}/{format_k(window)})"
+    )
+
+
+def compaction_reason_line(messages_summarized: int, reason: str) -> str:
+    """`compacted 84 messages into a summary: the prompt neared the context window`"""
+    phrase = REASON_PHRASES.get(reason, reason)
+    return f"compacted {messages_summarized} messages into a summary: {phrase}"
+
+
+def trim_notice(messages_dropped: int) -> str:
+    noun = "message" if messages_dropped == 1 else "messages"
+    return (
+        f"Trimmed {messages_dropped} older {noun} to fit the context window "
+        f"(discarded without a summary)"
+    )
+
+
+def compaction_fallback_notice(detail: str, messages_dropped: int) -> str:
+    """Compaction could not run and the history was trimmed instead: said once, together."""
+    why = detail or "compaction could not run"
+    if messages_dropped:
+        noun = "message" if messages_dropped == 1 else "messages"
+        return (
+            f"Could not compact ({why}): trimmed {messages_dropped} older {noun} instead, "
+            f"discarded without a summary"
+        )
+    return f"Could not compact ({why}): the conversation was left as it was"
+
+
+def nothing_to_compact_notice() -> str:
+    return "Nothing to compact yet: every message is recent enough to keep as it is"
+
+
+def overflow_failed_notice() -> str:
+    return (
+        "The engine rejected the request as too long for its context window, and Brim "
+        "could not make it smaller"
+    )

@@ -1,0 +1,63 @@
+from engine.context.notices import (
+    auto_compacted_line,
+    compacted_notice,
+    compaction_fallback_notice,
+    compaction_reason_line,
+    format_count,
+    format_k,
+    preflight_notice,
+    trim_notice,
+)
+
+
+def test_the_preflight_notice_reads_exactly_as_the_seed_prints_it():
+    assert (
+        preflight_notice(100_046, 120_000)
+        == "Context window ~83% full (~100,046 of 120,000 tokens): auto-compacting…"
+    )
+
+
+def test_the_compacted_notice_reads_exactly_as_the_seed_prints_it():
+    assert compacted_notice(64, 12, 48_000) == "Compacted 64 → 12 messages (saved ~48000 tokens)"
+
+
+def test_the_transcript_rows_read_exactly_as_seed_003_prints_them():
+    assert auto_compacted_line(84, 31, 96_000, 128_000) == (
+        "auto-compacted 84 -> 31 messages (ctx 96K/128K)"
+    )
+    assert compaction_reason_line(84, "preflight") == (
+        "compacted 84 messages into a summary: the prompt neared the context window"
+    )
+
+
+def test_every_compaction_reason_has_its_own_explanation():
+    lines = {
+        compaction_reason_line(3, r)
+        for r in ("preflight", "context_overflow", "session_budget", "manual")
+    }
+    assert len(lines) == 4
+    assert "token budget" in compaction_reason_line(3, "session_budget")
+    assert "rejected" in compaction_reason_line(3, "context_overflow")
+
+
+def test_token_counts_print_in_the_header_and_receipt_styles():
+    assert [format_k(n) for n in (512, 6_000, 128_000, 131_072, 1_000_000)] == [
+        "512",
+        "6K",
+        "128K",
+        "131K",
+        "1000K",
+    ]
+    assert [format_count(n) for n in (1_100, 6_000, 43_000, 1_200_000)] == [
+        "1.1K",
+        "6K",
+        "43K",
+        "1.2M",
+    ]
+
+
+def test_the_user_is_told_when_messages_are_discarded_without_a_summary():
+    assert "without a summary" in trim_notice(12)
+    assert trim_notice(1).startswith("Trimmed 1 older message ")
+    text = compaction_fallback_notice("the summary was empty", 7)
+    assert "the summary was empty" in text and "7 older messages" in text
