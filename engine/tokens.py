@@ -34,7 +34,7 @@ from typing import Any, Literal
 import tiktoken
 
 from engine.messages import Message
-from engine.providers.base import SegmentTokenizer
+from engine.providers.base import Provider, SegmentTokenizer
 
 Strategy = Literal["exact", "tiktoken", "heuristic"]
 
@@ -370,6 +370,12 @@ class TokenCounter:
             for old in list(islice(cache, len(cache) // 2)):
                 del cache[old]
         cache[key] = units
+
+
+def counter_for(provider: Provider, model: str) -> TokenCounter:
+    """The best counter for one model on one engine: exact where the engine lends Brim its
+    tokenizer, otherwise tiktoken or the calibrated ratio, chosen from the model's name."""
+    return TokenCounter(model, tokenizer=provider.segment_tokenizer(model))
 
 
 def detect_silent_truncation(

@@ -7,18 +7,28 @@ import math
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engine.messages import Message, ToolCall, assistant, notice, system, tool_result, user
+from engine.providers.base import (
+    EngineReport,
+    ModelInfo,
+    Provider,
+    StreamDone,
+    StreamItem,
+    Usage,
+)
 from engine.tokens import (
     DEFAULT_RATIO,
     MESSAGE_OVERHEAD,
     SEED_REQUEST_OVERHEAD,
     TOOL_RESULT_OVERHEAD,
     TokenCounter,
+    counter_for,
     detect_silent_truncation,
     family_ratio,
     openai_encoding_name,
@@ -376,3 +386,39 @@ def test_a_tokenizer_from_the_engine_wins_over_tiktoken():
 )
 def test_silent_truncation_is_a_report_well_below_the_count(counted, reported, window, truncated):
     assert detect_silent_truncation(counted, reported, window=window) is truncated
+
+
+# --- choosing a counter for an engine ---------------------------------------------------------
+
+
+class LendingEngine(Provider):
+    """An engine that lends Brim its tokenizer, as the embedded one does."""
+
+    kind = "embedded"
+
+    def __init__(self, tokenizer: WordTemplate | None) -> None:
+        super().__init__()
+        self.tokenizer = tokenizer
+
+    async def list_models(self) -> list[ModelInfo]:
+        return []
+
+    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        return EngineReport(provider=self.kind, model=model)
+
+    async def stream_chat(self, model, messages, options) -> AsyncIterator[StreamItem]:
+        yield StreamDone(Usage())
+
+    def segment_tokenizer(self, model: str) -> WordTemplate | None:
+        return self.tokenizer
+
+
+def test_an_engine_that_lends_its_tokenizer_gets_an_exact_counter():
+    assert counter_for(LendingEngine(WordTemplate()), "smollm2").strategy == "exact"
+
+
+@pytest.mark.parametrize(
+    ("model", "strategy"), [("gpt-oss:20b", "tiktoken"), ("qwen3:8b", "heuristic")]
+)
+def test_an_engine_without_a_tokenizer_gets_a_counter_chosen_by_model_name(model, strategy):
+    assert counter_for(LendingEngine(None), model).strategy == strategy
