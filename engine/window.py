@@ -69,9 +69,11 @@ def resolve_window(
     facts = _Facts(report.provider, report.model, served, model_max, catalog, warnings)
 
     if pin is not None and model_max is not None and pin > model_max:
-        warnings.append(
+        _warn_once(
+            warnings,
+            "training length",
             f"num_ctx {pin} is above {report.model}'s training length of {model_max} tokens: "
-            "answers may degrade past it."
+            "answers may degrade past it.",
         )
 
     if report.provider == "ollama":
@@ -115,6 +117,12 @@ def _known(value: int | None) -> int | None:
     if value is None or value <= 0:
         return None
     return int(value)
+
+
+def _warn_once(warnings: list[str], topic: str, text: str) -> None:
+    """Add a warning unless the engine's report already warns about the same topic."""
+    if not any(topic in w for w in warnings):
+        warnings.append(text)
 
 
 def _setting(value: int | None, name: str, warnings: list[str]) -> int | None:
@@ -196,9 +204,11 @@ def _llamacpp(facts: _Facts, pin: int | None, report: EngineReport) -> tuple[int
     if report.unified_pool and facts.served is not None:
         slots = _known(report.slots)
         who = f"llama-server's {slots} slots share" if slots else "llama-server's slots share"
-        facts.warnings.append(
+        _warn_once(
+            facts.warnings,
+            "KV pool",
             f"{who} one KV pool: a request may get fewer than {facts.served} tokens while "
-            "other slots are busy."
+            "other slots are busy.",
         )
     if pin is not None:
         if facts.served is not None and pin > facts.served:

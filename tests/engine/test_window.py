@@ -134,6 +134,12 @@ def test_llama_server_slots_sharing_a_unified_pool_warn_that_a_slot_may_be_starv
     assert warned(r, "4 slots", "share one KV pool")
 
 
+def test_an_engine_that_already_warns_about_the_pool_is_not_echoed():
+    own = "llama-server's 4 slots share one KV pool of 16384 tokens: start it with --parallel"
+    r = resolve("llamacpp", served=16384, slots=4, unified_pool=True, warnings=[own])
+    assert r.warnings == [own]
+
+
 def test_a_llama_server_pin_is_an_accounting_override():
     r = resolve("llamacpp", pinned=1024, served=2048)
     assert (r.window, r.source) == (1024, "pinned")
