@@ -1,0 +1,255 @@
+"""The wall between the engine's asyncio thread and Qt's GUI thread, crossed in both directions.
+
+Engine → GUI: the session's sink is called on the engine thread. It only emits a private
+signal; a queued connection delivers it to this object's slot on the GUI thread, which
+re-emits the public `event` signal there. Everything connected to `event` therefore runs on
+the GUI thread no matter what kind of callable it is.
+
+GUI → engine: intents (send, cancel, close) are scheduled on the engine loop; nothing here
+waits for a turn, so the window never blocks on the model. The session itself is created on
+the engine thread too, because it may open resources (SQLite) that belong to one thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+
+from desktop.engine_thread import EngineThread
+from desktop.errors import EngineStopped
+from engine.events import ErrorEvent, Event, EventSink
+from engine.messages import Message
+
+
+class ChatSessionLike(Protocol):
+    """What the desktop needs from `engine.session.ChatSession` (a fake implements it too)."""
+
+    conversation_id: str
+
+    async def start(self) -> None: ...
+
+    async def send(self, text: str) -> None: ...
+
+    def cancel(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def history(self) -> list[Message]: ...
+
+
+SessionFactory = Callable[[EventSink], ChatSessionLike]
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What the window learns once a session has started, for its header and transcript."""
+
+    conversation_id: str
+    agent_name: str = ""
+    model: str = ""
+    history: list[Message] = field(default_factory=list)
+
+
+def describe_session(session: ChatSessionLike) -> tuple[str, str]:
+    """The agent's name and the model for the header.
+
+    The model the engine resolved (`session.window.model`) wins over the one the agent asked
+    for; a GGUF path is shown by its file name.
+    """
+    agent = getattr(session, "agent", None)
+    name = str(getattr(agent, "name", "") or "")
+    resolved = getattr(getattr(session, "window", None), "model", "")
+    model = str(resolved or getattr(agent, "model", "") or "")
+    if model.lower().endswith(".gguf"):
+        model = Path(model).name
+    return name, model
+
+
+class EngineBridge(QObject):
+    """Owns one session on the engine thread and speaks for it on the GUI thread."""
+
+    event = Signal(object)  # an engine Event, always delivered on the GUI thread
+    opened = Signal(object)  # SessionInfo, once `start()` has finished
+    open_failed = Signal(str)  # the session could not be created or started (the why: an event)
+    turn_finished = Signal()  # the send intent is over, whichever way it ended
+    busy_changed = Signal(bool)
+
+    _incoming = Signal(object)
+    _opened_incoming = Signal(object)
+    _open_failed_incoming = Signal(str)
+    _turn_done_incoming = Signal()
+
+    def __init__(self, engine: EngineThread, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._engine = engine
+        self._forwarding = threading.Event()
+        self._forwarding.set()
+        # Engine-loop state: touched only by coroutines and callbacks running on that loop.
+        self._session: ChatSessionLike | None = None
+        self._started: asyncio.Future[bool] | None = None
+        self._opening: asyncio.Task[None] | None = None
+        self._turn: asyncio.Task[None] | None = None
+        # GUI-thread state.
+        self._busy = False
+        self._incoming.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        self._opened_incoming.connect(self._deliver_opened, Qt.ConnectionType.QueuedConnection)
+        self._open_failed_incoming.connect(
+            self._deliver_open_failed, Qt.ConnectionType.QueuedConnection
+        )
+        self._turn_done_incoming.connect(
+            self._deliver_turn_done, Qt.ConnectionType.QueuedConnection
+        )
+
+    @property
+    def busy(self) -> bool:
+        """A send intent is in flight (waiting for the model to load, or streaming)."""
+        return self._busy
+
+    def sink(self, event: Event) -> None:
+        """The engine's event sink; safe to call from any thread."""
+        if self._forwarding.is_set():
+            self._incoming.emit(event)
+
+    # -- intents (called on the GUI thread) -------------------------------------------------
+
+    def open(self, factory: SessionFactory) -> concurrent.futures.Future[None] | None:
+        """Create the session on the engine thread and start it (loads the model)."""
+        return self._submit(self._open(factory))
+
+    def send(self, text: str) -> bool:
+        """Start one turn. False when a turn is already running or the engine is gone."""
+        if self._busy:
+            return False
+        if self._submit(self._send(text)) is None:
+            return False
+        self._set_busy(True)
+        return True
+
+    def cancel(self) -> None:
+        """Cancel the running turn (or the one waiting for the model); harmless when idle."""
+        with contextlib.suppress(EngineStopped):
+            self._engine.call_soon(self._cancel_on_loop)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Cancel any turn, close the session, stop forwarding events; blocks up to `timeout`."""
+        future = self._submit(self._close())
+        if future is not None:
+            with contextlib.suppress(concurrent.futures.TimeoutError, Exception):
+                future.result(timeout)
+        self._forwarding.clear()
+
+    # -- engine-loop side -------------------------------------------------------------------
+
+    async def _open(self, factory: SessionFactory) -> None:
+        self._started = asyncio.get_running_loop().create_future()
+        self._opening = asyncio.current_task()
+        try:
+            session = factory(self.sink)
+            self._session = session
+            await session.start()
+            name, model = describe_session(session)
+            info = SessionInfo(session.conversation_id, name, model, list(session.history()))
+        except asyncio.CancelledError:
+            self._started.cancel()
+            raise
+        except Exception as exc:  # a broken agent or a dead engine: say so, keep the window
+            message = _message_of(exc)
+            self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=message))
+            self._started.set_result(False)
+            if self._forwarding.is_set():
+                self._open_failed_incoming.emit(message)
+            return
+        self._started.set_result(True)
+        if self._forwarding.is_set():
+            self._opened_incoming.emit(info)
+
+    async def _send(self, text: str) -> None:
+        self._turn = asyncio.current_task()
+        try:
+            if self._started is None:
+                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+                return
+            if not await asyncio.shield(self._started) or self._session is None:
+                self.sink(ErrorEvent(kind="no_session", message="The session did not start."))
+                return
+            await self._session.send(text)
+        except asyncio.CancelledError:
+            pass  # cancelled while waiting for the model to load: nothing was sent
+        except Exception as exc:  # send() should never raise; if it does, show it, not crash
+            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+        finally:
+            self._turn = None
+            if self._forwarding.is_set():
+                self._turn_done_incoming.emit()
+
+    def _cancel_on_loop(self) -> None:
+        if self._session is not None:
+            self._session.cancel()
+        turn = self._turn
+        started = self._started
+        if turn is not None and (started is None or not started.done()):
+            turn.cancel()  # the turn never reached the session; drop it
+
+    async def _close(self) -> None:
+        opening = self._opening
+        if opening is not None and not opening.done():
+            opening.cancel()  # still loading the model: stop loading
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await opening
+        session, self._session = self._session, None
+        if session is None:
+            return
+        session.cancel()
+        turn = self._turn
+        if turn is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(asyncio.shield(turn), timeout=2.0)
+        await session.close()
+
+    # -- GUI-thread side --------------------------------------------------------------------
+
+    def _submit(self, coro: Any) -> concurrent.futures.Future[Any] | None:
+        try:
+            return self._engine.submit(coro)
+        except EngineStopped:
+            return None
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
+
+    @Slot(object)
+    def _deliver(self, event: Event) -> None:
+        self.event.emit(event)
+
+    @Slot(object)
+    def _deliver_opened(self, info: SessionInfo) -> None:
+        self.opened.emit(info)
+
+    @Slot(str)
+    def _deliver_open_failed(self, message: str) -> None:
+        self.open_failed.emit(message)
+
+    @Slot()
+    def _deliver_turn_done(self) -> None:
+        self._set_busy(False)
+        self.turn_finished.emit()
+
+
+def _kind_of(exc: BaseException, default: str) -> str:
+    kind = getattr(exc, "kind", None)
+    return kind if isinstance(kind, str) and kind else default
+
+
+def _message_of(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
