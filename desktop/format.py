@@ -1,0 +1,64 @@
+"""How numbers read in the window: `ctx 6K/128K`, `↑ 43K ↓ 1.1K`, `45.6/s`.
+
+Presentation only; the numbers themselves come from engine events.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def format_tokens(n: int) -> str:
+    """Compact token counts. Power-of-two-style windows (whole multiples of 4096) read the way
+    engines advertise them (8192 → 8K, 131072 → 128K); other counts use thousands (6000 → 6K,
+    128000 → 128K)."""
+    if n < 1000:
+        return str(max(n, 0))
+    base = 1024 if n % 4096 == 0 else 1000
+    if n >= base * base:
+        return _trim(n / (base * base)) + "M"
+    value = n / base
+    if value < 10:
+        return _trim(value) + "K"
+    return f"{round(value)}K"
+
+
+def _trim(value: float) -> str:
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def format_context(used: int | None, window: int | None, source: str, *, estimated: bool) -> str:
+    used_text = "–" if used is None else ("~" if estimated else "") + format_tokens(used)
+    window_text = "?" if not window else format_tokens(window)
+    return f"ctx {used_text}/{window_text} {source}".rstrip()
+
+
+def format_rate(tokens_per_s: float) -> str:
+    return f"{tokens_per_s:.1f}/s"
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    if seconds < 60:
+        return f"{round(seconds)}s"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m {secs:02d}s"
+
+
+def format_receipt(
+    elapsed_s: float,
+    prompt_tokens: int,
+    completion_tokens: int,
+    tokens_per_s: float,
+    *,
+    finished_at: float | None = None,
+) -> str:
+    """The turn receipt: how long, when, context sent, tokens produced, throughput."""
+    clock = time.strftime("%H:%M", time.localtime(finished_at if finished_at else time.time()))
+    return (
+        f"Worked for {format_duration(elapsed_s)} • {clock} • "
+        f"↑ {format_tokens(prompt_tokens)} ↓ {format_tokens(completion_tokens)} • "
+        f"{format_rate(tokens_per_s)}"
+    )

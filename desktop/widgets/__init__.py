@@ -1,0 +1,1 @@
+"""Small widgets the windows are built from; each renders what it is told and decides nothing."""

@@ -1,0 +1,111 @@
+"""The header: agent, model, turn, `ctx 6K/128K <source>`, throughput and the state word."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
+
+from desktop import theme
+from desktop.format import format_context, format_rate
+
+
+class HeaderBar(QFrame):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("header")
+        self._used: int | None = None
+        self._window: int | None = None
+        self._source = ""
+        self._estimated = False
+        self._percent: float | None = None
+        self._warnings: list[str] = []
+        self._context_plain = ""
+
+        self.agent_label = QLabel("Brim", objectName="agentName")
+        self.model_label = QLabel("", objectName="modelName")
+        self.turn_label = QLabel("", objectName="turn")
+        self.context_label = QLabel("", objectName="context")
+        self.context_label.setTextFormat(Qt.TextFormat.RichText)
+        self.rate_label = QLabel("", objectName="rate")
+        self.state_label = QLabel("", objectName="statePill")
+
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(14, 8, 14, 8)
+        layout.setSpacing(14)
+        layout.addWidget(self.agent_label)
+        layout.addWidget(self.model_label)
+        layout.addStretch(1)
+        for label in (self.turn_label, self.context_label, self.rate_label, self.state_label):
+            layout.addWidget(label)
+        self.set_state("starting")
+        self._render_context()
+
+    def text(self) -> str:
+        """Everything the header shows, as one line (what a user would read across it)."""
+        labels = (
+            self.agent_label,
+            self.model_label,
+            self.turn_label,
+            self.context_label,
+            self.rate_label,
+            self.state_label,
+        )
+        texts = [
+            self._context_plain if label is self.context_label else label.text() for label in labels
+        ]
+        return " ".join(text for text in texts if text)
+
+    def set_agent(self, name: str, model: str) -> None:
+        self.agent_label.setText(name or "Brim")
+        self.model_label.setText(model)
+        self.model_label.setToolTip(model)
+
+    def set_turn(self, turn: int) -> None:
+        self.turn_label.setText(f"turn {turn}" if turn > 0 else "")
+
+    def set_window(self, window: int, source: str, warnings: list[str]) -> None:
+        self._window = window
+        self._source = source
+        self._warnings = list(warnings)
+        self._render_context()
+
+    def set_context(
+        self, used: int, window: int, percent: float, source: str, *, estimated: bool
+    ) -> None:
+        self._used, self._window, self._source = used, window, source
+        self._percent = percent
+        self._estimated = estimated
+        self._render_context()
+
+    def set_rate(self, tokens_per_s: float) -> None:
+        self.rate_label.setText(format_rate(tokens_per_s))
+
+    def set_state(self, state: str) -> None:
+        background, colour = theme.STATE_COLOURS.get(state, theme.NEUTRAL_STATE)
+        self.state_label.setText(state)
+        self.state_label.setStyleSheet(f"background: {background}; color: {colour};")
+
+    def state(self) -> str:
+        return self.state_label.text()
+
+    def _render_context(self) -> None:
+        if self._window is None:
+            self._context_plain = ""
+            self.context_label.setText("")
+            return
+        self._context_plain = format_context(
+            self._used, self._window, self._source, estimated=self._estimated
+        )
+        numbers, _, source = self._context_plain.rpartition(" ")
+        self.context_label.setText(
+            f"{html.escape(numbers)} <span style='color:{theme.MUTED}'>{html.escape(source)}</span>"
+        )
+        tip = []
+        if self._percent is not None:
+            kind = "estimated" if self._estimated else "reported by the engine"
+            tip.append(f"{self._percent:.1f}% of the window used ({kind})")
+        tip.append(f"window source: {self._source}")
+        tip.extend(self._warnings)
+        self.context_label.setToolTip("\n".join(tip))
