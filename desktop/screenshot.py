@@ -1,0 +1,85 @@
+"""Screenshots of the live window, for the docs and for checking a build by eye.
+
+`--screenshot PATH` (with `--send TEXT`) runs one real exchange, grabs the window at a fixed
+size once the turn is over, and quits: the same code path as a user's session, captured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtWidgets import QApplication, QWidget
+
+from desktop.bridge import EngineBridge, SessionInfo
+from desktop.errors import DesktopError
+from desktop.main_window import MainWindow
+from engine.events import ErrorEvent, Event
+
+SCREENSHOT_SIZE = (1280, 800)
+
+
+class ScreenshotFailed(DesktopError):
+    """Qt could not write the image (unwritable folder, unknown format)."""
+
+
+def grab_window(window: QWidget, path: Path, size: tuple[int, int] = SCREENSHOT_SIZE) -> Path:
+    """Lay the window out at `size` and save what it paints as an image file."""
+    window.resize(*size)
+    QApplication.processEvents()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not window.grab().save(str(path)):
+        raise ScreenshotFailed(f"could not write a screenshot to {path}")
+    return path
+
+
+class ScriptedCapture(QObject):
+    """Send one message once the session is open, capture the window when the turn ends."""
+
+    def __init__(
+        self,
+        window: MainWindow,
+        bridge: EngineBridge,
+        path: Path,
+        send: str | None,
+        *,
+        settle_ms: int = 150,
+    ) -> None:
+        super().__init__(window)
+        self._window = window
+        self._path = path
+        self._send = send
+        self._settle_ms = settle_ms
+        self._done = False
+        self.error: str | None = None
+        bridge.opened.connect(self._on_opened)
+        bridge.event.connect(self._on_event)
+        bridge.turn_finished.connect(self._capture_soon)
+
+    @Slot(object)
+    def _on_opened(self, _: SessionInfo) -> None:
+        if self._send:
+            self._window.composer.setPlainText(self._send)
+            self._window.composer.submit()
+        else:
+            self._capture_soon()
+
+    @Slot(object)
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent) and not self._window.bridge.busy:
+            self._capture_soon()  # the session did not open: capture the banner that says why
+
+    @Slot()
+    def _capture_soon(self) -> None:
+        QTimer.singleShot(self._settle_ms, self._capture)
+
+    @Slot()
+    def _capture(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            grab_window(self._window, self._path)
+        except ScreenshotFailed as exc:
+            self.error = str(exc)
+        QApplication.quit()
