@@ -1,0 +1,88 @@
+"""Fixtures for the desktop tests: a window on a scripted session, and two guards.
+
+Every test here fails if Qt logs a warning or if a thread it started is still running after
+it ends (the engine thread must be stopped, not abandoned).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from desktop.app import DesktopApp
+from tests.helpers.fake_session import FakeSession
+
+QT_FAULT_TYPES = ("QtWarningMsg", "QtCriticalMsg", "QtFatalMsg")
+# The offscreen platform plugin says this whenever a top-level window's size constraints
+# change; it describes the test platform, not the application.
+PLATFORM_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+@pytest.fixture(autouse=True)
+def no_qt_warnings(qtlog: Any) -> Iterator[None]:
+    yield
+    faults = [
+        f"{r.type_name}: {r.message}"
+        for r in qtlog.records
+        if r.type_name in QT_FAULT_TYPES and r.message not in PLATFORM_NOISE
+    ]
+    assert faults == []
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    before = set(threading.enumerate())
+    yield
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        leaked = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+        if not leaked:
+            return
+        time.sleep(0.02)
+    assert leaked == []
+
+
+@dataclass
+class OpenDesktop:
+    app: DesktopApp
+    fake: FakeSession
+
+    @property
+    def window(self):  # type: ignore[no-untyped-def]
+        return self.app.window
+
+
+@pytest.fixture
+def open_desktop(qtbot: Any) -> Iterator[Callable[..., OpenDesktop]]:
+    """Open the window on a FakeSession built with the given keyword arguments."""
+    apps: list[DesktopApp] = []
+
+    def _open(*, wait_open: bool = True, **fake_kwargs: Any) -> OpenDesktop:
+        made: list[FakeSession] = []
+
+        def factory(sink: Any) -> FakeSession:
+            made.append(FakeSession(sink, **fake_kwargs))
+            return made[0]
+
+        app = DesktopApp(factory)
+        apps.append(app)
+        qtbot.addWidget(app.window)
+        app.window.show()
+        if wait_open:
+            with qtbot.waitSignal(app.bridge.opened, timeout=5000):
+                pass
+        else:
+            qtbot.waitUntil(lambda: bool(made), timeout=5000)
+        return OpenDesktop(app, made[0])
+
+    yield _open
+    for app in apps:
+        app.shutdown()

@@ -1,0 +1,179 @@
+"""The minimal window, driven through a scripted session the way a user would drive it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from engine.events import ErrorEvent
+from engine.messages import assistant, user
+from engine.providers.errors import EngineUnreachable
+from tests.helpers.fake_session import FakeTurn
+
+
+def _type_and_send(qtbot: Any, window: Any, text: str) -> None:
+    qtbot.keyClicks(window.composer, text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+
+
+def _transcript(window: Any) -> str:
+    return window.transcript.toPlainText()
+
+
+def test_typing_a_message_and_pressing_enter_sends_it_from_the_engine_thread(qtbot, open_desktop):
+    d = open_desktop()
+    _type_and_send(qtbot, d.window, "What is Brim?")
+    qtbot.waitUntil(lambda: d.fake.sent == ["What is Brim?"])
+    assert d.window.composer.toPlainText() == ""
+    assert "What is Brim?" in _transcript(d.window)
+    assert d.fake.call_threads == {d.app.engine.thread_id}
+
+
+def test_shift_enter_starts_a_new_line_instead_of_sending(qtbot, open_desktop):
+    d = open_desktop()
+    qtbot.keyClicks(d.window.composer, "first line")
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(d.window.composer, "second line")
+    assert d.window.composer.toPlainText() == "first line\nsecond line"
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: d.fake.sent == ["first line\nsecond line"])
+
+
+def test_streamed_deltas_appear_in_the_transcript_once_the_flush_timer_runs(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(deltas=["The", " answer", " is", " forty-two."])])
+    _type_and_send(qtbot, d.window, "Tell me")
+    qtbot.waitUntil(lambda: "The answer is forty-two." in _transcript(d.window))
+
+
+def test_a_burst_of_deltas_reaches_the_transcript_in_a_few_flushes_not_one_per_token(
+    qtbot, open_desktop
+):
+    d = open_desktop(turns=[FakeTurn(deltas=[f"t{i} " for i in range(400)])])
+    flushes: list[str] = []
+    d.window.stream.flushed.connect(flushes.append)
+    _type_and_send(qtbot, d.window, "Stream a lot")
+    qtbot.waitUntil(lambda: "t399" in _transcript(d.window))
+    assert "".join(flushes) == "".join(f"t{i} " for i in range(400))
+    assert len(flushes) < 40
+
+
+def test_the_header_shows_the_context_numbers_and_the_window_source(qtbot, open_desktop):
+    d = open_desktop(
+        window=131072,
+        source="server",
+        turns=[FakeTurn(prompt_tokens=5900, completion_tokens=100)],
+    )
+    assert "ctx –/128K server" in d.window.header.text()
+    _type_and_send(qtbot, d.window, "Hello")
+    qtbot.waitUntil(lambda: "ctx 6K/128K server" in d.window.header.text())
+    qtbot.waitUntil(lambda: d.window.header.state() == "ready")
+    assert "turn 1" in d.window.header.text()
+
+
+def test_the_header_says_loading_model_until_the_session_is_ready(qtbot, open_desktop):
+    d = open_desktop(start_delay_s=0.5, wait_open=False)
+    qtbot.waitUntil(lambda: d.window.header.state() == "loading model")
+    qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=5000)
+    assert "SmolLM2-135M-Instruct" in d.window.header.text()
+
+
+def test_the_header_says_streaming_while_a_turn_runs(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(hold=True)])
+    _type_and_send(qtbot, d.window, "Keep going")
+    qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
+    assert d.window.send_button.text() == "Stop"
+
+
+def test_esc_cancels_the_running_turn(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(deltas=["partial"], hold=True)])
+    _type_and_send(qtbot, d.window, "Write a long essay")
+    qtbot.waitUntil(lambda: "partial" in _transcript(d.window))
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: d.fake.cancels == 1)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    assert d.window.header.state() == "ready"
+    assert d.window.send_button.text() == "Send"
+
+
+def test_a_message_typed_during_a_turn_stays_in_the_composer(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(hold=True)])
+    _type_and_send(qtbot, d.window, "first")
+    qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
+    _type_and_send(qtbot, d.window, "second")
+    assert d.window.composer.toPlainText() == "second"
+    assert d.fake.sent == ["first"]
+
+
+def test_an_error_event_shows_a_banner_naming_the_problem(qtbot, open_desktop):
+    refused = "http://127.0.0.1:11434 refused the connection"
+    d = open_desktop(turns=[FakeTurn(deltas=[], error=ErrorEvent("unreachable", refused))])
+    _type_and_send(qtbot, d.window, "Hello?")
+    qtbot.waitUntil(lambda: d.window.banner.isVisible())
+    assert d.window.banner.text() == f"Engine unreachable — {refused}"
+    assert refused in _transcript(d.window)
+    assert "Traceback" not in _transcript(d.window)
+
+
+def test_the_next_message_after_an_error_still_gets_an_answer(qtbot, open_desktop):
+    d = open_desktop(
+        turns=[FakeTurn(deltas=[], error=ErrorEvent("server_error", "boom")), FakeTurn()]
+    )
+    _type_and_send(qtbot, d.window, "one")
+    qtbot.waitUntil(lambda: d.window.banner.isVisible() and not d.app.bridge.busy)
+    _type_and_send(qtbot, d.window, "two")
+    qtbot.waitUntil(lambda: "Hello from the fake." in _transcript(d.window))
+    assert not d.window.banner.isVisible()
+
+
+def test_a_session_that_cannot_start_says_why_in_a_banner(qtbot, open_desktop):
+    d = open_desktop(
+        wait_open=False,
+        start_error=EngineUnreachable("cannot reach http://127.0.0.1:8080"),
+    )
+    qtbot.waitUntil(lambda: d.window.banner.isVisible())
+    assert d.window.banner.text() == "Engine unreachable — cannot reach http://127.0.0.1:8080"
+    assert d.window.header.state() == "not started"
+    _type_and_send(qtbot, d.window, "anyone there?")
+    qtbot.waitUntil(lambda: "The session did not start." in d.window.banner.text())
+    assert d.fake.sent == []
+
+
+def test_a_window_warning_appears_once_as_a_notice_row(qtbot, open_desktop):
+    warning = "num_ctx is not pinned: Brim assumes 128K until Ollama loads the model"
+    d = open_desktop(window_warnings=[warning])
+    qtbot.waitUntil(lambda: warning in _transcript(d.window))
+    assert _transcript(d.window).count(warning) == 1
+    assert [r.kind for r in d.window.transcript.rows()] == ["notice"]
+
+
+def test_the_saved_conversation_is_shown_when_it_opens(qtbot, open_desktop):
+    d = open_desktop(history=[user("What is 2+2?"), assistant("It is **4**.")])
+    text = _transcript(d.window)
+    assert "What is 2+2?" in text
+    assert "It is 4." in text
+    assert "turn 1" in d.window.header.text()
+
+
+def test_a_finished_answer_is_rendered_as_markdown(qtbot, open_desktop):
+    d = open_desktop(
+        turns=[FakeTurn(deltas=["Two ", "**bold**", " points:\n\n", "- one\n- two\n"])]
+    )
+    _type_and_send(qtbot, d.window, "Format this")
+    qtbot.waitUntil(lambda: "Worked for" in _transcript(d.window))
+    text = _transcript(d.window)
+    assert "Two bold points:" in text
+    assert "**" not in text
+
+
+def test_each_answer_ends_with_a_receipt_of_tokens_sent_and_produced(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(prompt_tokens=43000, completion_tokens=1100)])
+    _type_and_send(qtbot, d.window, "Hi")
+    qtbot.waitUntil(lambda: "Worked for" in _transcript(d.window))
+    assert "↑ 43K ↓ 1.1K" in _transcript(d.window)
+
+
+def test_a_gguf_model_path_is_shown_by_its_file_name(qtbot, open_desktop):
+    d = open_desktop(model="/home/me/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in d.window.header.text()
+    assert "/home/me" not in d.window.header.text()
