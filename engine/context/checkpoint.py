@@ -1,0 +1,150 @@
+"""The fixed checkpoint a compaction writes, read and merged mechanically.
+
+Small local models drift from any format they are asked for, so the summary is parsed back
+into the schema (missing sections filled, sections put in order) rather than trusted as
+written. "Covered So Far" is the anti-repetition record: a pass that forgets which files it
+already read restarts the pass. So its merge is not left to the model: every entry of the
+prior checkpoint and every path the summarized messages read is carried into the new one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from engine.context.constants import COVERED_SECTION, SUMMARY_SCHEMA
+
+SUMMARY_PREFIX = (
+    "[Checkpoint: a summary of the earlier part of this conversation, "
+    "written when older messages were compacted]"
+)
+EMPTY_SECTION = "- (none)"
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?P<t>.+?)\s*#*\s*$")
+_BOLD_HEADING = re.compile(r"^\s*\*\*(?P<t>[^*]+?)\*\*\s*:?\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_TITLES = {title.lower(): title for _, title in SUMMARY_SCHEMA}
+
+
+def _canonical_title(raw: str) -> str | None:
+    t = raw.strip().strip("*_:").strip().lower()
+    t = re.sub(r"\s+and\s+", " & ", t)
+    t = re.sub(r"\s+", " ", t)
+    return _TITLES.get(t)
+
+
+def _heading_title(line: str) -> str | None:
+    match = _HEADING.match(line) or _BOLD_HEADING.match(line)
+    return _canonical_title(match.group("t")) if match else None
+
+
+def parse_checkpoint(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """(lines before the first known heading, {canonical title: body lines})."""
+    preamble: list[str] = []
+    sections: dict[str, list[str]] = {}
+    current: list[str] = preamble
+    for line in text.splitlines():
+        title = _heading_title(line)
+        if title is not None:
+            current = sections.setdefault(title, [])
+            continue
+        current.append(line.rstrip())
+    return preamble, sections
+
+
+def _strip_blank(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def _is_empty_marker(line: str) -> bool:
+    return _BULLET.sub("", line).strip().strip("()_*.").lower() in {"", "none", "n/a", "nothing"}
+
+
+def render_checkpoint(sections: dict[str, list[str]]) -> str:
+    """The schema in order, every section present; empty ones say so."""
+    out: list[str] = []
+    for level, title in SUMMARY_SCHEMA:
+        lines = _strip_blank(sections.get(title, []))
+        body = [ln for ln in lines if not (ln.strip() and _is_empty_marker(ln))]
+        body = _strip_blank(body)
+        out.append(f"{'#' * level} {title}")
+        if body:
+            out.extend(body)
+        elif title != "Progress":  # Progress speaks through its three subsections
+            out.append(EMPTY_SECTION)
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def normalize_checkpoint(text: str) -> str:
+    """Put a summarizer's answer into the fixed schema. Text outside any known section
+    (or a free-form answer with no headings at all) is kept under Critical Context."""
+    preamble, sections = parse_checkpoint(text)
+    stray = _strip_blank(preamble)
+    if stray:
+        sections.setdefault("Critical Context", [])
+        sections["Critical Context"] = [*sections["Critical Context"], *stray]
+    return render_checkpoint(sections)
+
+
+def covered_items(checkpoint: str) -> list[str]:
+    """The entries of Covered So Far, bullets removed."""
+    _, sections = parse_checkpoint(checkpoint)
+    items = []
+    for line in sections.get(COVERED_SECTION, []):
+        if not line.strip() or _is_empty_marker(line):
+            continue
+        items.append(_BULLET.sub("", line).strip())
+    return items
+
+
+def item_key(item: str) -> str:
+    """What makes two Covered So Far entries the same source: the backticked path, or the
+    first word when it looks like a path, else the whole entry (case-insensitive)."""
+    ticked = re.search(r"`([^`]+)`", item)
+    if ticked:
+        return ticked.group(1).strip().lower()
+    first = item.split()[0].strip(",;:()\"'") if item.split() else ""
+    if first and ("/" in first or "." in first.strip(".") or " " not in item.strip()):
+        return first.lower()
+    return item.strip().lower()
+
+
+def covered_keys(checkpoint: str) -> set[str]:
+    return {item_key(i) for i in covered_items(checkpoint)}
+
+
+def merge_covered(checkpoint: str, priors: Iterable[str], paths: Iterable[str]) -> str:
+    """Make Covered So Far cumulative: keep the new entries, then add every prior entry and
+    every path read in the summarized messages that the new checkpoint left out."""
+    _, sections = parse_checkpoint(checkpoint)
+    items = covered_items(checkpoint)
+    keys = {item_key(i) for i in items}
+    for prior in priors:
+        for item in covered_items(prior):
+            if item_key(item) not in keys:
+                items.append(item)
+                keys.add(item_key(item))
+    for path in paths:
+        if path and item_key(f"`{path}`") not in keys:
+            items.append(f"`{path}`")
+            keys.add(item_key(f"`{path}`"))
+    sections[COVERED_SECTION] = [f"- {i}" for i in items]
+    return render_checkpoint(sections)
+
+
+def summary_content(checkpoint: str) -> str:
+    return f"{SUMMARY_PREFIX}\n\n{checkpoint.strip()}\n"
+
+
+def checkpoint_of(summary_message_content: str) -> str:
+    """The checkpoint inside a summary message (the prefix line removed)."""
+    text = summary_message_content
+    if text.startswith(SUMMARY_PREFIX):
+        text = text[len(SUMMARY_PREFIX) :]
+    return text.strip()
