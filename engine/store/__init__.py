@@ -1,0 +1,30 @@
+"""SQLite persistence: conversations, messages, usage and receipts."""
+
+from engine.store.errors import (
+    DuplicateMessage,
+    StoreCorrupt,
+    StoreError,
+    StoreLocked,
+    StoreTooNew,
+    UnknownConversation,
+)
+from engine.store.records import ConversationInfo, MessageRecord, Receipt, UsageSummary
+from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
+from engine.store.store import Store, move_aside
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "ConversationInfo",
+    "DuplicateMessage",
+    "MessageRecord",
+    "Receipt",
+    "Store",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreLocked",
+    "StoreTooNew",
+    "UnknownConversation",
+    "UsageSummary",
+    "move_aside",
+]

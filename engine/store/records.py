@@ -1,0 +1,56 @@
+"""The plain values the store hands out (rows are never exposed as tuples)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.messages import Message
+
+
+@dataclass(frozen=True)
+class ConversationInfo:
+    id: str
+    title: str
+    agent: str
+    workspace: str | None
+    created: float
+    updated: float
+    message_count: int  # live messages: what resuming the conversation loads
+    deleted: float | None = None  # when it was soft-deleted; None while live
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """One stored row: the message, where it sits, and whether a rewrite replaced it."""
+
+    seq: int
+    message: Message
+    archived_at: float | None  # None: part of the live history
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    """Totals for one provider and model (the `/usage` table)."""
+
+    provider: str
+    model: str
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int | None  # None: no request of this model reported cached tokens
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What one turn cost: the figures behind the turn_end event."""
+
+    conversation_id: str | None
+    elapsed_s: float
+    prompt_tokens: int
+    completion_tokens: int
+    tokens_per_s: float
+    finished_at: float

@@ -1,0 +1,84 @@
+"""The database schema as an ordered list of migrations.
+
+`PRAGMA user_version` counts the steps applied. Each step runs in one transaction together
+with the version bump, so a crash mid-migration leaves the previous version intact. Steps
+are only ever appended: a released step is never edited, because databases in the field
+have already run it.
+
+Message rows are never deleted by compaction: `replace_messages` marks the old history
+`archived_at` and inserts the new one after it, so export can show everything that was said.
+A message id is unique among a conversation's live rows only (archived copies may share it).
+"""
+
+from __future__ import annotations
+
+Migration = tuple[str, ...]
+
+MIGRATIONS: tuple[Migration, ...] = (
+    (
+        """
+        CREATE TABLE conversations (
+            id        TEXT PRIMARY KEY,
+            title     TEXT NOT NULL DEFAULT '',
+            agent     TEXT NOT NULL,
+            workspace TEXT,
+            created   REAL NOT NULL,
+            updated   REAL NOT NULL,
+            deleted   REAL             -- soft delete: when; NULL while live
+        )
+        """,
+        "CREATE INDEX conversations_by_update ON conversations(updated DESC)",
+        "CREATE INDEX conversations_by_agent ON conversations(agent, updated DESC)",
+        """
+        CREATE TABLE messages (
+            pk              INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            seq             INTEGER NOT NULL,   -- order within the conversation, never reused
+            id              TEXT NOT NULL,      -- Message.id
+            role            TEXT NOT NULL,
+            kind            TEXT NOT NULL,
+            content         TEXT NOT NULL,      -- BLOB (UTF-8 with surrogates) if not valid text
+            tool_calls      TEXT,               -- JSON [[id, name, arguments], ...] or NULL
+            tool_call_id    TEXT,
+            name            TEXT,
+            meta            TEXT,               -- JSON [[key, value], ...] or NULL
+            created         REAL NOT NULL,
+            archived_at     REAL                -- replaced by a rewrite (compaction); NULL: live
+        )
+        """,
+        "CREATE UNIQUE INDEX messages_by_seq ON messages(conversation_id, seq)",
+        """
+        CREATE UNIQUE INDEX messages_live_id ON messages(conversation_id, id)
+            WHERE archived_at IS NULL
+        """,
+        """
+        CREATE TABLE usage (
+            pk                INTEGER PRIMARY KEY,
+            conversation_id   TEXT REFERENCES conversations(id) ON DELETE SET NULL,
+            agent             TEXT NOT NULL,
+            provider          TEXT NOT NULL,
+            model             TEXT NOT NULL,
+            purpose           TEXT NOT NULL DEFAULT 'chat',  -- chat | summary | ...
+            prompt_tokens     INTEGER,
+            completion_tokens INTEGER,
+            cached_tokens     INTEGER,          -- NULL: the engine did not report it
+            created           REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX usage_by_conversation ON usage(conversation_id)",
+        """
+        CREATE TABLE receipts (
+            pk                INTEGER PRIMARY KEY,
+            conversation_id   TEXT REFERENCES conversations(id) ON DELETE CASCADE,
+            elapsed_s         REAL NOT NULL,
+            prompt_tokens     INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            tokens_per_s      REAL NOT NULL,
+            finished_at       REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX receipts_by_conversation ON receipts(conversation_id, finished_at)",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
