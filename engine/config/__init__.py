@@ -19,6 +19,7 @@ from engine.config.schema import (
     FieldProblem,
     FieldSpec,
 )
+from engine.config.settings import load_settings, update_settings
 
 __all__ = [
     "AGENT_FIELDS",
@@ -37,7 +38,9 @@ __all__ = [
     "ensure_default_agent",
     "load_agent",
     "load_agents",
+    "load_settings",
     "parse_agent_text",
     "render_agent",
     "save_agent",
+    "update_settings",
 ]
