@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time
@@ -201,7 +202,8 @@ def _num(x: float) -> str:
 
 
 def _is_control(c: str) -> bool:
-    return ord(c) < 32 or ord(c) == 127 or 0xD800 <= ord(c) <= 0xDFFF
+    """Control characters, line and paragraph separators, lone surrogates."""
+    return unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp")
 
 
 def _did_you_mean(value: str, options: tuple[str, ...] | list[str]) -> str:

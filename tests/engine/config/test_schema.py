@@ -52,6 +52,7 @@ def test_the_provider_choices_are_the_five_engines():
         ("base_url", "localhost:11434", "must be an http:// or https:// URL"),
         ("base_url", "http://", "must be an http:// or https:// URL"),
         ("model", "a\nb", "must be a single line"),
+        ("model", "a\u2028b", "must be a single line"),
         ("name", "  ", "must not be empty"),
         ("budget_max_tokens", -1, "must be an integer ≥ 0, got -1"),
         ("temperature", {"a": 1}, "got a table"),
