@@ -30,11 +30,13 @@ from engine.context.checkpoint import (
     summary_content,
 )
 from engine.context.constants import (
+    KEEP_REQUEST_TAIL_SHARE,
+    MIN_SUMMARIZABLE_TOKENS,
     REASON_PREFLIGHT,
     SUMMARY_HEADINGS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
 )
-from engine.context.history import CountMessage, group_units, is_fixed, is_turn_start
+from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
 from engine.context.progress import extract_run_progress, paths_read
 from engine.messages import Message
 
@@ -84,6 +86,7 @@ class CompactionPlan:
     middle: list[Message]
     tail: list[Message]
     tail_budget: int
+    removed_tokens: int = 0
 
     @property
     def removed(self) -> list[Message]:
@@ -93,7 +96,10 @@ class CompactionPlan:
 
     @property
     def nothing_to_summarize(self) -> bool:
-        return not any(m.content.strip() or m.tool_calls for m in self.removed)
+        """Nothing old enough, or too little to be worth a summary of its own."""
+        if not any(m.content.strip() or m.tool_calls for m in self.removed):
+            return True
+        return self.removed_tokens < MIN_SUMMARIZABLE_TOKENS
 
 
 @dataclass(frozen=True)
@@ -125,13 +131,13 @@ def plan_compaction(
     messages: Sequence[Message], *, count_message: CountMessage, tail_tokens: int
 ) -> CompactionPlan:
     """Split a history for compaction. The tail walks back from the newest unit (always
-    kept) while units fit `tail_tokens`; the first that does not fit ends it. When the
-    user message that opened the current turn falls in the middle and fits the room the
-    tail left, it is kept too (it is the request being worked on)."""
+    kept) while units fit `tail_tokens`; the first that does not fit ends it. The user
+    message that opened the current turn (the request being worked on) stays verbatim too
+    when it is small (a quarter of the tail budget at most): room is set aside for it."""
     head: list[Message] = []
     priors: list[str] = []
-    body: list[int] = []
-    for i, msg in enumerate(messages):
+    body: list[Message] = []
+    for msg in messages:
         if msg.kind == "summary":
             priors.append(checkpoint_of(msg.content))
         elif msg.kind == "continuation":
@@ -139,12 +145,36 @@ def plan_compaction(
         elif is_fixed(msg):
             head.append(msg)
         else:
-            body.append(i)
+            body.append(msg)
 
-    body_msgs = [messages[i] for i in body]
-    units = group_units(body_msgs)
-    tokens = [count_message(m) for m in body_msgs]
-    room = tail_tokens
+    units = group_units(body)
+    tokens = [count_message(m) for m in body]
+    start = _tail_start(units, tokens, tail_tokens)
+    tail_idx = [i for u in units[start:] for i in u]
+    request = next((u[0] for u in reversed(units) if is_turn_start(body[u[0]])), None)
+    if (
+        request is not None
+        and request not in tail_idx
+        and tokens[request] <= tail_tokens * KEEP_REQUEST_TAIL_SHARE
+    ):
+        start = _tail_start(units, tokens, tail_tokens - tokens[request])
+        tail_idx = [request, *(i for u in units[start:] for i in u)]
+    middle_idx = [i for u in units[:start] for i in u]
+    middle = [body[i] for i in middle_idx]
+    kept = set(tail_idx)
+    return CompactionPlan(
+        head=head,
+        prior_checkpoints=priors,
+        middle=middle,
+        tail=[body[i] for i in tail_idx],
+        tail_budget=tail_tokens,
+        removed_tokens=sum(tokens[i] for i in middle_idx if i not in kept),
+    )
+
+
+def _tail_start(units: list[Unit], tokens: list[int], budget: int) -> int:
+    """The first unit of the tail: the newest always, older ones while they fit."""
+    room = budget
     start = len(units)
     for k in range(len(units) - 1, -1, -1):
         cost = sum(tokens[i] for i in units[k])
@@ -152,21 +182,7 @@ def plan_compaction(
             break
         room -= cost
         start = k
-    tail_idx = [i for u in units[start:] for i in u]
-    middle_idx = [i for u in units[:start] for i in u]
-
-    turn = next((i for i in reversed(middle_idx) if is_turn_start(body_msgs[i])), None)
-    later_turn = any(is_turn_start(body_msgs[i]) for i in tail_idx)
-    if turn is not None and not later_turn and tokens[turn] <= room:
-        tail_idx = [turn, *tail_idx]
-
-    return CompactionPlan(
-        head=head,
-        prior_checkpoints=priors,
-        middle=[body_msgs[i] for i in middle_idx],
-        tail=[body_msgs[i] for i in tail_idx],
-        tail_budget=tail_tokens,
-    )
+    return start
 
 
 SUMMARIZER_SYSTEM = """\
@@ -189,8 +205,9 @@ Rules:
 - Goal: what the user asked for, in their terms, and what "done" means.
 - Constraints & Preferences: requirements and preferences the user stated.
 - Covered So Far: every file, directory, URL or other source already read or examined, \
-one per line as "- `exact/path`". This list is cumulative: keep every entry of the previous \
-checkpoint's Covered So Far and add the new ones. Never drop an entry.
+one per line as "- `exact/path`". This list is cumulative: everything the previous \
+checkpoint lists there stays covered and is carried over for you, so you need not repeat \
+it; add every source the transcript shows being read. Never remove an entry.
 - Progress: finished work under Done, current work under In Progress, open problems under \
 Blocked. Move items that were finished to Done; remove blockers that were resolved.
 - Key Decisions: what was decided and why.
@@ -249,7 +266,7 @@ def build_summary_request(
         prior = "\n\n".join(plan.prior_checkpoints)
         intro.append(
             "The previous checkpoint (merge it into the new one; its Covered So Far "
-            "entries must all survive):\n" + _fence("PREVIOUS CHECKPOINT", prior)
+            "entries are carried over as they are):\n" + _fence("PREVIOUS CHECKPOINT", prior)
         )
     if work_state and work_state.strip():
         intro.append(

@@ -36,6 +36,13 @@ RECENT_TAIL_MIN_TOKENS = 8_000
 RECENT_TAIL_MAX_TOKENS = 40_000
 SMALL_WINDOW_TOKENS = 32_000
 
+# A middle smaller than this is not worth a summarizer call: the checkpoint's own headings
+# cost about as much as it would free.
+MIN_SUMMARIZABLE_TOKENS = 200
+# The current turn's user message (the request being worked on) is kept verbatim in the
+# tail when it is at most this share of the tail budget; a bigger one is summarized.
+KEEP_REQUEST_TAIL_SHARE = 0.25
+
 # The summarizer's own output limit: a share of the window, clamped, so the summary of a
 # small window still leaves room for the tail.
 SUMMARY_MAX_TOKENS_RATIO = 0.15

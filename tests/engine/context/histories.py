@@ -36,11 +36,12 @@ def text(chars: int, word: str = "lorem") -> str:
 
 
 class Ids:
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "call") -> None:
         self._n = itertools.count(1)
+        self.prefix = prefix
 
     def next(self) -> str:
-        return f"call_{next(self._n)}"
+        return f"{self.prefix}_{next(self._n)}"
 
 
 def cycle(
@@ -176,7 +177,18 @@ def histories(draw: st.DrawFn, max_turns: int = 6, max_chars: int = 2400) -> lis
         msgs.extend(old_summary(paths))
         for _ in range(draw(st.integers(0, 2))):
             msgs.extend(_drawn_cycle(draw, ids, sizes))
+    msgs.extend(draw(turns(ids, max_turns, max_chars)))
+    return msgs
 
+
+@st.composite
+def turns(
+    draw: st.DrawFn, ids: Ids | None = None, max_turns: int = 6, max_chars: int = 2400
+) -> list[Message]:
+    """One or more turns: a user message, then assistant text and tool cycles."""
+    ids = ids or Ids("more")
+    sizes = st.integers(0, max_chars)
+    msgs: list[Message] = []
     for _ in range(draw(st.integers(1, max_turns))):
         msgs.append(user(text(draw(st.integers(1, 600)), "ask")))
         for _ in range(draw(st.integers(0, 4))):

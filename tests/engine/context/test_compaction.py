@@ -101,10 +101,14 @@ def test_a_summarizer_error_is_reported_not_raised():
 
 def test_nothing_old_enough_to_summarize_skips_without_calling_the_summarizer():
     ids = Ids()
-    msgs = [system("sys"), user("hi"), *cycle(ids, 200)]
     fake = FakeSummarizer()
-    result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
-    assert result.status == "skipped" and result.messages == msgs
+    for msgs in (
+        [system("sys"), user("hi"), *cycle(ids, 200)],
+        [system("sys"), user("read this huge file"), *cycle(ids, 40_000)],
+        [system("sys"), user("a"), assistant("b"), user("c"), *cycle(ids, 40_000)],
+    ):
+        result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+        assert result.status == "skipped" and result.messages == msgs
     assert fake.requests == []
 
 
@@ -296,7 +300,7 @@ def test_the_progress_note_covers_the_kept_messages():
 
 def test_a_summary_no_smaller_than_what_it_replaces_is_refused():
     ids = Ids()
-    msgs = [system("sys"), user("q"), *cycle(ids, 40), user("r"), *cycle(ids, 9_000)]
+    msgs = [system("sys"), user("q"), *cycle(ids, 1_200), user("r"), *cycle(ids, 9_000)]
     fake = FakeSummarizer(text=text(4_000))
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert result.status == "refused" and result.messages == msgs

@@ -1,0 +1,399 @@
+"""The ladder as one pipeline the agent loop calls before every request and after every reply.
+
+Before a request: count → clear (above 50%) → warn → compact (at the compaction threshold)
+→ trim (above 95%). Compaction that cannot do its job (the summarizer failed, its summary
+was empty or cut off, or nothing is old enough to summarize) goes straight to trimming to
+the compaction threshold, and the user is told once. A summarizer failure never fails the
+run. After a reply the trim check runs again. A context-overflow rejection from the engine
+compacts regardless of the estimate (or trims to 70% of the history's size when compaction
+cannot run); the caller retries once and fails the turn on a second rejection.
+
+Events (`CompactionEvent`, `TrimEvent`, `NoticeEvent`) go to the `sink` as they happen, so a
+`compaction started` reaches the window before the slow summarizer call, not after it. The
+manager owns no history: every method takes the current model messages and returns the new
+ones, which the caller stores. Notice rows (role "notice") are never sent and are dropped
+from what comes back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from engine.context.budget import ContextBudget, ContextUsage, overflow_trim_budget
+from engine.context.clearing import StoreResult, clear_tool_results
+from engine.context.compaction import (
+    CompactionPlan,
+    CompactionResult,
+    JournalSink,
+    Summarize,
+    compact,
+    plan_compaction,
+)
+from engine.context.constants import (
+    DEFAULT_COMPACTION_RATIO,
+    PROTECTED_TURNS,
+    REASON_MANUAL,
+    REASON_OVERFLOW,
+    REASON_PREFLIGHT,
+)
+from engine.context.history import CountMessage
+from engine.context.notices import (
+    compacted_notice,
+    compaction_fallback_notice,
+    nothing_to_compact_notice,
+    preflight_notice,
+    trim_notice,
+)
+from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
+from engine.context.trimming import trim_messages
+from engine.events import CompactionEvent, EventSink, NoticeEvent, TrimEvent, discard
+from engine.messages import Message, model_messages
+
+log = logging.getLogger(__name__)
+
+CountRequest = Callable[[list[Message]], int]
+
+OVERFLOW_NOTICE = (
+    "The engine rejected the request as too long for its context window: "
+    "compacting and retrying once"
+)
+
+
+@dataclass(frozen=True)
+class PreparedRequest:
+    """What `prepare` decided. Store `history` back as the conversation's model messages
+    and send `request` (the history plus the ephemeral nudge, which is never stored)."""
+
+    history: list[Message]
+    request: list[Message]
+    nudge: Message | None
+    usage: ContextUsage  # of `request`, overhead included
+    changed: bool  # the history was rewritten (cleared, compacted or trimmed)
+    cleared: int = 0
+    compaction: CompactionResult | None = None
+    trimmed: int = 0
+
+    @property
+    def fits(self) -> bool:
+        """False only when even the ladder's last resort left the request over the window
+        (the newest message alone is too big): sending it will meet an overflow."""
+        return not self.usage.over_window
+
+
+@dataclass(frozen=True)
+class LadderOutcome:
+    """The result of `compact` and `on_overflow`: the new history, what compaction did
+    (None when it could not run at all) and how many messages trimming dropped."""
+
+    history: list[Message]
+    compaction: CompactionResult | None
+    trimmed: int
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def shrank(self) -> bool:
+        """Whether the history got smaller; an overflow retry without it would only fail
+        the same way, so the caller gives up instead."""
+        return self.tokens_after < self.tokens_before
+
+
+class ContextManager:
+    """The context ladder for one conversation on one effective window.
+
+    `count_message` counts one message (cached by the caller's counter as it likes);
+    `count`, when given, counts a whole list of messages exactly (chat template framing
+    included) and is used for the usage decisions. `overhead_tokens` passed to each call is
+    what the request adds beyond its messages (tool schemas, scaffolding), measured by the
+    caller. `summarize` is the summarizer (None: compaction never runs, the ladder trims).
+    `work_state` returns the rendered work state for the summarizer's prompt.
+    """
+
+    def __init__(
+        self,
+        *,
+        window: int,
+        count_message: CountMessage,
+        summarize: Summarize | None = None,
+        count: CountRequest | None = None,
+        compaction_ratio: float = DEFAULT_COMPACTION_RATIO,
+        reserve_tokens: int | None = None,
+        store_result: StoreResult | None = None,
+        journal: JournalSink | None = None,
+        work_state: Callable[[], str] | None = None,
+        sink: EventSink = discard,
+        protected_turns: int = PROTECTED_TURNS,
+        summarizer_window: int | None = None,
+        before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
+    ) -> None:
+        self.budget = ContextBudget(window, compaction_ratio, reserve_tokens)
+        self.count_message = count_message
+        self.summarize = summarize
+        self._count = count
+        self.store_result = store_result
+        self.journal = journal
+        self.work_state = work_state
+        self.sink = sink
+        self.protected_turns = protected_turns
+        self.summarizer_window = summarizer_window
+        self.before_summarize = before_summarize
+        self._just_compacted = False
+        self._progress_note = ""
+
+    # Counting -------------------------------------------------------------------------
+
+    def set_window(self, window: int) -> None:
+        """The effective window changed (a new engine report, a new ceiling)."""
+        b = self.budget
+        self.budget = ContextBudget(window, b.compaction_ratio, b.reserve_tokens)
+
+    def tokens(self, messages: Sequence[Message], overhead_tokens: int = 0) -> int:
+        msgs = list(messages)
+        counted = self._count(msgs) if self._count else sum(map(self.count_message, msgs))
+        return counted + overhead_tokens
+
+    def usage(self, messages: Sequence[Message], overhead_tokens: int = 0) -> ContextUsage:
+        return self.budget.usage(self.tokens(messages, overhead_tokens))
+
+    def _message_budget(self, threshold: int, msgs: list[Message], overhead: int) -> int:
+        """A request-level threshold in the per-message units the rungs count in."""
+        framing = 0
+        if self._count is not None:
+            framing = max(0, self._count(msgs) - sum(map(self.count_message, msgs)))
+        return threshold - overhead - framing
+
+    # The pipeline -----------------------------------------------------------------------
+
+    async def prepare(
+        self,
+        history: Sequence[Message],
+        *,
+        overhead_tokens: int = 0,
+        iterations_used: int = 0,
+        max_iterations: int | float | None = None,
+    ) -> PreparedRequest:
+        """Run the ladder on the history about to be sent and build the request."""
+        msgs = model_messages(list(history))
+        original = list(msgs)
+        usage = self.usage(msgs, overhead_tokens)
+        cleared = trimmed = 0
+        compaction: CompactionResult | None = None
+
+        if usage.clear_due:
+            result = clear_tool_results(
+                msgs, count_message=self.count_message, store_result=self.store_result
+            )
+            if result.cleared:
+                msgs, cleared = result.messages, result.cleared
+                usage = self.usage(msgs, overhead_tokens)
+
+        if usage.compact_due:
+            outcome = await self._compact_or_trim(
+                msgs, REASON_PREFLIGHT, overhead_tokens, announce=usage
+            )
+            msgs, compaction, trimmed = outcome.history, outcome.compaction, outcome.trimmed
+            usage = self.usage(msgs, overhead_tokens)
+
+        if usage.trim_due:
+            msgs, dropped = self._trim(msgs, self.budget.trim_threshold, overhead_tokens)
+            trimmed += dropped
+            usage = self.usage(msgs, overhead_tokens)
+
+        just_compacted = self._just_compacted
+        self._just_compacted = False
+        nudge = pressure_message(
+            [
+                context_nudge(usage, just_compacted=just_compacted),
+                self._progress_note if just_compacted else None,
+                iteration_nudge(iterations_used, max_iterations),
+            ]
+        )
+        request = [*msgs, nudge] if nudge else list(msgs)
+        return PreparedRequest(
+            history=msgs,
+            request=request,
+            nudge=nudge,
+            usage=self.usage(request, overhead_tokens),
+            changed=msgs != original,
+            cleared=cleared,
+            compaction=compaction,
+            trimmed=trimmed,
+        )
+
+    def after_response(
+        self, history: Sequence[Message], *, overhead_tokens: int = 0
+    ) -> list[Message]:
+        """The trim check after every reply: above 95% the history is trimmed now."""
+        msgs = model_messages(list(history))
+        if not self.usage(msgs, overhead_tokens).trim_due:
+            return msgs
+        msgs, _ = self._trim(msgs, self.budget.trim_threshold, overhead_tokens)
+        return msgs
+
+    async def compact(
+        self,
+        history: Sequence[Message],
+        *,
+        reason: str = REASON_MANUAL,
+        overhead_tokens: int = 0,
+    ) -> LadderOutcome:
+        """Compact now (`/compact`, the `summarize_context` tool, a used-up session budget):
+        the same path as automatic compaction, differing only in when it runs."""
+        msgs = model_messages(list(history))
+        return await self._compact_or_trim(msgs, reason, overhead_tokens, announce=None)
+
+    async def on_overflow(
+        self, history: Sequence[Message], *, overhead_tokens: int = 0, attempt: int = 1
+    ) -> LadderOutcome:
+        """The engine rejected the request as too long (or silently truncated it): compact
+        regardless of the estimate, with a tail halved per attempt; when compaction cannot
+        run, trim to 70% of the history's size. Check `shrank` before retrying."""
+        msgs = model_messages(list(history))
+        before = self.tokens(msgs)
+        self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE))
+        tail = max(1, self.budget.tail_tokens >> max(0, attempt))
+        outcome = await self._compact_or_trim(
+            msgs,
+            REASON_OVERFLOW,
+            overhead_tokens,
+            announce=None,
+            fallback_budget=overflow_trim_budget(sum(map(self.count_message, msgs))),
+            tail_tokens=tail,
+        )
+        return LadderOutcome(
+            outcome.history,
+            outcome.compaction,
+            outcome.trimmed,
+            before,
+            self.tokens(outcome.history),
+        )
+
+    # Rungs --------------------------------------------------------------------------------
+
+    def _trim(
+        self, msgs: list[Message], threshold: int, overhead: int, *, notify: bool = True
+    ) -> tuple[list[Message], int]:
+        budget = self._message_budget(threshold, msgs, overhead)
+        result = trim_messages(
+            msgs,
+            budget=budget,
+            count_message=self.count_message,
+            protected_turns=self.protected_turns,
+        )
+        if result.dropped:
+            self.sink(TrimEvent(messages_dropped=result.dropped))
+            if notify:
+                self.sink(NoticeEvent(level="warning", text=trim_notice(result.dropped)))
+        return result.messages, result.dropped
+
+    def _work_state_text(self) -> str | None:
+        if self.work_state is None:
+            return None
+        try:
+            return self.work_state()
+        except Exception:
+            log.warning("could not read the work state for the summarizer", exc_info=True)
+            return None
+
+    async def _compact_or_trim(
+        self,
+        msgs: list[Message],
+        reason: str,
+        overhead: int,
+        *,
+        announce: ContextUsage | None,
+        fallback_budget: int | None = None,
+        tail_tokens: int | None = None,
+    ) -> LadderOutcome:
+        before = self.tokens(msgs, overhead)
+        tail = tail_tokens if tail_tokens is not None else self.budget.tail_tokens
+        plan = plan_compaction(msgs, count_message=self.count_message, tail_tokens=tail)
+
+        def fallback(detail: str | None) -> tuple[list[Message], int]:
+            if fallback_budget is not None:
+                trimmed = trim_messages(
+                    msgs,
+                    budget=fallback_budget,
+                    count_message=self.count_message,
+                    protected_turns=self.protected_turns,
+                )
+                out, dropped = trimmed.messages, trimmed.dropped
+                if dropped:
+                    self.sink(TrimEvent(messages_dropped=dropped))
+            else:
+                out, dropped = self._trim(
+                    msgs, self.budget.compact_threshold, overhead, notify=detail is None
+                )
+            if detail is not None or (fallback_budget is not None and dropped):
+                text = compaction_fallback_notice(
+                    detail or "nothing old enough to summarize", dropped
+                )
+                self.sink(NoticeEvent(level="warning", text=text))
+            return out, dropped
+
+        if self.summarize is None or plan.nothing_to_summarize:
+            # Nothing worth a summarizer call: no "auto-compacting" notice, trim instead.
+            if reason == REASON_MANUAL and plan.nothing_to_summarize:
+                self.sink(NoticeEvent(level="info", text=nothing_to_compact_notice()))
+                return LadderOutcome(msgs, None, 0, before, before)
+            detail = None if self.summarize is not None else "no summarizer is configured"
+            out, dropped = fallback(detail)
+            return LadderOutcome(out, None, dropped, before, self.tokens(out, overhead))
+
+        if announce is not None:
+            self.sink(
+                NoticeEvent(level="warning", text=preflight_notice(announce.used, announce.window))
+            )
+        self.sink(CompactionEvent(phase="started", reason=reason, messages_before=len(msgs)))
+        result = await compact(
+            msgs,
+            window=self.budget.window,
+            count_message=self.count_message,
+            summarize=self.summarize,
+            reason=reason,
+            work_state=self._work_state_text(),
+            journal=self.journal,
+            tail_tokens=tail,
+            summarizer_window=self.summarizer_window,
+            before_summarize=self.before_summarize,
+        )
+        if result.ok:
+            self.sink(
+                CompactionEvent(
+                    phase="finished",
+                    reason=reason,
+                    messages_before=result.messages_before,
+                    messages_after=result.messages_after,
+                    tokens_saved=result.tokens_saved,
+                )
+            )
+            self.sink(
+                NoticeEvent(
+                    level="info",
+                    text=compacted_notice(
+                        result.messages_before, result.messages_after, result.tokens_saved
+                    ),
+                )
+            )
+            self._just_compacted = True
+            self._progress_note = result.progress_note
+            out = result.messages
+            # A summary that still leaves the request over the compaction threshold (a huge
+            # newest message, a long checkpoint) is followed by the trim rung at once.
+            dropped = 0
+            if self.tokens(out, overhead) > self.budget.compact_threshold:
+                out, dropped = self._trim(out, self.budget.compact_threshold, overhead)
+            return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
+
+        self.sink(
+            CompactionEvent(
+                phase="failed",
+                reason=reason,
+                messages_before=len(msgs),
+                messages_after=len(msgs),
+            )
+        )
+        out, dropped = fallback(result.detail)
+        return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
