@@ -22,6 +22,7 @@ import contextlib
 import json
 import select
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -67,7 +68,7 @@ class RecordedRequest:
     method: str
     path: str
     body: Any  # the parsed JSON body (None when there was none)
-    headers: dict[str, str]
+    headers: dict[str, str]  # names in lower case
     at: float = field(default_factory=time.monotonic)
     # Filled in for chat requests:
     prompt_tokens: int | None = None  # the prompt as sent, by the fake tokenizer
@@ -167,6 +168,18 @@ class Exchange:
         self.handler.close_connection = True
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client hanging up is normal here (cancellation tests); anything else is a bug
+        in a fake and is printed."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 # A route fills in the chat fields of the (already recorded) request before it answers.
 Route = Callable[[Exchange, RecordedRequest], None]
 
@@ -220,9 +233,7 @@ class FakeServer:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},
@@ -338,7 +349,8 @@ class FakeServer:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        recorded = RecordedRequest(method, path, body, dict(handler.headers.items()))
+        headers = {k.lower(): v for k, v in handler.headers.items()}
+        recorded = RecordedRequest(method, path, body, headers)
         self._record(recorded)
         if path in self._overrides:
             status, data, content_type = self._overrides[path]

@@ -1,0 +1,182 @@
+"""vLLM and SGLang: the served `max_model_len`, LoRA cards, exact vLLM counts, cached-token
+reporting (absent vs 0), and overflow in every envelope."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.messages import system, user
+from engine.providers.base import ChatOptions
+from engine.providers.errors import ContextOverflow, ModelNotFound
+from engine.providers.sglang import SglangProvider
+from engine.providers.vllm import VllmProvider
+from tests.engine.providers.conftest import chat
+from tests.helpers.fake_engines import FakeSglang, FakeVllm
+
+pytestmark = pytest.mark.anyio
+QWEN = "Qwen/Qwen2.5-7B-Instruct"
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+PREFIX = [system("You are terse. " * 40), user("first question")]
+
+
+async def test_vllm_reports_the_max_model_len_of_the_matching_card(anyio_backend):
+    with FakeVllm(QWEN, max_model_len=32768) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            report = await provider.report(QWEN)
+        finally:
+            await provider.aclose()
+
+    assert (report.provider, report.served, report.warnings) == ("vllm", 32768, [])
+
+
+async def test_a_lora_card_without_max_model_len_inherits_its_parents(anyio_backend):
+    with FakeVllm(QWEN, max_model_len=16384, lora={"sql-lora": QWEN}) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            report = await provider.report("sql-lora")
+            models = {m.id: m for m in await provider.list_models()}
+        finally:
+            await provider.aclose()
+
+    assert report.served == 16384
+    assert models["sql-lora"].parent == QWEN
+    assert models["sql-lora"].served_window == 16384
+
+
+async def test_an_unknown_model_names_what_the_server_does_serve(anyio_backend):
+    with FakeVllm(QWEN) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            with pytest.raises(ModelNotFound) as caught:
+                await provider.report("qwen2.5")
+        finally:
+            await provider.aclose()
+
+    assert QWEN in str(caught.value)
+
+
+async def test_a_vllm_agent_pointed_at_sglang_is_warned(anyio_backend):
+    with FakeSglang(LLAMA) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            report = await provider.report(LLAMA)
+        finally:
+            await provider.aclose()
+
+    assert len(report.warnings) == 1
+    assert "'sglang'" in report.warnings[0]
+
+
+async def test_vllm_count_prompt_is_exactly_what_the_chat_then_costs(anyio_backend):
+    tools = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]
+    messages = [system("You are terse."), user("List the files, please.")]
+    with FakeVllm(QWEN) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            counted = await provider.count_prompt(QWEN, messages, tools)
+            usage = (await chat(provider, QWEN, messages, ChatOptions(tools=tools))).done.usage
+        finally:
+            await provider.aclose()
+
+    assert counted == usage.prompt_tokens
+    assert fake.requests_to("/tokenize")[0].body["model"] == QWEN
+
+
+async def test_vllm_without_the_details_flag_reports_no_cache_figure(anyio_backend):
+    with FakeVllm(QWEN, prompt_tokens_details=False) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            await chat(provider, QWEN, PREFIX)
+            second = (await chat(provider, QWEN, PREFIX)).done.usage
+        finally:
+            await provider.aclose()
+
+    assert second.cached_tokens is None
+
+
+async def test_vllm_with_the_details_flag_reports_zero_then_whole_blocks(anyio_backend):
+    with FakeVllm(QWEN, prompt_tokens_details=True) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            first = (await chat(provider, QWEN, PREFIX)).done.usage
+            second = (await chat(provider, QWEN, [*PREFIX, user("more")])).done.usage
+        finally:
+            await provider.aclose()
+
+    assert first.cached_tokens == 0  # an explicit 0 stays 0
+    assert second.cached_tokens and second.cached_tokens % 16 == 0
+
+
+async def test_sglang_reports_cached_tokens_only_when_there_are_some(anyio_backend):
+    with FakeSglang(LLAMA, cache_report=True) as fake:
+        provider = SglangProvider(fake.url)
+        try:
+            first = (await chat(provider, LLAMA, PREFIX)).done.usage
+            second = (await chat(provider, LLAMA, PREFIX)).done.usage
+        finally:
+            await provider.aclose()
+
+    assert first.cached_tokens is None  # SGLang leaves the field out at 0
+    assert second.cached_tokens == second.prompt_tokens - 1
+
+
+async def test_sglang_is_never_asked_for_its_server_info(anyio_backend):
+    with FakeSglang(LLAMA, context_length=32768) as fake:
+        provider = SglangProvider(fake.url)
+        try:
+            report = await provider.report(LLAMA)
+            await provider.list_models()
+            await chat(provider, LLAMA)
+        finally:
+            await provider.aclose()
+
+    assert report.served == 32768
+    assert fake.requests_to("/get_server_info") == []
+    assert await provider.count_prompt(LLAMA, PREFIX, []) is None
+
+
+LONG = [user(" ".join(["filler"] * 5000))]
+
+
+@pytest.mark.parametrize("envelope", ["new", "flat"])
+async def test_vllm_overflow_in_either_envelope_carries_the_numbers(envelope, anyio_backend):
+    with FakeVllm(QWEN, max_model_len=4096, error_envelope=envelope) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            with pytest.raises(ContextOverflow) as caught:
+                await chat(provider, QWEN, LONG)
+        finally:
+            await provider.aclose()
+
+    assert caught.value.status == 400
+    assert caught.value.window == 4096
+    assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
+
+
+async def test_vllm_rejects_a_completion_that_would_not_fit_as_an_overflow(anyio_backend):
+    with FakeVllm(QWEN, max_model_len=4096) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            with pytest.raises(ContextOverflow) as caught:
+                await chat(provider, QWEN, options=ChatOptions(max_tokens=8000))
+        finally:
+            await provider.aclose()
+
+    assert caught.value.window == 4096
+    assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
+
+
+async def test_sglang_overflow_is_a_context_overflow_with_the_numbers(anyio_backend):
+    with FakeSglang(LLAMA, context_length=4096) as fake:
+        provider = SglangProvider(fake.url)
+        try:
+            with pytest.raises(ContextOverflow) as caught:
+                await chat(provider, LLAMA, LONG)
+        finally:
+            await provider.aclose()
+
+    assert (caught.value.prompt_tokens, caught.value.window) == (
+        fake.chat_requests[0].prompt_tokens,
+        4096,
+    )
