@@ -30,11 +30,13 @@ from engine.context.checkpoint import (
     summary_content,
 )
 from engine.context.constants import (
+    CONTINUATION_ROLE,
     KEEP_REQUEST_TAIL_SHARE,
     MIN_SUMMARIZABLE_TOKENS,
     REASON_PREFLIGHT,
     SUMMARY_HEADINGS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
+    SUMMARY_ROLE,
 )
 from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
 from engine.context.progress import extract_run_progress, paths_read
@@ -401,8 +403,8 @@ async def compact(
     checkpoint = merge_covered(
         normalize_checkpoint(answer.text), plan.prior_checkpoints, paths_read(plan.middle)
     )
-    summary = Message(role="assistant", content=summary_content(checkpoint), kind="summary")
-    continuation = Message(role="user", content=CONTINUATION_TEXT, kind="continuation")
+    summary = Message(role=SUMMARY_ROLE, content=summary_content(checkpoint), kind="summary")
+    continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")
     rebuilt = [*plan.head, summary, continuation, *plan.tail]
     if sum(map(count_message, rebuilt)) >= sum(map(count_message, original)):
         return _result(

@@ -36,6 +36,12 @@ RECENT_TAIL_MIN_TOKENS = 8_000
 RECENT_TAIL_MAX_TOKENS = 40_000
 SMALL_WINDOW_TOKENS = 32_000
 
+# The summary is one assistant message (seed 000: the model's own checkpoint); the
+# continuation after it is a user-role nudge, so the rebuilt history alternates
+# system, [pinned user], assistant, user before the recent tail.
+SUMMARY_ROLE = "assistant"
+CONTINUATION_ROLE = "user"
+
 # A middle smaller than this is not worth a summarizer call: the checkpoint's own headings
 # cost about as much as it would free.
 MIN_SUMMARIZABLE_TOKENS = 200
