@@ -18,8 +18,15 @@ from engine.providers.classify import (
 
 DEFAULT_TIMEOUT_S = 600.0  # a big model may think (or load) for minutes before its first token
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
+PROBE_TIMEOUT_S = 30.0  # listing, reporting and counting answer at once or not at all
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "HttpProvider", "as_int"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "DEFAULT_TIMEOUT_S",
+    "PROBE_TIMEOUT_S",
+    "HttpProvider",
+    "as_int",
+]
 
 
 class HttpProvider(Provider):
@@ -36,6 +43,7 @@ class HttpProvider(Provider):
     ) -> None:
         super().__init__(base_url)
         self.timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        self.probe_timeout = httpx.Timeout(min(timeout, PROBE_TIMEOUT_S), connect=connect_timeout)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._http = httpx.AsyncClient(
             base_url=self.base_url, timeout=self.timeout, headers=headers, transport=transport
@@ -54,9 +62,11 @@ class HttpProvider(Provider):
     ) -> Any:
         try:
             if body is None:
-                response = await self._http.request(method, path)
+                response = await self._http.request(method, path, timeout=self.probe_timeout)
             else:
-                response = await self._http.request(method, path, json=body)
+                response = await self._http.request(
+                    method, path, json=body, timeout=self.probe_timeout
+                )
         except httpx.HTTPError as exc:
             raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
         if response.status_code >= 400:

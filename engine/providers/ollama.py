@@ -9,6 +9,7 @@ Modelfile pin (`/api/show`).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -159,7 +160,9 @@ class OllamaProvider(HttpProvider):
         if not isinstance(show, dict):
             raise self._protocol_error("an /api/show answer that is not a JSON object")
         try:
-            running = await self.client.ps()
+            running = await asyncio.wait_for(self.client.ps(), self.probe_timeout.read)
+        except TimeoutError as exc:
+            raise ServerError(f"{self.where} did not answer /api/ps in time") from exc
         except Exception as exc:
             raise self._classify(exc, model) from exc
         entry = next(

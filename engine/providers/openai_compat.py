@@ -193,6 +193,7 @@ class OpenAICompatProvider(HttpProvider):
         usage: dict[str, Any] | None = None
         timings: dict[str, Any] | None = None
         finished = False
+        events = 0
         try:
             async with self._http.stream("POST", self.chat_path, json=body) as response:
                 if response.status_code >= 400:
@@ -204,6 +205,7 @@ class OpenAICompatProvider(HttpProvider):
                         model=model,
                     )
                 async for event in iter_sse(response.aiter_lines()):
+                    events += 1
                     if event.data.strip() == "[DONE]":
                         finished = True
                         break
@@ -238,6 +240,8 @@ class OpenAICompatProvider(HttpProvider):
                             finish = str(choice["finish_reason"])
         except httpx.HTTPError as exc:
             raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
+        if events == 0:
+            raise self._protocol_error("an answer to a chat request that is not an event stream")
         if not finished and finish is None:
             raise ServerError(f"{self.where} ended the stream before the answer finished")
         ready = calls.calls()

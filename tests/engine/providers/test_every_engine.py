@@ -229,3 +229,28 @@ async def test_list_models_names_what_the_engine_serves(engine, provider):
     models = await provider.list_models()
 
     assert engine.model in [m.id for m in models]
+
+
+REPORT_PATHS = {
+    "ollama": "/api/show",
+    "llamacpp": "/props",
+    "vllm": "/v1/models",
+    "sglang": "/v1/models",
+}
+
+
+async def test_a_report_answered_with_a_web_page_is_a_protocol_error(engine, provider):
+    engine.fake.override(REPORT_PATHS[engine.kind], 200, "<html>login</html>", "text/html")
+
+    with pytest.raises(ProtocolError):
+        await provider.report(engine.model)
+
+
+async def test_a_chat_answered_with_something_other_than_a_stream_is_a_protocol_error(
+    engine, provider
+):
+    path = "/api/chat" if engine.kind == "ollama" else "/v1/chat/completions"
+    engine.fake.override(path, 200, "<html>login</html>", "text/html")
+
+    with pytest.raises(ProtocolError):
+        await chat(provider, engine.model)
