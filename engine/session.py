@@ -1,0 +1,248 @@
+"""One conversation with one agent: the object the desktop and the headless CLI both drive.
+
+The flow of a turn: user text → persisted first → the agent loop prepares the request,
+streams it, runs tools → events → usage lands → calibration and receipts. Everything the
+session learns is emitted as typed events (engine/events.py) through one sink.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from engine.agent import AgentLoop, TurnOutcome
+from engine.catalog import catalog_window
+from engine.config import AgentConfig, default_agent
+from engine.events import (
+    ErrorEvent,
+    Event,
+    NoticeEvent,
+    StateEvent,
+    WindowEvent,
+)
+from engine.messages import Message, notice, system, user
+from engine.paths import BrimPaths
+from engine.providers.base import EngineReport, Provider
+from engine.providers.errors import ProviderError
+from engine.providers.registry import make_provider
+from engine.store import Store
+from engine.tokens import TokenCounter, counter_for
+from engine.window import WindowResolution, resolve_window
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[Event], None]
+
+
+def provider_for(agent: AgentConfig) -> Provider:
+    """Build the provider an agent names (the embedded one gets its model path and pin)."""
+    if agent.provider == "embedded":
+        return make_provider(
+            "embedded",
+            model_path=agent.model or None,
+            n_ctx=agent.num_ctx,
+            n_threads=agent.n_threads,
+        )
+    return make_provider(agent.provider, agent.base_url)
+
+
+async def probe_window(provider: Provider, agent: AgentConfig) -> WindowResolution:
+    """Ask the engine what it serves and resolve the window Brim will account against."""
+    report: EngineReport = await provider.report(agent.model, num_ctx=agent.num_ctx)
+    return resolve_window(
+        report,
+        pinned=agent.num_ctx,
+        ceiling=agent.max_context_tokens,
+        catalog_max=catalog_window(report.model or agent.model),
+    )
+
+
+class ChatSession:
+    """One conversation with one agent. All coroutines run on the engine's asyncio loop."""
+
+    def __init__(
+        self,
+        agent: AgentConfig,
+        paths: BrimPaths,
+        sink: EventSink,
+        *,
+        conversation_id: str | None = None,
+        workspace: Path | None = None,
+        provider: Provider | None = None,
+        ephemeral: bool = False,
+    ) -> None:
+        self.agent = agent
+        self.paths = paths
+        self._sink = sink
+        self.conversation_id = conversation_id or ""
+        self._requested_conversation = conversation_id
+        self.workspace = workspace
+        self.ephemeral = ephemeral
+        self._provider = provider
+        self._store: Store | None = None
+        self._messages: list[Message] = []
+        self._window: WindowResolution | None = None
+        self._counter: TokenCounter | None = None
+        self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
+        self._loop: AgentLoop | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        paths = self.paths.ensure()
+        self._store = Store.open(paths.db_path)
+        self._open_conversation()
+        if self._provider is None:
+            self._provider = provider_for(self.agent)
+        if self.agent.provider == "embedded":
+            self._emit(StateEvent("loading model"))
+        await self._resolve_window()
+        self._emit(StateEvent("ready"))
+
+    async def close(self) -> None:
+        self.cancel()
+        if self._turn_task is not None:
+            with _suppress_cancel():
+                await self._turn_task
+        if self._provider is not None:
+            await self._provider.aclose()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def history(self) -> list[Message]:
+        return list(self._messages)
+
+    @property
+    def window(self) -> WindowResolution | None:
+        return self._window
+
+    # -- turns -------------------------------------------------------------------------
+
+    async def send(self, text: str) -> None:
+        """Run one user turn. Failures become error events; this never raises."""
+        if self._turn_task is not None and not self._turn_task.done():
+            self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            return
+        self._append(user(text))
+        self._turn_task = asyncio.create_task(self._run_turn())
+        try:
+            await self._turn_task
+        except asyncio.CancelledError:
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():
+                raise
+        finally:
+            self._turn_task = None
+            self._emit(StateEvent("ready"))
+
+    def cancel(self) -> None:
+        if self._turn_task is not None and not self._turn_task.done():
+            self._turn_task.cancel()
+
+    async def retry_window(self) -> None:
+        """Probe the engine again (the desktop's Retry button)."""
+        await self._resolve_window()
+
+    # -- internals ---------------------------------------------------------------------
+
+    async def _run_turn(self) -> TurnOutcome | None:
+        assert self._provider is not None
+        if self._window is None:
+            await self._resolve_window()
+            if self._window is None:
+                return None
+        loop = self._agent_loop()
+        try:
+            return await loop.run_turn(self._messages)
+        except asyncio.CancelledError:
+            self._append(notice("Turn cancelled.", "info"), emit=True)
+            raise
+
+    def _agent_loop(self) -> AgentLoop:
+        assert self._provider is not None and self._window is not None
+        if self._counter is None:
+            self._counter = counter_for(self._provider, self.agent.model)
+        if self._loop is None:
+            self._loop = AgentLoop(
+                agent=self.agent,
+                provider=self._provider,
+                window=self._window,
+                counter=self._counter,
+                sink=self._emit,
+                on_message=self._append,
+                store=self._store,
+                conversation_id=self.conversation_id,
+            )
+        return self._loop
+
+    async def _resolve_window(self) -> None:
+        assert self._provider is not None
+        try:
+            resolution = await probe_window(self._provider, self.agent)
+        except ProviderError as exc:
+            self._emit(ErrorEvent(exc.kind, exc.message))
+            return
+        self._window = resolution
+        self._loop = None
+        self._emit(
+            WindowEvent(
+                window=resolution.window,
+                source=resolution.source,
+                warnings=list(resolution.warnings),
+                conversation=self.conversation_id,
+            )
+        )
+        for warning in resolution.warnings:
+            self._append(notice(warning, "warning"), emit=True)
+
+    def _open_conversation(self) -> None:
+        assert self._store is not None
+        if self._requested_conversation:
+            info = self._store.get_conversation(self._requested_conversation)
+            if info is None:
+                raise UnknownConversation(self._requested_conversation)
+            self.conversation_id = info.id
+            self._messages = self._store.messages(info.id)
+            return
+        self.conversation_id = self._store.create_conversation(
+            self.agent.name, workspace=str(self.workspace) if self.workspace else None
+        )
+        self._messages = []
+        self._append(system(self.agent.system_prompt))
+
+    def _append(self, message: Message, emit: bool = False) -> None:
+        """Persist first, then keep in memory: a crash never loses a committed message."""
+        if self._store is not None:
+            self._store.append_message(self.conversation_id, message)
+        self._messages.append(message)
+        if emit and message.is_notice:
+            self._emit(NoticeEvent(level=message.meta_value("level", "info"), text=message.content))
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self._sink(event)
+        except Exception:  # a broken listener must not break the turn
+            log.exception("event sink failed on %s", event.type)
+
+
+class UnknownConversation(Exception):
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"no conversation with id {conversation_id!r}")
+        self.conversation_id = conversation_id
+
+
+class _suppress_cancel:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
+        return exc_type is asyncio.CancelledError
+
+
+def open_default_session(sink: EventSink, *, data_dir: Path | None = None) -> ChatSession:
+    """The desktop's session on the default agent, with every path under `data_dir`."""
+    paths = BrimPaths.resolve(data_dir)
+    return ChatSession(replace(default_agent()), paths, sink)

@@ -1,0 +1,87 @@
+"""Brim against a real llama-server (llama.cpp) on loopback, not a fake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import run_brim
+from tests.helpers.real_llama_server import RealLlamaServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.llama_server]
+
+
+def test_probe_reports_the_per_slot_window_of_a_two_slot_server(
+    llama_server: RealLlamaServer, tmp_path: Path
+):
+    run = run_brim(
+        ["probe", "--provider", "llamacpp", "--base-url", llama_server.url, "--json"],
+        data_dir=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["provider"] == "llamacpp"
+    assert report["window"] == 2048
+    assert report["served"] == 2048
+    assert report["slots"] == 2
+    assert report["source"] == "server"
+    assert report["model_max"] == 8192
+
+
+def test_a_headless_chat_streams_and_reports_real_usage_and_cache_reuse(
+    llama_server: RealLlamaServer, tmp_path: Path
+):
+    run = run_brim(
+        [
+            "chat", "--headless", "--provider", "llamacpp", "--base-url", llama_server.url,
+            "--max-tokens", "12",
+        ],
+        data_dir=tmp_path,
+        stdin="Name one colour.\nName another colour.\n",
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.of_type("error") == []
+    assert run.of_type("window")[0]["window"] == 2048
+    assert "".join(d["text"] for d in run.of_type("delta")).strip()
+    usages = run.of_type("usage")
+    contexts = run.of_type("context")
+    assert len(usages) == 2 and len(contexts) == 2
+    for usage, context in zip(usages, contexts, strict=True):
+        assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+        assert isinstance(usage["cached_tokens"], int)
+        assert context["used"] == usage["prompt_tokens"]
+        assert context["window"] == 2048
+    # The second request repeats the first as its prefix: the server reuses its KV cache.
+    assert usages[1]["cached_tokens"] > 0
+    assert usages[1]["prompt_tokens"] > usages[0]["prompt_tokens"]
+    ends = run.of_type("turn_end")
+    assert len(ends) == 2 and all(e["completion_tokens"] > 0 for e in ends)
+
+
+def test_brims_count_matches_what_llama_server_reports(
+    llama_server: RealLlamaServer, tmp_path: Path
+):
+    """The exact count (`/apply-template` + `/tokenize`) equals the server's prompt tokens."""
+    import asyncio
+
+    from engine.messages import system, user
+    from engine.providers.base import ChatOptions, StreamDone
+    from engine.providers.registry import make_provider
+
+    async def scenario() -> tuple[int | None, int | None]:
+        provider = make_provider("llamacpp", llama_server.url)
+        messages = [system("You are terse."), user("Say yes — or no? ünïcödé")]
+        try:
+            counted = await provider.count_prompt("", messages, [])
+            reported = None
+            async for item in provider.stream_chat("", messages, ChatOptions(max_tokens=4)):
+                if isinstance(item, StreamDone):
+                    reported = item.usage.prompt_tokens
+        finally:
+            await provider.aclose()
+        return counted, reported
+
+    counted, reported = asyncio.run(scenario())
+    assert counted is not None and counted == reported
