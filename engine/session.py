@@ -13,9 +13,18 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from engine.agent import AgentLoop, TurnOutcome
+from engine.agent import AgentLoop, ToolRunner, TurnOutcome
 from engine.catalog import catalog_window
 from engine.config import AgentConfig, default_agent
+from engine.context import (
+    ContextManager,
+    Journal,
+    SummaryRequest,
+    SummaryResult,
+    WorkState,
+    journal_preamble,
+    render_work_state,
+)
 from engine.events import (
     ErrorEvent,
     Event,
@@ -25,7 +34,8 @@ from engine.events import (
 )
 from engine.messages import Message, notice, system, user
 from engine.paths import BrimPaths
-from engine.providers.base import EngineReport, Provider
+from engine.prompt import system_prompt
+from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
 from engine.providers.errors import ProviderError
 from engine.providers.registry import make_provider
 from engine.store import Store
@@ -88,6 +98,8 @@ class ChatSession:
         self._counter: TokenCounter | None = None
         self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
         self._loop: AgentLoop | None = None
+        self._tools: ToolRunner | None = None
+        self._resumed = conversation_id is not None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -127,6 +139,9 @@ class ChatSession:
         if self._turn_task is not None and not self._turn_task.done():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
+        if text.strip() == "/compact":
+            await self.compact()
+            return
         self._append(user(text))
         self._turn_task = asyncio.create_task(self._run_turn())
         try:
@@ -156,7 +171,7 @@ class ChatSession:
                 return None
         loop = self._agent_loop()
         try:
-            return await loop.run_turn(self._messages)
+            return await loop.run_turn()
         except asyncio.CancelledError:
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
@@ -166,17 +181,68 @@ class ChatSession:
         if self._counter is None:
             self._counter = counter_for(self._provider, self.agent.model)
         if self._loop is None:
+            work = self.paths.conversation_dir(self.agent.name, self.conversation_id)
+            journal = None if self.ephemeral else Journal(work / "journal.jsonl")
+            state = WorkState(work / "state.json")
+            context = ContextManager(
+                window=self._window.window,
+                count_message=self._counter.count_message,
+                summarize=self._summarize,
+                compaction_ratio=self.agent.compaction_ratio,
+                reserve_tokens=self.agent.compaction_reserve_tokens,
+                store_result=self._tool_result_store(),
+                journal=journal,
+                work_state=lambda: render_work_state(state.read()),
+                sink=self._emit,
+            )
             self._loop = AgentLoop(
                 agent=self.agent,
                 provider=self._provider,
                 window=self._window,
                 counter=self._counter,
+                context=context,
                 sink=self._emit,
-                on_message=self._append,
+                conversation=_SessionConversation(self),
                 store=self._store,
                 conversation_id=self.conversation_id,
+                tools=self._tools,
             )
         return self._loop
+
+    def _tool_result_store(self):  # type: ignore[no-untyped-def]
+        return None
+
+    async def _summarize(self, request: SummaryRequest) -> SummaryResult:
+        """The summarizer: the agent's summarizer model on the same engine, else its own."""
+        assert self._provider is not None
+        model = self.agent.summarizer_model or self.agent.model
+        parts: list[str] = []
+        finish: str | None = None
+        options = ChatOptions(
+            max_tokens=request.max_tokens,
+            temperature=0.2,
+            num_ctx=self.agent.num_ctx if self._provider.kind == "ollama" else None,
+        )
+        async for item in self._provider.stream_chat(model, request.messages, options):
+            if isinstance(item, TextDelta):
+                parts.append(item.text)
+            elif isinstance(item, StreamDone):
+                finish = item.finish_reason
+        return SummaryResult("".join(parts), finish)
+
+    async def compact(self) -> None:
+        """`/compact`: compact now through the same path automatic compaction takes."""
+        if self._window is None:
+            await self._resolve_window()
+            if self._window is None:
+                return
+        loop = self._agent_loop()
+        try:
+            await loop.compact()
+        except ProviderError as exc:
+            self._emit(ErrorEvent(exc.kind, exc.message))
+        finally:
+            self._emit(StateEvent("ready"))
 
     async def _resolve_window(self) -> None:
         assert self._provider is not None
@@ -206,12 +272,26 @@ class ChatSession:
                 raise UnknownConversation(self._requested_conversation)
             self.conversation_id = info.id
             self._messages = self._store.messages(info.id)
+            self._fold_in_journal()
             return
         self.conversation_id = self._store.create_conversation(
             self.agent.name, workspace=str(self.workspace) if self.workspace else None
         )
         self._messages = []
-        self._append(system(self.agent.system_prompt))
+        workspace = self.workspace.resolve() if self.workspace else None
+        self._append(system(system_prompt(self.agent.system_prompt, workspace=workspace)))
+
+    def _fold_in_journal(self) -> None:
+        """Resuming: what compaction dropped is absent, so the journal comes back as a
+        bounded preamble, framed as claims to verify rather than fact."""
+        work = self.paths.conversation_dir(self.agent.name, self.conversation_id)
+        try:
+            entries = Journal(work / "journal.jsonl").read()
+        except Exception:
+            log.warning("could not read the journal of %s", self.conversation_id, exc_info=True)
+            return
+        if entries:
+            self._append(user(journal_preamble(entries)))
 
     def _append(self, message: Message, emit: bool = False) -> None:
         """Persist first, then keep in memory: a crash never loses a committed message."""
@@ -221,11 +301,34 @@ class ChatSession:
         if emit and message.is_notice:
             self._emit(NoticeEvent(level=message.meta_value("level", "info"), text=message.content))
 
+    def _replace(self, model_history: list[Message]) -> None:
+        """The ladder rewrote the history: the store archives the old rows (nothing is
+        lost from the full record) and the live conversation becomes the new one."""
+        if self._store is not None:
+            self._store.replace_messages(self.conversation_id, model_history)
+        self._messages = list(model_history)
+
     def _emit(self, event: Event) -> None:
         try:
             self._sink(event)
         except Exception:  # a broken listener must not break the turn
             log.exception("event sink failed on %s", event.type)
+
+
+class _SessionConversation:
+    """The loop's view of the session's conversation."""
+
+    def __init__(self, session: ChatSession) -> None:
+        self._session = session
+
+    def live(self) -> list[Message]:
+        return list(self._session._messages)
+
+    def append(self, message: Message) -> None:
+        self._session._append(message)
+
+    def replace(self, model_history: list[Message]) -> None:
+        self._session._replace(model_history)
 
 
 class UnknownConversation(Exception):
