@@ -1,9 +1,9 @@
 """llama.cpp's `llama-server`: the window is per slot, and it can count exactly.
 
 `/props` says what one slot holds (`default_generation_settings.n_ctx`) and how many slots
-there are; `/v1/models` says what the model was trained for (`meta.n_ctx_train`) and, in
-2026 builds, the whole context (`meta.n_ctx`). When per-slot × slots is more than the whole,
-the slots share one unified KV pool and a slot's window is a ceiling, not a guarantee.
+there are; `/v1/models` says what the model was trained for (`meta.n_ctx_train`). Nothing
+says whether the slots share one unified KV pool (then a slot's window is a ceiling, not a
+guarantee); the automatic four-slot setting does, so that one is warned about.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ def _ms_to_s(value: Any) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return float(value) / 1000.0
     return None
+
+
+AUTO_PARALLEL_SLOTS = 4
 
 
 class LlamaCppProvider(OpenAICompatProvider):
@@ -96,29 +99,23 @@ class LlamaCppProvider(OpenAICompatProvider):
         card = self._pick_card(await self._cards_or_empty(), model)
         meta = card.get("meta") if card and isinstance(card.get("meta"), dict) else {}
         model_max = as_int(meta.get("n_ctx_train"))
-        whole = as_int(meta.get("n_ctx"))
         warnings: list[str] = []
-        unified = False
-        if slots and slots > 1 and per_slot:
-            if whole and per_slot * slots > whole:
-                unified = True
-                warnings.append(
-                    f"llama-server's {slots} slots share one KV pool of {whole} tokens "
-                    "(--kv-unified, the default when it is started without --parallel): a "
-                    f"request may use up to {per_slot} tokens, but concurrent requests draw "
-                    "on the same pool and can starve this one. Start it with an explicit "
-                    "--parallel N for a guaranteed per-slot window."
-                )
-            elif not whole:
-                warnings.append(
-                    f"llama-server runs {slots} slots of {per_slot} tokens and this build "
-                    "does not say whether they share one KV pool; if it was started without "
-                    "--parallel or with --kv-unified they do, and concurrent requests can "
-                    "leave this one less room than its slot's window."
-                )
+        # No field says whether the slots share one KV pool: a real server reports the same
+        # per-slot n_ctx in /props and in meta either way (checked on b-2026 builds). Four
+        # slots is what llama-server picks by itself when started without --parallel, and
+        # that automatic setting unifies the pool; an explicit --parallel N does not.
+        unified = bool(slots == AUTO_PARALLEL_SLOTS and per_slot)
+        if unified:
+            warnings.append(
+                f"llama-server runs {slots} slots, its automatic setting when started without "
+                f"--parallel, in which the slots share one KV pool (--kv-unified): a request "
+                f"may use up to {per_slot} tokens, but concurrent requests draw on the same "
+                "pool and can starve this one. Start it with an explicit --parallel N for a "
+                "guaranteed per-slot window."
+            )
         return EngineReport(
             provider=self.kind,
-            model=model,
+            model=model or str(card.get("id") or "") if card else model,
             served=per_slot,
             model_max=model_max,
             slots=slots,

@@ -28,6 +28,7 @@ def test_probe_reports_the_per_slot_window_of_a_two_slot_server(
     assert report["slots"] == 2
     assert report["source"] == "server"
     assert report["model_max"] == 8192
+    assert report["warnings"] == []  # two explicit slots do not share one pool
 
 
 def test_a_headless_chat_streams_and_reports_real_usage_and_cache_reuse(
