@@ -19,7 +19,10 @@ make the framing depend on the first message's role; `first_role` says which it 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from engine.messages import Message, assistant, system, user
@@ -41,6 +44,31 @@ _PREFIXES: dict[str, tuple[tuple[Message, ...], ...]] = {
 }
 
 
+@contextlib.contextmanager
+def _without_the_vocab_only_warning() -> Iterator[None]:
+    """A vocabulary-only model has no training length, so llama.cpp logs a "possible
+    training context overflow" error for its (unused) context; Brim's stderr is for real
+    problems, so that one line is dropped and every other one passes through."""
+    import llama_cpp
+
+    try:
+        from llama_cpp._logger import llama_log_callback as original
+    except ImportError:  # the library reorganised its logging; live with the line
+        yield
+        return
+
+    def forward(level: int, text: bytes, data: ctypes.c_void_p) -> None:
+        if b"n_ctx_train (0)" not in (text or b""):
+            original(level, text, data)
+
+    filtered = llama_cpp.llama_log_callback(forward)
+    llama_cpp.llama_log_set(filtered, ctypes.c_void_p(0))
+    try:
+        yield
+    finally:
+        llama_cpp.llama_log_set(original, ctypes.c_void_p(0))
+
+
 class GgufTokenizer:
     """A `SegmentTokenizer` for one GGUF file, plus whole-request counting."""
 
@@ -48,7 +76,8 @@ class GgufTokenizer:
         from llama_cpp import Llama
 
         self.model_path = model_path
-        self._llm = Llama(model_path=model_path, vocab_only=True, verbose=False)
+        with _without_the_vocab_only_warning():
+            self._llm = Llama(model_path=model_path, vocab_only=True, verbose=False)
         self.template = ChatTemplate.from_llama(self._llm)
         self._lock = threading.Lock()  # one vocab, callers on the loop and in worker threads
         self._overheads: dict[str, int] = {}
