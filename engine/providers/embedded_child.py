@@ -40,6 +40,7 @@ Send = Callable[[dict[str, Any]], None]
 # create_chat_completion's defaults, so answers read as they would through the library.
 SAMPLING = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
 DEFAULT_TEMPERATURE = 0.2
+EVERYTHING = "*"  # in the cancelled set: the child is stopping, end whatever runs
 
 
 @contextlib.contextmanager
@@ -119,7 +120,10 @@ class Engine:
         self._native.llama_set_abort_callback(self.llm.ctx, callback, None)
 
     def _should_abort(self) -> bool:
-        return self.current is not None and self.current in self.cancelled
+        return self.current is not None and self._is_cancelled(self.current)
+
+    def _is_cancelled(self, request_id: str) -> bool:
+        return request_id in self.cancelled or EVERYTHING in self.cancelled
 
     def loaded_message(self) -> dict[str, Any]:
         return {
@@ -191,7 +195,7 @@ class Engine:
                 send({"type": "delta", "id": rid, "text": text})
 
         self.current = rid
-        self.cancelled.intersection_update({rid})
+        self.cancelled.intersection_update({rid, EVERYTHING})
         self._watch_for_cancel(True)
         generator = self.llm.generate(tokens, temp=temperature, **SAMPLING)
         try:
@@ -199,7 +203,7 @@ class Engine:
                 if first is None:
                     first = time.perf_counter()
                     self._watch_for_cancel(False)
-                if rid in self.cancelled:
+                if self._is_cancelled(rid):
                     finish = "cancelled"
                     break
                 if self._native.llama_vocab_is_eog(self.vocab, token):
@@ -212,7 +216,7 @@ class Engine:
         except RuntimeError:
             # An aborted llama_decode (the parent cancelled during prompt evaluation) ends
             # here; anything else is a real failure.
-            if rid not in self.cancelled:
+            if not self._is_cancelled(rid):
                 raise
             finish = "cancelled"
         finally:
@@ -249,17 +253,21 @@ class Engine:
 def _read_pipe(
     stream: IO[bytes], inbox: queue.Queue[dict[str, Any] | None], cancelled: set[str]
 ) -> None:
-    """Drain the pipe: cancels take effect at once, everything else waits its turn."""
+    """Drain the pipe: cancels take effect at once, everything else waits its turn. A stop,
+    or the parent going away, also ends the answer in progress."""
     try:
         while True:
             message = read_message(stream)
             if message.get("op") == "cancel":
                 cancelled.add(message["id"])
-            else:
-                inbox.put(message)
+                continue
+            if message.get("op") == "stop":
+                cancelled.add(EVERYTHING)
+            inbox.put(message)
     except (EOFError, OSError):
         pass
-    inbox.put(None)  # the parent is gone (or closed the pipe): stop
+    cancelled.add(EVERYTHING)
+    inbox.put(None)
 
 
 def _load(config: ChildConfig, send: Send, cancelled: set[str]) -> Engine | None:
