@@ -236,6 +236,29 @@ async def test_killing_the_child_mid_answer_is_a_server_error_and_the_next_reque
         await provider.aclose()
 
 
+async def test_closing_the_provider_mid_answer_lets_the_child_exit_promptly(anyio_backend: str):
+    provider = EmbeddedProvider(n_ctx=1024)
+    first_delta = asyncio.Event()
+
+    async def consume() -> None:
+        async for item in provider.stream_chat("", STORY, ChatOptions(max_tokens=1000)):
+            if isinstance(item, TextDelta):
+                first_delta.set()
+
+    task = asyncio.create_task(consume())
+    try:
+        await asyncio.wait_for(first_delta.wait(), timeout=120)
+        started = time.monotonic()
+        await provider.aclose()
+        assert time.monotonic() - started < 2.5  # it left on its own; nothing was killed
+        with pytest.raises(ServerError, match="shut down"):
+            await task
+        assert provider.state == "stopped"
+    finally:
+        task.cancel()
+        await provider.aclose()
+
+
 async def test_without_a_pin_the_model_loads_at_its_training_length_and_reports_progress(
     anyio_backend: str,
 ):
@@ -280,6 +303,7 @@ async def test_a_file_that_is_not_a_gguf_model_is_model_not_found_naming_the_pat
         with pytest.raises(ModelNotFound, match=str(bogus)):
             await provider.report(str(bogus))
         assert provider.state == "stopped"
+        assert provider.segment_tokenizer("") is None
     finally:
         await provider.aclose()
 

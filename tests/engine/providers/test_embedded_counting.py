@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from engine.messages import Message, ToolCall, assistant, notice, system, tool_result, user
-from engine.providers.base import ChatOptions, StreamDone
+from engine.providers.base import ChatOptions, StreamDone, ToolCallsReady
 from engine.providers.chat_template import template_messages
 from engine.providers.embedded import EmbeddedProvider, default_model_path
 from engine.providers.gguf_tokenizer import GgufTokenizer
@@ -74,9 +75,13 @@ def segmented(tokenizer: GgufTokenizer, messages: list[Message]) -> int:
     return overhead + sum(tokenizer.count_message(m) for m in messages)
 
 
-async def reported_prompt_tokens(provider: EmbeddedProvider, messages: list[Message]) -> int:
+async def reported_prompt_tokens(
+    provider: EmbeddedProvider, messages: list[Message], tools: list[dict[str, Any]] | None = None
+) -> int:
     done = None
-    async for item in provider.stream_chat("", messages, ChatOptions(max_tokens=1)):
+    options = ChatOptions(max_tokens=1, tools=tools or [])
+    async for item in provider.stream_chat("", messages, options):
+        assert not isinstance(item, ToolCallsReady)
         if isinstance(item, StreamDone):
             done = item
     assert done is not None and done.usage.prompt_tokens is not None
@@ -109,6 +114,18 @@ async def test_the_token_counter_brim_uses_is_exact_for_an_agent_conversation(
         assert counter.count_request(history, []) == reported
         counter.calibrate(history, [], reported)
         history += [assistant("Twelve."), user("Good.")]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_tools_offered_to_a_model_whose_template_cannot_render_them_are_left_out(
+    embedded: EmbeddedProvider, anyio_backend: str
+):
+    tools = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]
+    messages = CONVERSATIONS["system and user"]
+    reported = await reported_prompt_tokens(embedded, messages, tools)
+    assert reported == await embedded.count_prompt("", messages, tools)
+    assert reported == await embedded.count_prompt("", messages, [])
 
 
 def test_each_message_counts_the_same_wherever_it_stands(tokenizer: GgufTokenizer):
