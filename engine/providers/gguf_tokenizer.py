@@ -81,6 +81,7 @@ class GgufTokenizer:
         self.template = ChatTemplate.from_llama(self._llm)
         self._lock = threading.Lock()  # one vocab, callers on the loop and in worker threads
         self._overheads: dict[str, int] = {}
+        self._prefixes: dict[tuple[Message, ...], str] = {}
 
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         with self._lock:
@@ -108,12 +109,17 @@ class GgufTokenizer:
             return self.count_text(message.content) + 4
         return self._count_rendered(segment, False)
 
+    def _rendered_prefix(self, prefix: tuple[Message, ...]) -> str:
+        before = self._prefixes.get(prefix)
+        if before is None:
+            before, _ = self.template.render(template_messages(prefix), add_generation_prompt=False)
+            self._prefixes[prefix] = before
+        return before
+
     def _segment(self, message: Message) -> str | None:
         for prefix in _PREFIXES.get(message.role, _PREFIXES["user"]):
             try:
-                before, _ = self.template.render(
-                    template_messages(prefix), add_generation_prompt=False
-                )
+                before = self._rendered_prefix(prefix)
                 after, _ = self.template.render(
                     template_messages((*prefix, message)), add_generation_prompt=False
                 )
