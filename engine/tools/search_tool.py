@@ -153,9 +153,6 @@ def search(
     tally = _Tally()
     hits: list[str] = []
     for file in _files(start):
-        if len(hits) >= MAX_MATCHES:
-            tally.stopped = f"stopped at {MAX_MATCHES} matches"
-            break
         if tally.files >= MAX_FILES:
             tally.stopped = f"stopped after {MAX_FILES:,} files"
             break
@@ -188,8 +185,11 @@ def search(
                 found = True
                 hits.append(f"{rel}:{number}: {_shown(line)}")
                 if len(hits) >= MAX_MATCHES:
+                    tally.stopped = f"stopped at {MAX_MATCHES} matches"
                     break
         tally.matched_files += int(found)
+        if tally.stopped:
+            break
     return _report(pattern, shown_start, hits, tally)
 
 
