@@ -355,7 +355,11 @@ class TokenCounter:
         key = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
         units = self._tool_units.get(key)
         if units is None:
-            if self._tokenizer is not None:
+            tokenizer_tools = getattr(self._tokenizer, "count_tools", None)
+            if tokenizer_tools is not None:
+                # The engine's template decides whether (and how) schemas are rendered.
+                units = tokenizer_tools([tool])
+            elif self._tokenizer is not None:
                 units = self._tokenizer.count_text(text)
             elif self._encoding is not None:
                 units = len(self._encoding.encode_ordinary(text))
