@@ -38,6 +38,7 @@ KEEP_TAIL_BYTES = 24 * 1024
 # After the process group is killed, readers get this long to see the pipes close (a
 # daemon that left the group may hold them open).
 DRAIN_AFTER_KILL_S = 2.0
+EXIT_POLL_S = 0.05
 MAX_COMMAND_CHARS = 20_000
 QUIET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb"}
 
@@ -134,6 +135,17 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
 
 
+async def _exited(proc: asyncio.subprocess.Process, timeout_s: float) -> bool:
+    """Whether the command's own process exited within `timeout_s`. Polled, because
+    `Process.wait()` also waits for its pipes, which a background child may hold open."""
+    deadline = time.monotonic() + timeout_s
+    while proc.returncode is None:
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(EXIT_POLL_S)
+    return True
+
+
 async def _finish_readers(readers: list[asyncio.Task[None]], wait_s: float) -> None:
     _, pending = await asyncio.wait(readers, timeout=wait_s)
     for task in pending:
@@ -189,18 +201,14 @@ async def execute(command: str, cwd: Path, timeout_s: int) -> tuple[str, bool]:
         asyncio.ensure_future(_drain(proc.stdout, out)),
         asyncio.ensure_future(_drain(proc.stderr, err)),
     ]
-    timed_out = False
     try:
-        try:
-            await asyncio.wait_for(proc.wait(), timeout=timeout_s)
-        except TimeoutError:
-            timed_out = True
-            _kill_group(proc)
-            await proc.wait()
-        # The shell has exited; whatever it left running in its group goes too, so no
-        # background child keeps the pipes (or the machine) busy after the result.
+        timed_out = not await _exited(proc, timeout_s)
+        # The shell has exited (or ran out of time); whatever it left running in its group
+        # goes too, so no background child keeps the pipes (or the machine) busy.
         _kill_group(proc)
         await _finish_readers(readers, DRAIN_AFTER_KILL_S)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), DRAIN_AFTER_KILL_S)
     except BaseException:
         _kill_group(proc)
         for task in readers:
