@@ -64,8 +64,8 @@ class ToolResultStore:
             path = self.path_for(tool_call_id)
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, text)
-        except (OSError, ToolArgumentError, UnicodeEncodeError):
-            log.warning("could not store tool result %r", tool_call_id, exc_info=True)
+        except (OSError, ToolArgumentError, UnicodeEncodeError) as exc:
+            log.warning("could not store tool result %r: %s", tool_call_id, exc)
             return False
         return True
 
