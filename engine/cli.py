@@ -47,6 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--workspace", type=Path)
     chat.add_argument("--conversation")
     chat.add_argument("--max-tokens", type=int)
+    chat.add_argument(
+        "--approve",
+        choices=("deny", "auto"),
+        default="deny",
+        help="what write_file, edit_file and run_command get without a person (default deny)",
+    )
+    chat.add_argument("--ephemeral", action="store_true", help="write no memory or journal")
 
     conv = sub.add_parser("conversations", help="list or export saved conversations")
     conv_sub = conv.add_subparsers(dest="conv_command", required=True)
@@ -150,6 +157,7 @@ async def _read_lines(queue: asyncio.Queue[str | None]) -> None:
 
 async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespace) -> int:
     from engine.session import ChatSession, UnknownConversation
+    from engine.tools import AutoApprove, DenyAll
 
     session = ChatSession(
         agent,
@@ -157,6 +165,8 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
         _write_event,
         conversation_id=args.conversation,
         workspace=args.workspace,
+        ephemeral=args.ephemeral,
+        approver=AutoApprove() if args.approve == "auto" else DenyAll(),
     )
     try:
         await session.start()

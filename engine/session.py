@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from engine.agent import AgentLoop, ToolRunner, TurnOutcome
+from engine.agent import AgentLoop, ToolRun, ToolRunner, TurnOutcome
 from engine.catalog import catalog_window
 from engine.config import AgentConfig, default_agent
 from engine.context import (
@@ -32,7 +32,7 @@ from engine.events import (
     StateEvent,
     WindowEvent,
 )
-from engine.messages import Message, notice, system, user
+from engine.messages import Message, ToolCall, notice, system, user
 from engine.paths import BrimPaths
 from engine.prompt import system_prompt
 from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
@@ -40,6 +40,15 @@ from engine.providers.errors import ProviderError
 from engine.providers.registry import make_provider
 from engine.store import Store
 from engine.tokens import TokenCounter, counter_for
+from engine.tools import (
+    Approver,
+    ConversationApprover,
+    DenyAll,
+    ToolContext,
+    ToolRegistry,
+    ToolResultStore,
+    default_registry,
+)
 from engine.window import WindowResolution, resolve_window
 
 log = logging.getLogger(__name__)
@@ -83,6 +92,7 @@ class ChatSession:
         workspace: Path | None = None,
         provider: Provider | None = None,
         ephemeral: bool = False,
+        approver: Approver | None = None,
     ) -> None:
         self.agent = agent
         self.paths = paths
@@ -99,6 +109,8 @@ class ChatSession:
         self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
         self._loop: AgentLoop | None = None
         self._tools: ToolRunner | None = None
+        # Commands and writes run only on an explicit allow; headless default is deny.
+        self.approver = ConversationApprover(approver or DenyAll())
         self._resumed = conversation_id is not None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -184,13 +196,15 @@ class ChatSession:
             work = self.paths.conversation_dir(self.agent.name, self.conversation_id)
             journal = None if self.ephemeral else Journal(work / "journal.jsonl")
             state = WorkState(work / "state.json")
+            results_dir = self.paths.tool_results_dir(self.agent.name, self.conversation_id)
+            self._tools = self._tool_runner(results_dir, state)
             context = ContextManager(
                 window=self._window.window,
                 count_message=self._counter.count_message,
                 summarize=self._summarize,
                 compaction_ratio=self.agent.compaction_ratio,
                 reserve_tokens=self.agent.compaction_reserve_tokens,
-                store_result=self._tool_result_store(),
+                store_result=ToolResultStore(results_dir).store,
                 journal=journal,
                 work_state=lambda: render_work_state(state.read()),
                 sink=self._emit,
@@ -209,8 +223,23 @@ class ChatSession:
             )
         return self._loop
 
-    def _tool_result_store(self):  # type: ignore[no-untyped-def]
-        return None
+    def _tool_runner(self, results_dir: Path, state: WorkState) -> ToolRunner | None:
+        """Tools need a workspace to stay inside; without one the agent only chats."""
+        if self.workspace is None:
+            return None
+        ctx = ToolContext(
+            workspace=self.workspace.resolve(),
+            tool_results_dir=results_dir,
+            work_state=state,
+            approver=self.approver,
+            compact=self._compact_from_tool,
+        )
+        return RegistryRunner(default_registry(), ctx)
+
+    async def _compact_from_tool(self) -> str:
+        assert self._loop is not None
+        ok = await self._loop.compact()
+        return "Context compacted." if ok else "Nothing was compacted (nothing old enough)."
 
     async def _summarize(self, request: SummaryRequest) -> SummaryResult:
         """The summarizer: the agent's summarizer model on the same engine, else its own."""
@@ -313,6 +342,22 @@ class ChatSession:
             self._sink(event)
         except Exception:  # a broken listener must not break the turn
             log.exception("event sink failed on %s", event.type)
+
+
+class RegistryRunner:
+    """The agent loop's tool runner over a tool registry and one conversation's context."""
+
+    def __init__(self, registry: ToolRegistry, ctx: ToolContext) -> None:
+        self.registry = registry
+        self.ctx = ctx
+        self._schemas = registry.schemas()
+
+    def schemas(self) -> list[dict[str, object]]:
+        return self._schemas
+
+    async def run(self, call: ToolCall) -> ToolRun:
+        outcome = await self.registry.call(call.name, call.arguments, self.ctx, call_id=call.id)
+        return ToolRun(outcome.content, outcome.chars, outcome.truncated, outcome.is_error)
 
 
 class _SessionConversation:

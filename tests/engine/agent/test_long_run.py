@@ -1,0 +1,106 @@
+"""A long headless-style run on a small window: the ladder keeps every request inside it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.config import default_agent
+from engine.events import CompactionEvent, ErrorEvent, Event
+from engine.paths import BrimPaths
+from engine.session import ChatSession
+from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
+
+WINDOW = 4096
+SUMMARY = """## Goal
+Audit the files one by one.
+## Constraints & Preferences
+None stated.
+## Covered So Far
+- file{n}.txt
+## Progress
+### Done
+- read files
+### In Progress
+- reading
+### Blocked
+- nothing
+## Key Decisions
+- none
+## Next Steps
+- keep reading
+## Critical Context
+- none
+"""
+
+
+def _is_summary_request(body: dict[str, Any]) -> bool:
+    """The summarizer's request carries no tools; the agent's always does (it has a workspace)."""
+    return not body.get("tools")
+
+
+def _workspace(tmp_path: Path, files: int) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for i in range(files):
+        words = " ".join(f"line{i}-{j} value" for j in range(260))
+        (ws / f"file{i}.txt").write_text(words, encoding="utf-8")
+    return ws
+
+
+def _responder(counter: dict[str, int]):
+    def respond(request: Any) -> Reply:
+        body = request.body
+        if _is_summary_request(body):
+            counter["summaries"] += 1
+            return Reply(text=SUMMARY.replace("{n}", str(counter["summaries"])))
+        last = body["messages"][-1]
+        if last.get("role") == "tool":
+            return Reply(text="Noted; that file is fine.")
+        counter["reads"] += 1
+        return Reply(
+            text="",
+            tool_calls=[FakeToolCall("read_file", {"path": f"file{counter['reads'] % 40}.txt"})],
+        )
+
+    return respond
+
+
+def test_forty_turns_of_large_tool_results_never_exceed_the_window(tmp_path: Path):
+    events: list[Event] = []
+    counter = {"summaries": 0, "reads": 0}
+    ws = _workspace(tmp_path, 40)
+    with FakeLlamaServer(n_ctx=WINDOW, slots=1, n_ctx_train=8192) as fake:
+        fake.responder = _responder(counter)
+        agent = default_agent().with_changes(
+            name="auditor", provider="llamacpp", base_url=fake.url, model="fake"
+        )
+
+        async def run() -> None:
+            session = ChatSession(
+                agent, BrimPaths.resolve(tmp_path / "home"), events.append, workspace=ws
+            )
+            await session.start()
+            for turn in range(42):
+                await session.send(f"Turn {turn}: read the next file and tell me if it is fine.")
+            await session.close()
+
+        asyncio.run(run())
+        chats = [r for r in fake.chat_requests if not _is_summary_request(r.body)]
+        summaries = [r for r in fake.chat_requests if _is_summary_request(r.body)]
+
+    assert [e for e in events if isinstance(e, ErrorEvent)] == []
+    assert len(chats) >= 84
+    assert max(r.prompt_tokens for r in chats) <= WINDOW
+    finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+    assert len(finished) >= 2
+    # The second compaction saw the first summary: merged, not dropped.
+    second = summaries[1].body["messages"]
+    assert "file1.txt" in json.dumps(second)
+    # The stable prefix is byte-identical in every request the agent made.
+    systems = {json.dumps(r.body["messages"][0]) for r in chats}
+    assert len(systems) == 1
+    tools = {json.dumps(r.body.get("tools")) for r in chats}
+    assert len(tools) == 1

@@ -1,0 +1,84 @@
+"""The engine rejects a request as too long: compact, retry once, and never lose the chat."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from engine.config import default_agent
+from engine.events import CompactionEvent, ErrorEvent, Event, TurnEndEvent
+from engine.paths import BrimPaths
+from engine.session import ChatSession
+from engine.store import Store
+from tests.helpers.fake_engines import FakeLlamaServer, Reply
+
+SUMMARY = (
+    "## Goal\nChat.\n## Constraints & Preferences\n-\n## Covered So Far\n-\n## Progress\n"
+    "### Done\n-\n### In Progress\n-\n### Blocked\n-\n## Key Decisions\n-\n## Next Steps\n-\n"
+    "## Critical Context\n-\n"
+)
+
+
+def _run(
+    fake: FakeLlamaServer, home: Path, turns: list[str], pin: int | None = None
+) -> tuple[list[Event], str]:
+    events: list[Event] = []
+    agent = default_agent().with_changes(
+        name="chat", provider="llamacpp", base_url=fake.url, model="fake", num_ctx=pin
+    )
+
+    async def go() -> str:
+        session = ChatSession(agent, BrimPaths.resolve(home), events.append)
+        await session.start()
+        for text in turns:
+            await session.send(text)
+        await session.close()
+        return session.conversation_id
+
+    return events, asyncio.run(go())
+
+
+def _long_history() -> list[str]:
+    return [f"Message {i}: " + "words " * 120 for i in range(12)]
+
+
+def test_one_rejection_compacts_and_the_retry_succeeds(tmp_path: Path):
+    """The agent's pin says 100K but the server holds 1,500: the first over-long request is
+    rejected, Brim learns the real window from the error, compacts, and the retry lands."""
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        last = str(request.body["messages"][-1].get("content", ""))
+        return Reply(text=SUMMARY if "Covered So Far" in last else "ok")
+
+    with FakeLlamaServer(n_ctx=1500, slots=1) as fake:
+        fake.responder = respond
+        events, _ = _run(fake, tmp_path, [*_long_history(), "And the final question?"], 100_000)
+        rejected = [r for r in fake.chat_requests if r.prompt_tokens and r.prompt_tokens > 1500]
+    compactions = [e for e in events if isinstance(e, CompactionEvent)]
+    assert [c.reason for c in compactions if c.phase == "finished"] == ["context_overflow"]
+    assert len(rejected) == 1
+    assert [e for e in events if isinstance(e, ErrorEvent)] == []
+    assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13
+
+
+def test_an_engine_that_always_rejects_gives_a_clear_error_and_keeps_the_conversation(
+    tmp_path: Path,
+):
+    with FakeLlamaServer(n_ctx=100_000, slots=1) as fake:
+        for _ in range(3):
+            fake.script_reply("ok")
+        fake.responder = lambda request: Reply(fail="overflow")
+        turns = ["first " * 50, "second " * 50, "third " * 50, "this one is rejected", "again"]
+        events, conversation = _run(fake, tmp_path, turns)
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    # Both later turns failed cleanly: the session kept reading after the first failure.
+    assert [e.kind for e in errors] == ["context_overflow", "context_overflow"]
+    assert "too long" in errors[0].message
+    store = Store.open(BrimPaths.resolve(tmp_path).db_path)
+    try:
+        everything = store.messages(conversation, include_archived=True)
+    finally:
+        store.close()
+    sent = [m.content for m in everything if m.role == "user"]
+    for text in turns:
+        assert text in sent
