@@ -135,6 +135,13 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
 
 
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close the process's pipe transport (a no-op once it closed by itself)."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
 async def _exited(proc: asyncio.subprocess.Process, timeout_s: float) -> bool:
     """Whether the command's own process exited within `timeout_s`. Polled, because
     `Process.wait()` also waits for its pipes, which a background child may hold open."""
@@ -209,11 +216,16 @@ async def execute(command: str, cwd: Path, timeout_s: int) -> tuple[str, bool]:
         await _finish_readers(readers, DRAIN_AFTER_KILL_S)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(proc.wait(), DRAIN_AFTER_KILL_S)
-    except BaseException:
+    finally:
+        # Also on cancellation: nothing the command started outlives the turn, and the
+        # pipes are closed even when a process that left the group still holds them.
         _kill_group(proc)
         for task in readers:
             task.cancel()
-        raise
+        _close_pipes(proc)
+        # Reap it before returning (or before the cancellation goes on), so no zombie and
+        # no "still running" process object is left behind.
+        await _exited(proc, DRAIN_AFTER_KILL_S)
     elapsed = time.monotonic() - started
     report = _report(command, proc.returncode, elapsed, out, err, timeout_s if timed_out else None)
     return report, timed_out
