@@ -20,6 +20,7 @@ from pathlib import Path
 from engine.atomic import atomic_write_text
 from engine.paths import safe_component
 from engine.tools.errors import ResultNotStored, ToolArgumentError
+from engine.tools.shaping import names_stored_whole
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,14 @@ class ToolResultStore:
         return self.folder / result_file_name(tool_call_id)
 
     def store(self, tool_call_id: str, text: str) -> bool:
-        """Write the whole result atomically; False (logged) when it cannot be written."""
+        """Write the whole result atomically; False (logged) when it cannot be written.
+
+        A result that was cut at insertion is already stored whole; when the clear rung
+        later stores the cut text under the same id, the whole one is kept."""
         try:
             path = self.path_for(tool_call_id)
+            if names_stored_whole(text, tool_call_id) and path.is_file():
+                return True
             self.folder.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, text)
         except (OSError, ToolArgumentError, UnicodeEncodeError) as exc:

@@ -77,3 +77,14 @@ def test_metrics_sum_sizes_per_tool_and_list_the_largest_first():
         ("list_directory", 300),
     ]
     assert metrics.calls("read_file") == 2 and metrics.total() == 10_800
+
+
+def test_clearing_a_cut_result_later_keeps_the_whole_stored_text(tmp_path: Path):
+    store = ToolResultStore(tmp_path)
+    raw = "".join(f"row {i}\n" for i in range(2_000))
+    content, _ = shape_result("run_command", raw, 1_000, tool_call_id="c1", store=store.store)
+    # The clear rung stores what is in the history (the cut text) before stubbing it.
+    assert store.store("c1", content)
+    assert store.read("c1").text == raw
+    # A different result under a fresh id is stored as given.
+    assert store.store("c2", content) and store.read("c2").text == content
