@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,7 +19,6 @@ from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure
 from engine.context.constants import (
     REASON_MANUAL,
-    REASON_OVERFLOW,
     REASON_SESSION_BUDGET,
 )
 from engine.events import (
@@ -434,14 +433,3 @@ def _budget_stop_text(budget: int) -> str:
         "progress saved. Type 'continue' to keep it going."
     )
 
-
-Summarizer = Callable[..., Awaitable[Any]]
-
-__all__ = [
-    "REASON_OVERFLOW",
-    "AgentLoop",
-    "Conversation",
-    "ToolRun",
-    "ToolRunner",
-    "TurnOutcome",
-]

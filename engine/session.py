@@ -8,6 +8,7 @@ session learns is emitted as typed events (engine/events.py) through one sink.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -111,7 +112,6 @@ class ChatSession:
         self._tools: ToolRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(approver or DenyAll())
-        self._resumed = conversation_id is not None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -129,7 +129,7 @@ class ChatSession:
     async def close(self) -> None:
         self.cancel()
         if self._turn_task is not None:
-            with _suppress_cancel():
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
         if self._provider is not None:
             await self._provider.aclose()
@@ -380,14 +380,6 @@ class UnknownConversation(Exception):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"no conversation with id {conversation_id!r}")
         self.conversation_id = conversation_id
-
-
-class _suppress_cancel:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
-        return exc_type is asyncio.CancelledError
 
 
 def open_default_session(sink: EventSink, *, data_dir: Path | None = None) -> ChatSession:
