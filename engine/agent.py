@@ -22,6 +22,7 @@ from engine.context.constants import (
     REASON_SESSION_BUDGET,
 )
 from engine.events import (
+    ClearEvent,
     ContextEvent,
     DeltaEvent,
     ErrorEvent,
@@ -193,6 +194,8 @@ class AgentLoop:
             )
             if prepared.changed:
                 self.conversation.replace(prepared.history)
+            if prepared.cleared:
+                self.sink(ClearEvent(results_cleared=prepared.cleared))
             self.sink(StateEvent("streaming"))
             counted = self.counter.count_request(prepared.request, self._schemas())
             try:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # the report module imports the ladder, which imports this module
+    from engine.report import ContextReport, UsageReport
 
 
 @dataclass
@@ -125,6 +128,68 @@ class TrimEvent(Event):
 class MemorySuggestionsEvent(Event):
     type: ClassVar[str] = "memory_suggestions"
     pending: int
+
+
+@dataclass
+class ClearEvent(Event):
+    """The clearing rung stubbed old tool results before a request (a timeline marker)."""
+
+    type: ClassVar[str] = "clear"
+    results_cleared: int
+
+
+@dataclass
+class LoadProgressEvent(Event):
+    """The embedded engine is loading its model: 0.0 … 1.0."""
+
+    type: ClassVar[str] = "load_progress"
+    fraction: float
+
+
+@dataclass
+class ContextReportEvent(Event):
+    """The rail's numbers (engine/report.py), after every request that lands and whenever
+    the ladder changes the history; `snapshot` marks the answer to `/context`."""
+
+    type: ClassVar[str] = "context_report"
+    report: ContextReport
+    snapshot: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        report = self.report
+        return {
+            "type": self.type,
+            "snapshot": self.snapshot,
+            **dataclasses.asdict(report),
+            "percent": round(report.percent, 1),
+            "headroom": report.headroom,
+            "level": report.level,
+            "lines": report.lines(),
+        }
+
+
+@dataclass
+class UsageReportEvent(Event):
+    """The answer to `/usage`."""
+
+    type: ClassVar[str] = "usage_report"
+    report: UsageReport
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            **dataclasses.asdict(self.report),
+            "lines": self.report.lines(),
+        }
+
+
+@dataclass
+class WorkStateEvent(Event):
+    """The answer to `/work` (and `/work clear`): the work state as text, empty when none."""
+
+    type: ClassVar[str] = "work_state"
+    text: str
+    cleared: bool = False
 
 
 EventSink = Callable[[Event], None]

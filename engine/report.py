@@ -1,0 +1,520 @@
+"""What the context rail, the `/context` overlay and `/usage` show, computed in one place.
+
+The desktop draws these values and the headless output prints them; neither decides a
+number. Everything that turns tokens and windows into something a person reads lives here:
+the headline fill (the engine's own count while it still describes the history, an estimate
+after the ladder rewrote it), the ladder's marks, the headroom before auto-compact, the
+per-category breakdown, the prompt-cache shares ("0%" and "not reported" are different
+answers), the per-request fill timeline with its clear, compaction and trim markers, the
+user-visible 70% / 90% warnings, and the `/usage` rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from engine.context.budget import ContextBudget
+from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO, REASON_MANUAL
+from engine.context.notices import auto_compacted_line, compaction_reason_line
+from engine.messages import Message
+from engine.prompt import ProjectInstructions
+from engine.store.records import UsageSummary
+
+# The timeline keeps this many of the most recent requests (the chart is small; the report
+# travels in an event after every request).
+TIMELINE_POINTS = 240
+
+MARKER_CLEAR = "clear"
+MARKER_COMPACTION = "compaction"
+MARKER_TRIM = "trim"
+MARKERS = (MARKER_CLEAR, MARKER_COMPACTION, MARKER_TRIM)
+
+CATEGORY_SYSTEM = "System prompt"
+CATEGORY_TOOLS = "Tool schemas"
+CATEGORY_PROJECT = "Project context"
+CATEGORY_MEMORY = "Memory"
+CATEGORY_MESSAGES = "Messages"
+CATEGORY_FRAMING = "Template framing"
+TOOL_RESULTS_PREFIX = "Tool results: "
+
+# What a price column says for engines that publish no price list (every local engine).
+NO_PRICE = "(no published price)"
+LOCAL_PRICE_NOTE = "local engines publish no price: nothing here is a bill"
+
+
+# -- numbers as people read them ------------------------------------------------------------
+
+
+def format_tokens(n: int) -> str:
+    """`950`, `1.2K`, `43K`, `1.2M`: one decimal below 10K and for millions."""
+    n = max(0, int(n))
+    if n < 1_000:
+        return str(n)
+    if n < 10_000:
+        return f"{n / 1_000:.1f}".rstrip("0").rstrip(".") + "K"
+    if n < 1_000_000:
+        return f"{round(n / 1_000)}K"
+    return f"{n / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Category:
+    """One row of the breakdown. `tool` names the tool for a tool-results row."""
+
+    name: str
+    tokens: int
+    tool: str | None = None
+
+
+@dataclass(frozen=True)
+class CacheShare:
+    """Cached prompt tokens against prompt tokens, over the requests that reported a cache
+    figure. `reported` False: the engine said nothing about its cache (not the same as 0)."""
+
+    cached: int
+    prompt: int
+    reported: bool
+
+    @property
+    def percent(self) -> float | None:
+        if not self.reported or self.prompt <= 0:
+            return None
+        return 100.0 * self.cached / self.prompt
+
+    @property
+    def alarm(self) -> bool:
+        """A reported zero: the cache was cold (shown in the alarm colour)."""
+        return self.reported and self.cached == 0
+
+    def describe(self) -> str:
+        if not self.reported:
+            return "not reported"
+        percent = self.percent
+        share = f"{round(percent)}%" if percent is not None else "0%"
+        return f"{format_tokens(self.cached)} read ({share} of prompt)"
+
+
+@dataclass(frozen=True)
+class TimelinePoint:
+    """One request that landed: how full it was and of which window."""
+
+    request: int  # 1-based, over this report's conversation
+    used: int
+    window: int
+    estimated: bool = False
+    at: float = 0.0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.used / self.window if self.window else 0.0
+
+
+@dataclass(frozen=True)
+class TimelineMarker:
+    """Something the ladder did between requests `after` and `after + 1`."""
+
+    after: int  # requests landed before it
+    kind: str  # clear | compaction | trim
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    """The rail's and the overlay's numbers at one moment."""
+
+    window: int | None
+    source: str
+    used: int
+    estimated: bool  # the headline is Brim's estimate, not the engine's count
+    warn_at: int = 0
+    critical_at: int = 0
+    compact_at: int = 0
+    trim_at: int = 0
+    categories: tuple[Category, ...] = ()
+    cache_session: CacheShare | None = None  # None: no request measured yet
+    cache_last: CacheShare | None = None
+    this_process: bool = False  # resumed: the cache counters start where this process did
+    timeline: tuple[TimelinePoint, ...] = ()
+    markers: tuple[TimelineMarker, ...] = ()
+    instructions: tuple[str, ...] = ()  # project instruction files loaded
+    requests: int = 0  # requests measured in this conversation (the timeline may be shorter)
+    taken_at: float = 0.0
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.used / self.window if self.window else 0.0
+
+    @property
+    def headroom(self) -> int:
+        """Tokens available before auto-compact."""
+        return max(0, self.compact_at - self.used) if self.window else 0
+
+    @property
+    def reserve(self) -> int:
+        """The auto-compact reserve zone: from the compaction threshold to the window."""
+        return max(0, (self.window or 0) - self.compact_at)
+
+    @property
+    def level(self) -> str:
+        """ok | warn | critical, by the ladder's own marks."""
+        if not self.window:
+            return "ok"
+        if self.used > self.critical_at:
+            return "critical"
+        if self.used > self.warn_at:
+            return "warn"
+        return "ok"
+
+    def fill_line(self) -> str:
+        if not self.window:
+            return "Context: window not known yet"
+        kind = " (estimated)" if self.estimated else ""
+        return (
+            f"Context {self.percent:.0f}% full{kind}: {format_tokens(self.used)} of "
+            f"{format_tokens(self.window)} ({self.source})"
+        )
+
+    def headroom_line(self) -> str:
+        if not self.window:
+            return ""
+        return f"{self.headroom:,} tokens available before auto-compact"
+
+    def cache_lines(self) -> list[str]:
+        """The prompt-cache lines; none before a request has been measured."""
+        if self.cache_session is None:
+            return []
+        if not self.cache_session.reported and (
+            self.cache_last is None or not self.cache_last.reported
+        ):
+            return ["Prompt cache: not reported"]
+        scope = "this process" if self.this_process else "session"
+        lines = [f"Prompt cache ({scope}): {self.cache_session.describe()}"]
+        if self.cache_last is not None:
+            lines.append(f"Prompt cache (last request): {self.cache_last.describe()}")
+        return lines
+
+    def lines(self) -> list[str]:
+        """The report as text (the headless `/context` and a plain-text copy)."""
+        out = [self.fill_line()]
+        if self.window:
+            out.append(
+                f"warn at {format_tokens(self.warn_at)} · critical at "
+                f"{format_tokens(self.critical_at)} · auto-compact at "
+                f"{format_tokens(self.compact_at)} (reserve {format_tokens(self.reserve)})"
+            )
+            out.append(self.headroom_line())
+        out.extend(self.cache_lines())
+        for category in self.categories:
+            out.append(f"  {category.name:<32} {category.tokens:>9,}")
+        if self.instructions:
+            out.append("Project instructions: " + ", ".join(self.instructions))
+        return out
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    provider: str
+    model: str
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int | None  # None: never reported for this model
+    completion_tokens: int
+    price: str = NO_PRICE
+
+    def line(self) -> str:
+        cached = ""
+        if self.cached_tokens is not None:
+            cached = f" ({format_tokens(self.cached_tokens)} cached)"
+        return (
+            f"{self.requests} req · {format_tokens(self.prompt_tokens)} in{cached} · "
+            f"{format_tokens(self.completion_tokens)} out {self.price}"
+        )
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    """`/usage`: per provider and model, then a total. Sums over every request the
+    conversation made (summaries included), not the window."""
+
+    rows: tuple[UsageRow, ...]
+    total: UsageRow
+    note: str = LOCAL_PRICE_NOTE
+
+    def lines(self) -> list[str]:
+        out = ["session usage"]
+        out.extend(f"{row.label} {row.line()}" for row in self.rows)
+        out.append(f"total {self.total.line()}")
+        out.append(self.note)
+        return out
+
+
+def build_usage_report(summaries: Iterable[UsageSummary]) -> UsageReport:
+    rows = tuple(
+        UsageRow(
+            provider=s.provider,
+            model=s.model,
+            requests=s.requests,
+            prompt_tokens=s.prompt_tokens,
+            cached_tokens=s.cached_tokens,
+            completion_tokens=s.completion_tokens,
+        )
+        for s in summaries
+    )
+    cached = [r.cached_tokens for r in rows if r.cached_tokens is not None]
+    total = UsageRow(
+        provider="",
+        model="total",
+        requests=sum(r.requests for r in rows),
+        prompt_tokens=sum(r.prompt_tokens for r in rows),
+        cached_tokens=sum(cached) if cached else None,
+        completion_tokens=sum(r.completion_tokens for r in rows),
+    )
+    return UsageReport(rows, total)
+
+
+# -- the breakdown --------------------------------------------------------------------------
+
+
+def project_block(item: ProjectInstructions) -> str:
+    """The text one instructions file adds to the system prompt (as engine.prompt writes it)."""
+    cut = "\n(truncated)" if item.truncated else ""
+    return f"# Project instructions ({item.name})\n{item.text.strip()}{cut}"
+
+
+def categories(
+    messages: Sequence[Message],
+    *,
+    count_message: Callable[[Message], int],
+    count_text: Callable[[str], int],
+    schema_tokens: int = 0,
+    framing_tokens: int = 0,
+    instructions: Sequence[ProjectInstructions] = (),
+    memory_texts: Sequence[str] = (),
+) -> tuple[Category, ...]:
+    """Where the request's tokens go, largest tool first.
+
+    The system prompt is one message, so its parts are measured as text and taken out of
+    it: the project instruction blocks and any memory text found inside it. Memory carried
+    as its own message (meta `memory`) counts as memory too. Summaries count as messages.
+    """
+    system = project = memory = convo = 0
+    by_tool: dict[str, int] = {}
+    for message in messages:
+        if message.is_notice:
+            continue
+        tokens = count_message(message)
+        if message.meta_value("memory"):
+            memory += tokens
+        elif message.role == "system":
+            inside = 0
+            for item in instructions:
+                block = project_block(item)
+                if block in message.content:
+                    part = count_text(block)
+                    project += part
+                    inside += part
+            for text in memory_texts:
+                if text and text in message.content:
+                    part = count_text(text)
+                    memory += part
+                    inside += part
+            system += max(0, tokens - inside)
+        elif message.role == "tool":
+            name = message.name or "tool"
+            by_tool[name] = by_tool.get(name, 0) + tokens
+        else:
+            convo += tokens
+    rows = [
+        Category(CATEGORY_SYSTEM, system),
+        Category(CATEGORY_TOOLS, schema_tokens),
+        Category(CATEGORY_PROJECT, project),
+        Category(CATEGORY_MEMORY, memory),
+        Category(CATEGORY_MESSAGES, convo),
+    ]
+    rows.extend(
+        Category(TOOL_RESULTS_PREFIX + name, tokens, tool=name)
+        for name, tokens in sorted(by_tool.items(), key=lambda item: (-item[1], item[0]))
+    )
+    if framing_tokens > 0:
+        rows.append(Category(CATEGORY_FRAMING, framing_tokens))
+    return tuple(rows)
+
+
+# -- what happened, request by request ------------------------------------------------------
+
+
+@dataclass
+class RequestTracker:
+    """The conversation's requests as they land, and the ladder's acts between them.
+
+    The headline fill is the engine's own count of the last request while that still
+    describes the history; once the ladder rewrites it (clearing, compaction, trimming) the
+    count is stale and the report falls back to an estimate until the next request lands.
+    """
+
+    points: list[TimelinePoint] = field(default_factory=list)
+    markers: list[TimelineMarker] = field(default_factory=list)
+    requests: int = 0
+    session_prompt: int = 0  # over requests that reported a cache figure
+    session_cached: int = 0
+    any_reported: bool = False
+    last_prompt: int | None = None
+    last_cached: int | None = None
+    last_measured: bool = False
+    fresh: bool = False  # the last point still describes the live history
+    resumed: bool = False
+    _pending_usage: tuple[int | None, int | None] | None = None
+
+    def on_usage(self, prompt_tokens: int | None, cached_tokens: int | None) -> None:
+        self._pending_usage = (prompt_tokens, cached_tokens)
+
+    def on_context(self, used: int, window: int, *, estimated: bool, at: float = 0.0) -> None:
+        """A request landed (its usage, if any, arrived just before)."""
+        self.requests += 1
+        self.points.append(TimelinePoint(self.requests, used, window, estimated, at or time.time()))
+        del self.points[:-TIMELINE_POINTS]
+        prompt, cached = self._pending_usage or (None, None)
+        self._pending_usage = None
+        self.last_measured = True
+        self.last_prompt = prompt if prompt is not None else used
+        self.last_cached = cached
+        if cached is not None:
+            self.any_reported = True
+            self.session_cached += cached
+            self.session_prompt += self.last_prompt
+        self.fresh = not estimated
+
+    def on_marker(self, kind: str, detail: str = "") -> None:
+        self.markers.append(TimelineMarker(self.requests, kind, detail))
+        oldest = self.points[0].request - 1 if self.points else self.requests
+        self.markers = [m for m in self.markers if m.after >= oldest]
+        self.fresh = False
+
+    def reset(self) -> None:
+        """A different conversation: nothing measured yet."""
+        self.points.clear()
+        self.markers.clear()
+        self.requests = 0
+        self.session_prompt = self.session_cached = 0
+        self.any_reported = False
+        self.last_prompt = self.last_cached = None
+        self.last_measured = False
+        self.fresh = False
+        self.resumed = False
+        self._pending_usage = None
+
+    def last_used(self) -> int | None:
+        """The engine's count of the last request, while it still describes the history."""
+        if not self.fresh or not self.points:
+            return None
+        return self.points[-1].used
+
+    def cache_shares(self) -> tuple[CacheShare | None, CacheShare | None]:
+        if not self.last_measured:
+            return None, None
+        session = CacheShare(self.session_cached, self.session_prompt, self.any_reported)
+        last = CacheShare(
+            self.last_cached or 0, self.last_prompt or 0, self.last_cached is not None
+        )
+        return session, last
+
+
+def build_context_report(
+    *,
+    budget: ContextBudget | None,
+    source: str,
+    estimate: int,
+    tracker: RequestTracker,
+    categories: Sequence[Category] = (),
+    instructions: Sequence[str] = (),
+) -> ContextReport:
+    """The report for the current history. `estimate` is Brim's count of the request the
+    history would make now (overhead included); the engine's count wins while it is fresh."""
+    reported = tracker.last_used()
+    used = reported if reported is not None else estimate
+    session, last = tracker.cache_shares()
+    common = {
+        "source": source,
+        "used": used,
+        "estimated": reported is None,
+        "categories": tuple(categories),
+        "cache_session": session,
+        "cache_last": last,
+        "this_process": tracker.resumed,
+        "timeline": tuple(tracker.points),
+        "markers": tuple(tracker.markers),
+        "instructions": tuple(instructions),
+        "requests": tracker.requests,
+        "taken_at": time.time(),
+    }
+    if budget is None:
+        return ContextReport(window=None, **common)  # type: ignore[arg-type]
+    return ContextReport(
+        window=budget.window,
+        warn_at=budget.warn_threshold,
+        critical_at=budget.critical_threshold,
+        compact_at=budget.compact_threshold,
+        trim_at=budget.trim_threshold,
+        **common,  # type: ignore[arg-type]
+    )
+
+
+# -- the user-visible 70% / 90% warnings ----------------------------------------------------
+
+
+@dataclass
+class FillWarnings:
+    """Says once when a request crosses 70% and once when it crosses 90% of the window;
+    re-armed when the fill drops back under the mark (after a compaction), so the next
+    climb warns again. The model's own nudges are separate and never shown."""
+
+    warned: bool = False
+    critical: bool = False
+
+    def check(self, used: int, budget: ContextBudget) -> str | None:
+        if used <= budget.warn_threshold:
+            self.warned = self.critical = False
+            return None
+        if used <= budget.critical_threshold:
+            self.critical = False
+        percent = round(100 * used / budget.window)
+        sizes = f"(~{used:,} of {budget.window:,} tokens)"
+        if used > budget.critical_threshold and not self.critical:
+            self.critical = self.warned = True
+            return (
+                f"Context window {percent}% full {sizes}: past the "
+                f"{round(CONTEXT_CRITICAL_RATIO * 100)}% mark, nearly out of room"
+            )
+        if not self.warned:
+            self.warned = True
+            headroom = budget.headroom(used)
+            compact = round(100 * budget.compact_threshold / budget.window)
+            return (
+                f"Context window {percent}% full {sizes}: past the "
+                f"{round(CONTEXT_WARN_RATIO * 100)}% mark; auto-compact at {compact}%, "
+                f"{headroom:,} tokens from here"
+            )
+        return None
+
+
+# -- the compaction row in the transcript ---------------------------------------------------
+
+
+def compaction_row(
+    messages_before: int, messages_after: int, used: int, window: int, reason: str
+) -> str:
+    """Seed 003's two lines: `auto-compacted 84 -> 31 messages (ctx 96K/128K)` and why.
+    `used` is the context before compacting. A `/compact` is not "auto"."""
+    line = auto_compacted_line(messages_before, messages_after, used, window)
+    if reason == REASON_MANUAL:
+        line = line.removeprefix("auto-")
+    return line + "\n" + compaction_reason_line(messages_before, reason)
