@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from engine.context.budget import ContextBudget
 from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO, REASON_MANUAL
-from engine.context.notices import auto_compacted_line, compaction_reason_line
+from engine.context.notices import compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions
 from engine.store.records import UsageSummary
@@ -487,7 +487,7 @@ class FillWarnings:
         if used <= budget.critical_threshold:
             self.critical = False
         percent = round(100 * used / budget.window)
-        sizes = f"(~{used:,} of {budget.window:,} tokens)"
+        sizes = f"({used:,} of {budget.window:,} tokens)"
         if used > budget.critical_threshold and not self.critical:
             self.critical = self.warned = True
             return (
@@ -514,7 +514,9 @@ def compaction_row(
 ) -> str:
     """Seed 003's two lines: `auto-compacted 84 -> 31 messages (ctx 96K/128K)` and why.
     `used` is the context before compacting. A `/compact` is not "auto"."""
-    line = auto_compacted_line(messages_before, messages_after, used, window)
-    if reason == REASON_MANUAL:
-        line = line.removeprefix("auto-")
+    verb = "compacted" if reason == REASON_MANUAL else "auto-compacted"
+    line = (
+        f"{verb} {messages_before} -> {messages_after} messages "
+        f"(ctx {format_tokens(used)}/{format_tokens(window)})"
+    )
     return line + "\n" + compaction_reason_line(messages_before, reason)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from engine.agent import AgentLoop, ToolRun, ToolRunner, TurnOutcome
 from engine.catalog import catalog_window
+from engine.commands import parse_command
 from engine.config import AgentConfig, default_agent
 from engine.context import (
     ContextManager,
@@ -26,24 +27,49 @@ from engine.context import (
     journal_preamble,
     render_work_state,
 )
+from engine.context.work_state import work_folder_files
 from engine.events import (
+    ClearEvent,
+    CompactionEvent,
+    ContextEvent,
+    ContextReportEvent,
     ErrorEvent,
     Event,
+    LoadProgressEvent,
     NoticeEvent,
     StateEvent,
+    TrimEvent,
+    UsageEvent,
+    UsageReportEvent,
     WindowEvent,
+    WorkStateEvent,
 )
-from engine.messages import Message, ToolCall, notice, system, user
+from engine.messages import Message, ToolCall, model_messages, notice, system, user
 from engine.paths import BrimPaths
-from engine.prompt import system_prompt
+from engine.prompt import project_instructions, system_prompt
 from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
 from engine.providers.errors import ProviderError
 from engine.providers.registry import make_provider
+from engine.report import (
+    MARKER_CLEAR,
+    MARKER_COMPACTION,
+    MARKER_TRIM,
+    ContextReport,
+    FillWarnings,
+    RequestTracker,
+    UsageReport,
+    build_context_report,
+    build_usage_report,
+    categories,
+    compaction_row,
+)
 from engine.store import Store
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import (
+    ApprovalRequest,
     Approver,
     ConversationApprover,
+    Decision,
     DenyAll,
     ToolContext,
     ToolRegistry,
@@ -111,7 +137,13 @@ class ChatSession:
         self._loop: AgentLoop | None = None
         self._tools: ToolRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
-        self.approver = ConversationApprover(approver or DenyAll())
+        self.approver = ConversationApprover(_Announcing(approver or DenyAll(), self._emit))
+        # What the context rail shows (engine/report.py), fed from this session's events.
+        self._tracker = RequestTracker()
+        self._fill_warnings = FillWarnings()
+        self._compacting_from: int | None = None  # context before a running compaction
+        self._compaction_row: str | None = None  # replaces the ladder's "Compacted" line
+        self._load_reported = -1.0
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -123,7 +155,10 @@ class ChatSession:
             self._provider = provider_for(self.agent)
         if self.agent.provider == "embedded":
             self._emit(StateEvent("loading model"))
+            if getattr(self._provider, "on_load_progress", False) is None:
+                self._provider.on_load_progress = self._load_progress  # type: ignore[attr-defined]
         await self._resolve_window()
+        self._emit_report()
         self._emit(StateEvent("ready"))
 
     async def close(self) -> None:
@@ -148,11 +183,21 @@ class ChatSession:
 
     async def send(self, text: str) -> None:
         """Run one user turn. Failures become error events; this never raises."""
+        command = parse_command(text)
+        if command is not None and command.text in ("/context", "/usage", "/work"):
+            self.answer_command(command.text)  # read-only: answered even while a turn runs
+            return
         if self._turn_task is not None and not self._turn_task.done():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
         if text.strip() == "/compact":
             await self.compact()
+            return
+        if command is not None and command.text == "/work clear":
+            self.answer_command(command.text)
+            return
+        if command is not None and command.text == "/new":
+            await self.open_conversation(None)
             return
         self._append(user(text))
         self._turn_task = asyncio.create_task(self._run_turn())
@@ -172,6 +217,127 @@ class ChatSession:
     async def retry_window(self) -> None:
         """Probe the engine again (the desktop's Retry button)."""
         await self._resolve_window()
+
+    async def retry(self) -> None:
+        """The Retry button: probe the engine again if its window is unknown, then re-run
+        the turn that failed (the last message is the user's, unanswered). The user message
+        is not added again. Never raises."""
+        if self._turn_task is not None and not self._turn_task.done():
+            return
+        try:
+            if self._window is None:
+                await self._resolve_window()
+                if self._window is None:
+                    return
+                self._emit_report()
+            pending = model_messages(self._messages)
+            last = pending[-1] if pending else None
+            if last is None or not (last.role == "user" or last.meta_value("partial")):
+                return
+            self._turn_task = asyncio.create_task(self._run_turn())
+            try:
+                await self._turn_task
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+        finally:
+            self._turn_task = None
+            self._emit(StateEvent("ready"))
+
+    # -- what the rail, /context, /usage and /work show ---------------------------------
+
+    def context_report(self) -> ContextReport:
+        """The rail's numbers now (engine/report.py); cheap: every message count is cached."""
+        if self._window is None or self._provider is None:
+            return build_context_report(budget=None, source="", estimate=0, tracker=self._tracker)
+        loop = self._agent_loop()
+        schemas = self._tools.schemas() if self._tools is not None else []
+        counter = self._counter
+        assert counter is not None
+        live = model_messages(self._messages)
+        workspace = self.workspace.resolve() if self.workspace else None
+        instructions = project_instructions(workspace)
+        rows = categories(
+            live,
+            count_message=counter.count_message,
+            count_text=counter.count_text,
+            schema_tokens=counter.count_tools(schemas),
+            framing_tokens=counter.request_overhead(bool(schemas)),
+            instructions=instructions,
+        )
+        return build_context_report(
+            budget=loop.context.budget,
+            source=self._window.source,
+            estimate=counter.count_request(live, schemas),
+            tracker=self._tracker,
+            categories=rows,
+            instructions=[item.name for item in instructions],
+        )
+
+    def usage_report(self) -> UsageReport:
+        """`/usage` for this conversation: every request it made, summaries included."""
+        if self._store is None or not self.conversation_id:
+            return build_usage_report([])
+        return build_usage_report(self._store.usage_summary(self.conversation_id))
+
+    def work_state_text(self) -> str:
+        """`/work`: the agent's work state for this conversation, as text ("" when none)."""
+        _, state = work_folder_files(self._work_folder())
+        try:
+            return render_work_state(state.read())
+        except Exception as exc:  # a hand-edited, broken state.json: say so, do not fail
+            return f"The work state could not be read: {exc}"
+
+    def clear_work_state(self) -> None:
+        """`/work clear`: forget the work state (the journal of compactions stays)."""
+        _, state = work_folder_files(self._work_folder())
+        state.clear()
+
+    def answer_command(self, command: str) -> None:
+        """Run a read-only slash command (or `/work clear`) and emit its answer."""
+        if command == "/context":
+            self._emit(ContextReportEvent(self.context_report(), snapshot=True))
+        elif command == "/usage":
+            self._emit(UsageReportEvent(self.usage_report()))
+        elif command == "/work":
+            self._emit(WorkStateEvent(self.work_state_text()))
+        elif command == "/work clear":
+            self.clear_work_state()
+            self._emit(WorkStateEvent("", cleared=True))
+
+    def transcript(self) -> list[Message]:
+        """The full record for display: every message ever stored in this conversation,
+        including what compaction replaced and the notices the ladder wrote."""
+        if self._store is None or not self.conversation_id:
+            return self.history()
+        try:
+            return self._store.messages(self.conversation_id, include_archived=True)
+        except Exception:
+            log.warning("could not read the full record of %s", self.conversation_id)
+            return self.history()
+
+    async def open_conversation(self, conversation_id: str | None) -> None:
+        """Switch to a saved conversation of this agent, or (None) start a new one, keeping
+        the engine and its loaded model. Refused while a turn runs."""
+        if self._turn_task is not None and not self._turn_task.done():
+            self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            return
+        self._requested_conversation = conversation_id
+        self._open_conversation()
+        self._loop = None
+        self.approver.forget()
+        if self._window is not None:
+            self._emit(
+                WindowEvent(
+                    window=self._window.window,
+                    source=self._window.source,
+                    warnings=[],
+                    conversation=self.conversation_id,
+                )
+            )
+        self._emit_report()
+        self._emit(StateEvent("ready"))
 
     # -- internals ---------------------------------------------------------------------
 
@@ -207,7 +373,7 @@ class ChatSession:
                 store_result=ToolResultStore(results_dir).store,
                 journal=journal,
                 work_state=lambda: render_work_state(state.read()),
-                sink=self._emit,
+                sink=self._ladder_event,
             )
             self._loop = AgentLoop(
                 agent=self.agent,
@@ -257,7 +423,26 @@ class ChatSession:
                 parts.append(item.text)
             elif isinstance(item, StreamDone):
                 finish = item.finish_reason
+                self._record_summary_usage(model, item)
         return SummaryResult("".join(parts), finish)
+
+    def _record_summary_usage(self, model: str, done: StreamDone) -> None:
+        """Summaries cost requests too; `/usage` counts them (purpose "summary")."""
+        if self._store is None or self._provider is None:
+            return
+        try:
+            self._store.record_usage(
+                self.conversation_id,
+                agent=self.agent.name,
+                provider=self._provider.kind,
+                model=model or "default",
+                prompt_tokens=done.usage.prompt_tokens,
+                completion_tokens=done.usage.completion_tokens,
+                cached_tokens=done.usage.cached_tokens,
+                purpose="summary",
+            )
+        except Exception:
+            log.exception("could not record the summary's usage")
 
     async def compact(self) -> None:
         """`/compact`: compact now through the same path automatic compaction takes."""
@@ -295,6 +480,9 @@ class ChatSession:
 
     def _open_conversation(self) -> None:
         assert self._store is not None
+        self._tracker.reset()
+        self._fill_warnings = FillWarnings()
+        self._tracker.resumed = bool(self._requested_conversation)
         if self._requested_conversation:
             info = self._store.get_conversation(self._requested_conversation)
             if info is None:
@@ -336,12 +524,112 @@ class ChatSession:
         if self._store is not None:
             self._store.replace_messages(self.conversation_id, model_history)
         self._messages = list(model_history)
+        self._emit_report()  # the rail shows the rewritten history's estimate at once
 
     def _emit(self, event: Event) -> None:
         try:
             self._sink(event)
         except Exception:  # a broken listener must not break the turn
             log.exception("event sink failed on %s", event.type)
+        self._observe(event)
+
+    # -- the rail's bookkeeping (engine/report.py) ---------------------------------------
+
+    def _observe(self, event: Event) -> None:
+        """Feed the request tracker; after each landed request, warn at 70% / 90% once and
+        send the rail its report."""
+        if isinstance(event, UsageEvent):
+            self._tracker.on_usage(event.prompt_tokens, event.cached_tokens)
+        elif isinstance(event, ContextEvent):
+            self._tracker.on_context(event.used, event.window, estimated=event.estimated)
+            budget = self._loop.context.budget if self._loop is not None else None
+            warning = self._fill_warnings.check(event.used, budget) if budget else None
+            if warning:
+                self._append(notice(warning, "warning"), emit=True)
+            self._emit_report()
+        elif isinstance(event, ClearEvent):
+            self._tracker.on_marker(MARKER_CLEAR, f"{event.results_cleared} tool results")
+        elif isinstance(event, TrimEvent):
+            self._tracker.on_marker(MARKER_TRIM, f"{event.messages_dropped} messages")
+        elif isinstance(event, CompactionEvent) and event.phase == "finished":
+            detail = f"{event.messages_before} -> {event.messages_after} messages"
+            self._tracker.on_marker(MARKER_COMPACTION, detail)
+
+    def _ladder_event(self, event: Event) -> None:
+        """The context manager's events. Its notices are saved in the conversation (they
+        are part of what happened); a finished compaction is told as seed 003's two lines
+        in place of the ladder's own, and the "auto-compacting…" line before it is left to
+        the state (`compacting`), as the seed shows it."""
+        if isinstance(event, CompactionEvent):
+            if event.phase == "started":
+                self._compacting_from = self._estimate_now()
+            elif event.phase == "finished":
+                window = self._window.window if self._window else 0
+                self._compaction_row = compaction_row(
+                    event.messages_before,
+                    event.messages_after,
+                    self._compacting_from or 0,
+                    self._loop.context.budget.window if self._loop else window,
+                    event.reason,
+                )
+            else:
+                self._compaction_row = None
+            self._emit(event)
+            return
+        if isinstance(event, NoticeEvent):
+            if event.text.endswith("auto-compacting…"):
+                return
+            marker = None
+            if self._compaction_row is not None and event.level == "info":
+                text, self._compaction_row, marker = self._compaction_row, None, MARKER_COMPACTION
+            else:
+                text = event.text
+                if "without a summary" in text:
+                    marker = MARKER_TRIM
+            message = notice(text, event.level)
+            if marker:
+                message = message.with_meta(marker=marker)
+            self._append(message, emit=True)
+            return
+        self._emit(event)
+
+    def _estimate_now(self) -> int:
+        if self._counter is None:
+            return 0
+        schemas = self._tools.schemas() if self._tools is not None else []
+        return self._counter.count_request(model_messages(self._messages), schemas)
+
+    def _emit_report(self) -> None:
+        try:
+            report = self.context_report()
+        except Exception:  # the rail is a view: a failure here must not stop a turn
+            log.exception("could not build the context report")
+            return
+        self._emit(ContextReportEvent(report))
+
+    def _load_progress(self, fraction: float) -> None:
+        """The embedded engine's load callback: at most one event per percent."""
+        if fraction >= 1.0 or fraction - self._load_reported >= 0.01:
+            self._load_reported = fraction
+            self._emit(LoadProgressEvent(round(min(1.0, max(0.0, fraction)), 3)))
+
+    def _work_folder(self) -> Path:
+        return self.paths.conversation_dir(self.agent.name, self.conversation_id)
+
+
+class _Announcing:
+    """Tells the window the turn is waiting on a person while an approval is open."""
+
+    def __init__(self, inner: Approver, emit: EventSink) -> None:
+        self.inner = inner
+        self._emit = emit
+
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        self._emit(StateEvent("waiting for approval"))
+        try:
+            return await self.inner.approve(request)
+        finally:
+            self._emit(StateEvent("streaming"))
 
 
 class RegistryRunner:

@@ -1,0 +1,195 @@
+"""The rail's numbers: breakdown, cache shares, freshness, markers, warnings and /usage."""
+
+from __future__ import annotations
+
+from engine.commands import completions, parse_command
+from engine.context.budget import ContextBudget
+from engine.messages import ToolCall, assistant, notice, system, tool_result, user
+from engine.prompt import ProjectInstructions
+from engine.report import (
+    CATEGORY_MEMORY,
+    CATEGORY_MESSAGES,
+    CATEGORY_PROJECT,
+    CATEGORY_SYSTEM,
+    CATEGORY_TOOLS,
+    CacheShare,
+    FillWarnings,
+    RequestTracker,
+    build_context_report,
+    build_usage_report,
+    categories,
+    compaction_row,
+    format_tokens,
+    project_block,
+)
+from engine.store.records import UsageSummary
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def _count(message) -> int:  # type: ignore[no-untyped-def]
+    return _words(message.content) + 4
+
+
+def test_the_breakdown_splits_the_system_prompt_and_lists_tool_results_largest_first():
+    project = ProjectInstructions("AGENTS.md", "Use tabs. Run make test.", False)
+    prompt = "You are helpful.\n\n" + project_block(project) + "\n\nWorking directory: /w"
+    read = ToolCall("c1", "read_file", "{}")
+    grep = ToolCall("c2", "search_files", "{}")
+    history = [
+        system(prompt),
+        user("find the bug"),
+        assistant("", (read, grep)),
+        tool_result(read, "word " * 40),
+        tool_result(grep, "hit " * 300),
+        tool_result(read, "word " * 10),
+        notice("not sent, not counted"),
+    ]
+    rows = categories(
+        history,
+        count_message=_count,
+        count_text=_words,
+        schema_tokens=120,
+        framing_tokens=3,
+        instructions=[project],
+    )
+    by_name = {row.name: row.tokens for row in rows}
+    assert by_name[CATEGORY_PROJECT] == _words(project_block(project))
+    assert by_name[CATEGORY_SYSTEM] == _count(history[0]) - by_name[CATEGORY_PROJECT]
+    assert by_name[CATEGORY_TOOLS] == 120
+    assert by_name[CATEGORY_MEMORY] == 0
+    assert by_name[CATEGORY_MESSAGES] == _count(history[1]) + _count(history[2])
+    tools = [row for row in rows if row.tool]
+    assert [row.tool for row in tools] == ["search_files", "read_file"]
+    assert tools[1].tokens == 44 + 14
+    assert sum(row.tokens for row in rows) == sum(map(_count, history[:6])) + 123
+
+
+def test_a_reported_zero_cache_is_an_alarm_and_silence_is_not_reported():
+    cold = CacheShare(0, 900, reported=True)
+    silent = CacheShare(0, 900, reported=False)
+    assert cold.describe() == "0 read (0% of prompt)" and cold.alarm
+    assert silent.describe() == "not reported" and not silent.alarm
+
+
+def test_the_session_cache_share_is_a_share_of_tokens_not_a_mean_of_percentages():
+    tracker = RequestTracker()
+    tracker.on_usage(10, 0)
+    tracker.on_context(10, 8192, estimated=False)
+    tracker.on_usage(1000, 900)
+    tracker.on_context(1000, 8192, estimated=False)
+    report = build_context_report(
+        budget=ContextBudget(8192), source="server", estimate=1000, tracker=tracker
+    )
+    assert report.cache_lines() == [
+        "Prompt cache (session): 900 read (89% of prompt)",
+        "Prompt cache (last request): 900 read (90% of prompt)",
+    ]
+
+
+def test_no_cache_lines_before_a_request_and_not_reported_once_one_was_measured():
+    tracker = RequestTracker()
+    budget = ContextBudget(8192)
+    before = build_context_report(budget=budget, source="server", estimate=50, tracker=tracker)
+    assert before.cache_lines() == []
+    tracker.on_usage(300, None)
+    tracker.on_context(300, 8192, estimated=False)
+    after = build_context_report(budget=budget, source="server", estimate=280, tracker=tracker)
+    assert after.cache_lines() == ["Prompt cache: not reported"]
+
+
+def test_the_engine_count_is_the_headline_until_the_ladder_rewrites_the_history():
+    tracker = RequestTracker()
+    budget = ContextBudget(8192)
+    tracker.on_usage(6000, None)
+    tracker.on_context(6000, 8192, estimated=False)
+    fresh = build_context_report(budget=budget, source="server", estimate=5800, tracker=tracker)
+    assert (fresh.used, fresh.estimated) == (6000, False)
+    tracker.on_marker("compaction", "40 -> 9 messages")
+    stale = build_context_report(budget=budget, source="server", estimate=2100, tracker=tracker)
+    assert (stale.used, stale.estimated) == (2100, True)
+    assert stale.markers[0].after == 1 and stale.markers[0].kind == "compaction"
+
+
+def test_the_headroom_and_marks_come_from_the_budget():
+    budget = ContextBudget(128_000)
+    tracker = RequestTracker()
+    report = build_context_report(budget=budget, source="pinned", estimate=6000, tracker=tracker)
+    assert report.headroom_line() == "96,400 tokens available before auto-compact"
+    assert (report.warn_at, report.critical_at, report.compact_at) == (89_600, 115_200, 102_400)
+    assert report.reserve == 25_600
+    reserved = build_context_report(
+        budget=ContextBudget(128_000, reserve_tokens=16_384),
+        source="pinned",
+        estimate=6000,
+        tracker=tracker,
+    )
+    assert reserved.compact_at == 128_000 - 16_384
+
+
+def test_the_timeline_keeps_one_point_per_request_with_the_window_of_its_time():
+    tracker = RequestTracker()
+    for used in (1000, 2000, 3000):
+        tracker.on_context(used, 4096, estimated=False)
+    tracker.on_marker("trim", "3 messages")
+    tracker.on_context(1500, 4096, estimated=False)
+    assert [p.used for p in tracker.points] == [1000, 2000, 3000, 1500]
+    assert [p.request for p in tracker.points] == [1, 2, 3, 4]
+    assert [(m.after, m.kind) for m in tracker.markers] == [(3, "trim")]
+
+
+def test_fill_warnings_fire_once_at_70_and_once_at_90_and_rearm_after_a_drop():
+    budget = ContextBudget(10_000)
+    warnings = FillWarnings()
+    assert warnings.check(6_000, budget) is None
+    first = warnings.check(7_200, budget)
+    assert first is not None and "72% full" in first and "auto-compact at 80%" in first
+    assert warnings.check(7_500, budget) is None
+    critical = warnings.check(9_100, budget)
+    assert critical is not None and "91% full" in critical
+    assert warnings.check(9_300, budget) is None
+    assert warnings.check(3_000, budget) is None
+    assert warnings.check(7_100, budget) is not None
+
+
+def test_usage_rows_say_local_engines_have_no_price_and_keep_unreported_cache_apart():
+    report = build_usage_report(
+        [
+            UsageSummary("llamacpp", "qwen", 12, 480_000, 300_000, 21_000),
+            UsageSummary("ollama", "llama3", 2, 4_000, None, 500),
+        ]
+    )
+    lines = report.lines()
+    assert lines[0] == "session usage"
+    assert lines[1] == "llamacpp/qwen 12 req · 480K in (300K cached) · 21K out (no published price)"
+    assert lines[2] == "ollama/llama3 2 req · 4K in · 500 out (no published price)"
+    assert lines[3] == "total 14 req · 484K in (300K cached) · 22K out (no published price)"
+    assert "no price" in lines[4]
+
+
+def test_the_compaction_row_reads_as_the_seed_prints_it():
+    assert compaction_row(84, 31, 96_000, 128_000, "preflight") == (
+        "auto-compacted 84 -> 31 messages (ctx 96K/128K)\n"
+        "compacted 84 messages into a summary: the prompt neared the context window"
+    )
+    assert compaction_row(10, 4, 5_000, 8_000, "manual").startswith("compacted 10 -> 4")
+
+
+def test_token_counts_read_compactly():
+    assert [format_tokens(n) for n in (950, 1_150, 43_000, 1_200_000)] == [
+        "950",
+        "1.1K",
+        "43K",
+        "1.2M",
+    ]
+
+
+def test_slash_commands_parse_exactly_and_complete_from_a_prefix():
+    assert parse_command("  /work   clear ").text == "/work clear"  # type: ignore[union-attr]
+    assert parse_command("/contexts") is None
+    assert parse_command("please /compact") is None
+    assert [c.text for c in completions("/wo")] == ["/work", "/work clear"]
+    assert [c.text for c in completions("/work")] == ["/work clear"]
+    assert completions("hello") == []
