@@ -22,6 +22,7 @@ from engine.context.constants import (
     REASON_SESSION_BUDGET,
 )
 from engine.events import (
+    TOOL_PREVIEW_CHARS,
     ClearEvent,
     ContextEvent,
     DeltaEvent,
@@ -275,7 +276,12 @@ class AgentLoop:
             self.conversation.append(tool_result(call, run.content))
             self.sink(
                 ToolResultEvent(
-                    id=call.id, name=call.name, chars=run.chars, truncated=run.truncated
+                    id=call.id,
+                    name=call.name,
+                    chars=run.chars,
+                    truncated=run.truncated,
+                    preview=run.content[:TOOL_PREVIEW_CHARS],
+                    is_error=run.is_error,
                 )
             )
 
@@ -435,4 +441,3 @@ def _budget_stop_text(budget: int) -> str:
         f"Token budget used up ({budget:,} tokens for this run): the run stops here with its "
         "progress saved. Type 'continue' to keep it going."
     )
-

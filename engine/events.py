@@ -106,6 +106,8 @@ class ToolResultEvent(Event):
     name: str
     chars: int
     truncated: bool
+    preview: str = ""  # the start of what entered the history (TOOL_PREVIEW_CHARS at most)
+    is_error: bool = False
 
 
 @dataclass
@@ -191,6 +193,8 @@ class WorkStateEvent(Event):
     text: str
     cleared: bool = False
 
+
+TOOL_PREVIEW_CHARS = 2_000
 
 EventSink = Callable[[Event], None]
 
