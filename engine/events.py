@@ -65,6 +65,7 @@ class NoticeEvent(Event):
     type: ClassVar[str] = "notice"
     level: str  # "info" | "warning"
     text: str
+    marker: str = ""  # what the ladder did, when it did something: compaction | trim | clear
 
 
 @dataclass

@@ -516,7 +516,13 @@ class ChatSession:
             self._store.append_message(self.conversation_id, message)
         self._messages.append(message)
         if emit and message.is_notice:
-            self._emit(NoticeEvent(level=message.meta_value("level", "info"), text=message.content))
+            self._emit(
+                NoticeEvent(
+                    level=message.meta_value("level", "info"),
+                    text=message.content,
+                    marker=str(message.meta_value("marker", "") or ""),
+                )
+            )
 
     def _replace(self, model_history: list[Message]) -> None:
         """The ladder rewrote the history: the store archives the old rows (nothing is
