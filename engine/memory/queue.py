@@ -1,0 +1,315 @@
+"""The review queue (`.pending-memory.json`): suggestions wait here until the person decides.
+
+Nothing reaches memory from the queue except `accept`, which looks the suggestion up, writes
+it and dequeues it under one hold of the memory write lock, so a concurrent reject cannot be
+overridden and two accepts cannot both win. A crash between writing the entry and rewriting
+the queue is covered by an intent record (`.accept-intent.json`) written first: whoever next
+takes the lock finishes what the record says was done (the entry carries the suggestion's
+ID) or drops it (nothing was written), so the entry ends up written and dequeued, or neither.
+
+An amendment or revision records the entry's content hash when it was suggested; accepting
+it fails, and it stays queued, if the entry changed since.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from engine.memory.entries import render_entry
+from engine.memory.errors import (
+    EntryConflict,
+    MemoryRefused,
+    MemoryStoreError,
+    UnknownSuggestion,
+)
+from engine.memory.jsonfile import read_json_object, write_json_object
+from engine.memory.layout import MemoryLayout, canonical_path
+from engine.memory.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+SuggestionKind = Literal["fact", "lesson", "revision"]
+QUEUE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    id: str
+    kind: SuggestionKind
+    action: str  # create | amend (facts), create | rewrite (lessons), delete | rewrite (revisions)
+    scope: str  # the scope key
+    subject: str
+    statement: str = ""
+    quote: str = ""
+    keys: tuple[str, ...] = ()
+    source: str = ""  # "conversation C message M"
+    conversation: str = ""
+    against_hash: str = ""  # the entry's hash when suggested (amend, rewrite, delete)
+    against_text: str = ""
+    reason: str = ""
+    by: str = ""  # memory-extractor | memory-learner | agent
+    created: float = field(default_factory=lambda: round(time.time(), 3))
+
+    @property
+    def path(self) -> str:
+        return f"{self.scope}/{self.subject}.md"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["keys"] = list(self.keys)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Suggestion:
+        known = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in known}
+        values["keys"] = tuple(str(k) for k in values.get("keys", ()) or ())
+        return cls(**values)
+
+    def describe(self) -> str:
+        """One line for a checklist or a list."""
+        if self.kind == "revision":
+            what = "delete" if self.action == "delete" else "rewrite"
+            text = self.statement or self.reason
+            return f"[revision: {what}] {self.path}: {text}".rstrip(": ")
+        line = f"[{self.kind}{' amend' if self.action == 'amend' else ''}] {self.path}: "
+        line += self.statement
+        if self.quote:
+            line += f'  (user: "{_short(self.quote)}")'
+        return line
+
+
+def new_suggestion_id() -> str:
+    return "s-" + secrets.token_hex(4)
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Decision:
+    id: str
+    ok: bool
+    message: str
+    path: str = ""
+
+
+class SuggestionQueue:
+    def __init__(self, layout: MemoryLayout, store: MemoryStore) -> None:
+        self.layout = layout
+        self.store = store
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _load(self) -> list[Suggestion]:
+        data = read_json_object(self.layout.queue_path)
+        out: list[Suggestion] = []
+        for item in data.get("suggestions", []) or []:
+            if not isinstance(item, dict):
+                continue
+            try:
+                out.append(Suggestion.from_dict(item))
+            except (TypeError, ValueError):
+                log.warning("memory: skipping a malformed queued suggestion")
+        return out
+
+    def _save(self, items: list[Suggestion]) -> None:
+        write_json_object(
+            self.layout.queue_path,
+            {"version": QUEUE_VERSION, "suggestions": [s.to_dict() for s in items]},
+        )
+
+    def pending(self) -> list[Suggestion]:
+        """The waiting suggestions, oldest first. A suggestion an interrupted accept already
+        wrote counts as accepted, even before the next lock holder tidies up."""
+        items = self._load()
+        done = self._applied_intent()
+        return [s for s in items if s.id != done]
+
+    def count(self) -> int:
+        return len(self.pending())
+
+    def get(self, suggestion_id: str) -> Suggestion:
+        for item in self.pending():
+            if item.id == suggestion_id:
+                return item
+        raise UnknownSuggestion(f"no waiting suggestion {suggestion_id!r}")
+
+    # -- the intent record ----------------------------------------------------------------
+
+    def _intent(self) -> dict[str, Any] | None:
+        path = self.layout.intent_path
+        if not path.exists():
+            return None
+        data = read_json_object(path)
+        return data or None
+
+    def _applied_intent(self) -> str | None:
+        """The ID of a suggestion whose accept wrote the entry but did not finish."""
+        intent = self._intent()
+        if intent is None:
+            return None
+        return str(intent["id"]) if self._intent_applied(intent) else None
+
+    def _intent_applied(self, intent: dict[str, Any]) -> bool:
+        try:
+            scope, subject = self.layout.locate(str(intent.get("path", "")))
+        except MemoryStoreError:
+            return False
+        entry = self.store.get(scope, subject)
+        if intent.get("action") == "delete":
+            return entry is None
+        return entry is not None and entry.fields.suggestion == intent.get("id")
+
+    def recover(self) -> None:
+        """Finish or drop an accept a crash interrupted. The caller holds the write lock."""
+        intent = self._intent()
+        if intent is None:
+            return
+        if self._intent_applied(intent):
+            revoke = [str(k) for k in intent.get("revoke", []) or []]
+            if revoke:
+                self.store.ledger.revoke(revoke, why="correct", path=str(intent.get("path")))
+            items = self._load()
+            kept = [s for s in items if s.id != intent.get("id")]
+            if len(kept) != len(items):
+                self._save(kept)
+            log.info("memory: finished the interrupted accept of %s", intent.get("id"))
+        else:
+            log.info("memory: dropped the interrupted accept of %s", intent.get("id"))
+        self.layout.intent_path.unlink(missing_ok=True)
+
+    # -- changing ---------------------------------------------------------------------------
+
+    def add(self, suggestion: Suggestion) -> Suggestion:
+        """Queue a suggestion (under the lock). `EntryConflict` when the same claim waits
+        already (same sentence keys, or the same text for the same entry)."""
+        with self.layout.write_lock():
+            self.recover()
+            items = self._load()
+            for item in items:
+                same_keys = suggestion.keys and set(suggestion.keys) & set(item.keys)
+                same_text = (
+                    item.path == suggestion.path
+                    and item.kind == suggestion.kind
+                    and " ".join(item.statement.split()) == " ".join(suggestion.statement.split())
+                    and item.action == suggestion.action
+                )
+                if same_keys or same_text:
+                    raise EntryConflict(
+                        f"that is already waiting for review as {item.id}; nothing was added"
+                    )
+            items.append(suggestion)
+            self._save(items)
+        return suggestion
+
+    def reject(self, ids: list[str]) -> list[Decision]:
+        out: list[Decision] = []
+        with self.layout.write_lock():
+            self.recover()
+            items = self._load()
+            by_id = {s.id: s for s in items}
+            for sid in ids:
+                if sid in by_id:
+                    del by_id[sid]
+                    out.append(Decision(sid, True, "rejected"))
+                else:
+                    out.append(Decision(sid, False, "no waiting suggestion with that ID"))
+            if len(by_id) != len(items):
+                self._save([s for s in items if s.id in by_id])
+        return out
+
+    def accept(self, ids: list[str]) -> list[Decision]:
+        """Write each suggestion to memory and dequeue it, all under one hold of the lock.
+        A suggestion that fails (its entry changed, its sentence was revoked since) stays."""
+        out: list[Decision] = []
+        with self.layout.write_lock():
+            self.recover()
+            for sid in ids:
+                items = self._load()
+                match = next((s for s in items if s.id == sid), None)
+                if match is None:
+                    out.append(Decision(sid, False, "no waiting suggestion with that ID"))
+                    continue
+                try:
+                    path = self._apply(match)
+                except MemoryRefused as exc:
+                    out.append(Decision(sid, False, str(exc), match.path))
+                    continue
+                self._save([s for s in items if s.id != sid])
+                self.layout.intent_path.unlink(missing_ok=True)
+                out.append(Decision(sid, True, "accepted", path))
+        return out
+
+    def _apply(self, s: Suggestion) -> str:
+        """Check and write one suggestion; the intent record is written before the entry."""
+        scope = self.layout.scope_for_key(s.scope)
+        current = self.store.get(scope, s.subject)
+        path = canonical_path(scope, s.subject)
+        revoke: list[str] = []
+        if s.kind == "fact":
+            self.store.ledger.check(s.keys)
+            if s.action == "create":
+                if current is not None:
+                    raise EntryConflict(
+                        f"{path} was created since this was suggested; review it and suggest again"
+                    )
+            else:
+                self._check_unchanged(s, current, path)
+                assert current is not None
+                revoke = [k for k in current.fields.keys if k not in s.keys]
+            text = render_entry(
+                kind="fact",
+                origin="auto",
+                statement=s.statement,
+                quotes=(s.quote,) if s.quote else (),
+                keys=s.keys,
+                source=s.source,
+                suggestion=s.id,
+            )
+        elif s.kind == "lesson":
+            if s.action == "create" and current is not None:
+                raise EntryConflict(f"{path} was created since this was suggested")
+            if s.action != "create":
+                self._check_unchanged(s, current, path)
+            text = render_entry(
+                kind="lesson", origin="agent", statement=s.statement, suggestion=s.id
+            )
+        else:  # a revision from the curation call
+            self._check_unchanged(s, current, path)
+            assert current is not None
+            if s.action == "delete":
+                self._write_intent(s, path, "delete", [])
+                self.store.forget(scope, s.subject, why="forget")
+                return path
+            if current.kind == "fact":
+                raise EntryConflict(f"{path} holds the user's words; facts are never rewritten")
+            text = render_entry(
+                kind="lesson", origin="agent", statement=s.statement, suggestion=s.id
+            )
+        self._write_intent(s, path, "write", revoke)
+        self.store.write(scope, s.subject, text)
+        if revoke:
+            self.store.ledger.revoke(revoke, why="correct", path=path)
+        return path
+
+    def _check_unchanged(self, s: Suggestion, current: Any, path: str) -> None:
+        if current is None:
+            raise EntryConflict(f"{path} no longer exists")
+        if current.hash != s.against_hash:
+            raise EntryConflict(
+                f"{path} changed since this was suggested; it stays queued (reject it, or "
+                "review the entry and suggest again)"
+            )
+
+    def _write_intent(self, s: Suggestion, path: str, action: str, revoke: list[str]) -> None:
+        write_json_object(
+            self.layout.intent_path,
+            {"id": s.id, "path": path, "action": action, "revoke": revoke},
+        )

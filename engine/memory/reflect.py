@@ -1,0 +1,308 @@
+"""Reflection at the end of a conversation, and learn: scans of a saved conversation.
+
+Both take the messages after the conversation's watermark (`.reflected-conversations.json`)
+and claim them, under the memory write lock, before any model call: two reflections started
+together never cover the same messages, because the second finds nothing left to claim. A
+pass reads at most the two newest chunks of its claim and logs the ones it skipped. A
+failure before the pass completes releases the claim (when no later claim has moved the
+watermark since), so those messages can be retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from engine.memory.errors import ClaimUnavailable
+from engine.memory.extractor import (
+    EXTRACTOR_ID,
+    LEARNER_ID,
+    Complete,
+    CountText,
+    ScanInput,
+    ScanReport,
+    memory_diff,
+    run_curation,
+    run_scan,
+)
+from engine.memory.jsonfile import read_json_object, write_json_object
+from engine.memory.layout import MemoryLayout, Scope
+from engine.memory.service import MemoryService
+from engine.memory.store import Snapshot
+from engine.messages import Message
+from engine.store import MessageRecord
+
+log = logging.getLogger(__name__)
+
+MAX_CHUNKS = 2
+
+
+@dataclass(frozen=True)
+class Claim:
+    conversation_id: str
+    token: str
+    previous: int  # the watermark before this claim (a stored row's seq; 0: none)
+    through: int  # the last row this claim covers
+    messages: list[Message]  # the claimed messages, in order
+    earlier: list[Message]  # the messages at or before the previous watermark
+
+
+def _relevant(message: Message) -> bool:
+    return not message.is_notice and message.kind not in ("summary", "continuation")
+
+
+class Watermarks:
+    def __init__(self, layout: MemoryLayout) -> None:
+        self.layout = layout
+
+    def _all(self) -> dict[str, dict[str, object]]:
+        data = read_json_object(self.layout.watermark_path).get("conversations", {})
+        return data if isinstance(data, dict) else {}
+
+    def get(self, conversation_id: str) -> int:
+        return int(self._all().get(conversation_id, {}).get("through", 0) or 0)
+
+    def claim(self, conversation_id: str, records: Sequence[MessageRecord]) -> Claim:
+        """Claim every stored row after the watermark. `ClaimUnavailable` when none is new.
+        A row a rewrite re-stored (same message ID) is not new."""
+        with self.layout.write_lock():
+            marks = self._all()
+            mark = marks.get(conversation_id, {})
+            previous = int(mark.get("through", 0) or 0)
+            seen = {r.message.id for r in records if r.seq <= previous}
+            earlier = [r.message for r in records if r.seq <= previous]
+            fresh: list[Message] = []
+            for record in records:
+                if record.seq <= previous or record.message.id in seen:
+                    continue
+                seen.add(record.message.id)
+                fresh.append(record.message)
+            through = max((r.seq for r in records), default=previous)
+            if through <= previous or not any(_relevant(m) for m in fresh):
+                raise ClaimUnavailable(f"nothing new to reflect on in {conversation_id}")
+            token = secrets.token_hex(6)
+            marks[conversation_id] = {
+                "through": through,
+                "previous": previous,
+                "claim": token,
+                "at": round(time.time(), 3),
+            }
+            write_json_object(self.layout.watermark_path, {"conversations": marks})
+        return Claim(
+            conversation_id,
+            token,
+            previous,
+            through,
+            [m for m in fresh if _relevant(m)],
+            [m for m in _dedupe(earlier) if _relevant(m)],
+        )
+
+    def release(self, claim: Claim) -> bool:
+        """Give a claim back, when no later claim has moved the watermark since."""
+        with self.layout.write_lock():
+            marks = self._all()
+            mark = marks.get(claim.conversation_id, {})
+            if mark.get("claim") != claim.token:
+                return False
+            if claim.previous:
+                marks[claim.conversation_id] = {
+                    "through": claim.previous,
+                    "released": claim.token,
+                    "at": round(time.time(), 3),
+                }
+            else:
+                marks.pop(claim.conversation_id, None)
+            write_json_object(self.layout.watermark_path, {"conversations": marks})
+        return True
+
+
+def _dedupe(messages: list[Message]) -> list[Message]:
+    seen: set[str] = set()
+    out: list[Message] = []
+    for m in messages:
+        if m.id not in seen:
+            seen.add(m.id)
+            out.append(m)
+    return out
+
+
+def make_chunks(
+    messages: Sequence[Message], count_text: CountText, budget: int
+) -> list[list[Message]]:
+    """The claimed messages in chunks of at most `budget` tokens (a message larger than
+    that is a chunk of its own), in order."""
+    chunks: list[list[Message]] = []
+    current: list[Message] = []
+    used = 0
+    for message in messages:
+        cost = count_text(message.content) + 8
+        if current and used + cost > budget:
+            chunks.append(current)
+            current, used = [], 0
+        current.append(message)
+        used += cost
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+@dataclass
+class PassReport:
+    conversation_id: str
+    claimed: int = 0  # messages claimed
+    previous: int = 0
+    through: int = 0
+    scanned: int = 0  # messages in the chunks read
+    skipped_chunks: int = 0
+    queued: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    nothing_new: bool = False
+    released: bool = False
+
+    def to_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+async def _scan_claim(
+    claim: Claim,
+    report: PassReport,
+    *,
+    service: MemoryService,
+    scopes: list[Scope],
+    complete: Complete,
+    count_text: CountText,
+    input_budget: int,
+    actor: str,
+) -> None:
+    chunk_budget = max(200, int(input_budget * 0.6) - 400)
+    chunks = make_chunks(claim.messages, count_text, chunk_budget)
+    read = chunks[-MAX_CHUNKS:]
+    report.skipped_chunks = len(chunks) - len(read)
+    if report.skipped_chunks:
+        left = sum(len(c) for c in chunks[: report.skipped_chunks])
+        log.warning(
+            "memory: %s read the two newest chunks of %s; skipped %d older chunks (%d messages)",
+            actor,
+            claim.conversation_id,
+            report.skipped_chunks,
+            left,
+        )
+    for i, chunk in enumerate(read):
+        before = [m for c in chunks[: report.skipped_chunks + i] for m in c]
+        after = [m for c in read[i + 1 :] for m in c]
+        result: ScanReport = await run_scan(
+            ScanInput(
+                claim.conversation_id,
+                chunk,
+                later=after,
+                earlier=[*claim.earlier, *before],
+            ),
+            service=service,
+            scopes=scopes,
+            complete=complete,
+            count_text=count_text,
+            input_budget=input_budget,
+            actor=actor,
+        )
+        report.scanned += len(chunk)
+        report.queued += result.queued
+        report.refused += result.refused
+
+
+async def reflect_conversation(
+    records: Sequence[MessageRecord],
+    conversation_id: str,
+    *,
+    service: MemoryService,
+    scopes: list[Scope],
+    complete: Complete,
+    count_text: CountText,
+    input_budget: int,
+) -> PassReport:
+    """The conversation-end pass: claim, then scan at most the two newest chunks."""
+    report = PassReport(conversation_id)
+    marks = Watermarks(service.layout)
+    try:
+        claim = marks.claim(conversation_id, records)
+    except ClaimUnavailable:
+        report.nothing_new = True
+        return report
+    report.claimed, report.previous, report.through = (
+        len(claim.messages),
+        claim.previous,
+        claim.through,
+    )
+    try:
+        await _scan_claim(
+            claim,
+            report,
+            service=service,
+            scopes=scopes,
+            complete=complete,
+            count_text=count_text,
+            input_budget=input_budget,
+            actor=EXTRACTOR_ID,
+        )
+    except BaseException:
+        report.released = marks.release(claim)
+        raise
+    return report
+
+
+async def learn_conversation(
+    records: Sequence[MessageRecord],
+    conversation_id: str,
+    *,
+    service: MemoryService,
+    scopes: list[Scope],
+    complete: Complete,
+    count_text: CountText,
+    input_budget: int,
+    start_snapshot: Snapshot | None = None,
+) -> PassReport:
+    """`/learn`: claim and scan like reflection, then one curation call with the session's
+    memory diff and the waiting suggestions. Any failure or interruption before it
+    completes (a queue that cannot be read included) releases the claim."""
+    report = PassReport(conversation_id)
+    marks = Watermarks(service.layout)
+    claim: Claim | None = None
+    try:
+        claim = marks.claim(conversation_id, records)
+    except ClaimUnavailable:
+        report.nothing_new = True
+    try:
+        if claim is not None:
+            report.claimed, report.previous, report.through = (
+                len(claim.messages),
+                claim.previous,
+                claim.through,
+            )
+            await _scan_claim(
+                claim,
+                report,
+                service=service,
+                scopes=scopes,
+                complete=complete,
+                count_text=count_text,
+                input_budget=input_budget,
+                actor=LEARNER_ID,
+            )
+        waiting = service.queue.pending()
+        now = service.store.snapshot(scopes, assign_ids=False)
+        result = await run_curation(
+            service=service,
+            scopes=scopes,
+            complete=complete,
+            diff=memory_diff(start_snapshot, now),
+            waiting=waiting,
+        )
+        report.queued += result.queued
+        report.refused += result.refused
+    except BaseException:
+        if claim is not None:
+            report.released = marks.release(claim)
+        raise
+    return report

@@ -1,0 +1,187 @@
+"""Memory for one chat session: what `engine/session.py` holds and calls.
+
+The gate lives here and is decided once, from the session's own flags: only a top-level
+run with persistence on writes anything (IDs, receipts, direct writes, suggestions,
+reflection). An ephemeral run, or a sub-agent run (no human user for the user-stated bar),
+reads memory for its standing line and writes nothing at all; its tools refuse changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from engine.context.compaction import CompactionPlan
+from engine.memory.extractor import (
+    OUTPUT_TOKENS,
+    Complete,
+    CountText,
+    ScanInput,
+    ScanReport,
+    run_scan,
+)
+from engine.memory.observe import MemoryObserver, standing_line
+from engine.memory.reflect import PassReport, learn_conversation
+from engine.memory.service import MemoryService
+from engine.memory.sources import SourceSet
+from engine.memory.spawn import reflect_command, spawn_detached
+from engine.memory.store import Snapshot
+from engine.memory.tools import MemoryToolState, memory_tools
+from engine.messages import Message
+from engine.providers.base import Provider
+from engine.store import Store
+from engine.tools.registry import Tool
+
+log = logging.getLogger(__name__)
+
+EXTRACTOR_MARGIN_TOKENS = 256
+
+
+class SessionMemory:
+    def __init__(
+        self,
+        service: MemoryService,
+        *,
+        agent: str,
+        workspace: Path | None,
+        writes: bool,
+        conversation: Callable[[], str],
+    ) -> None:
+        self.service = service
+        self.agent = agent
+        self.workspace = workspace.resolve() if workspace is not None else None
+        self.writes = writes
+        self._conversation = conversation
+        self.scopes = service.scopes(agent, self.workspace)
+        self.observer = MemoryObserver(
+            service, self.scopes, conversation=conversation, writes=writes
+        )
+        self.start_snapshot: Snapshot | None = None
+        self.last_scan: ScanReport | None = None
+
+    # -- the stable prompt and the run boundary ---------------------------------------------
+
+    def open(self) -> str:
+        """At the chat's start: the snapshot the session diff is taken against, and the
+        standing line for a new conversation's system prompt."""
+        try:
+            self.start_snapshot = self.observer.begin_run()
+        except Exception:
+            log.warning("memory: could not read memory", exc_info=True)
+            return ""
+        return standing_line(self.start_snapshot)
+
+    def begin_run(self) -> None:
+        try:
+            self.observer.begin_run()
+        except Exception:
+            log.warning("memory: could not snapshot memory for this run", exc_info=True)
+
+    def wrap(self, provider: Provider) -> Provider:
+        return self.observer.wrap(provider) if self.writes else provider
+
+    def tools(self, live: Callable[[], Sequence[Message]]) -> list[Tool]:
+        """The main agent's memory tools: direct writes (after approval) in a persistent
+        top-level run, refusals in any other."""
+        state = MemoryToolState(
+            self.service,
+            self.scopes,
+            lambda: SourceSet(self._conversation(), live()),
+            "direct" if self.writes else "read_only",
+            actor="agent",
+            conversation_id=self._conversation(),
+            on_write=self.observer.refresh,
+            on_view=self.observer.register_view,
+        )
+        return memory_tools(state)
+
+    def pending(self) -> int:
+        return self.service.pending_count()
+
+    # -- extraction -------------------------------------------------------------------------
+
+    async def extract(
+        self,
+        plan: CompactionPlan,
+        *,
+        complete: Complete,
+        count_text: CountText,
+        window: int,
+    ) -> ScanReport | None:
+        """The compaction pass over exactly the messages about to be compressed. Never
+        raises: a failure is logged and compaction goes on."""
+        if not self.writes:
+            return None
+        try:
+            report = await run_scan(
+                ScanInput(
+                    self._conversation(),
+                    plan.removed,
+                    summary="\n\n".join(plan.prior_checkpoints),
+                    later=plan.tail,
+                ),
+                service=self.service,
+                scopes=self.scopes,
+                complete=complete,
+                count_text=count_text,
+                input_budget=extractor_budget(window),
+            )
+        except Exception:
+            log.warning("memory: the extractor failed; compacting anyway", exc_info=True)
+            return None
+        if report.skipped:
+            log.info("memory: extraction skipped: %s", report.skipped)
+        self.last_scan = report
+        return report
+
+    async def learn(
+        self,
+        store: Store,
+        *,
+        complete: Complete,
+        count_text: CountText,
+        window: int,
+    ) -> PassReport | None:
+        if not self.writes:
+            return None
+        conversation = self._conversation()
+        return await learn_conversation(
+            store.records(conversation),
+            conversation,
+            service=self.service,
+            scopes=self.scopes,
+            complete=complete,
+            count_text=count_text,
+            input_budget=extractor_budget(window),
+            start_snapshot=self.start_snapshot,
+        )
+
+    def spawn_reflection(
+        self,
+        *,
+        data_dir: Path | None,
+        provider: str,
+        base_url: str | None,
+        model: str,
+        summarizer_model: str | None,
+        num_ctx: int | None,
+    ) -> bool:
+        if not self.writes:
+            return False
+        cmd = reflect_command(
+            self._conversation(),
+            data_dir=data_dir,
+            provider=provider,
+            base_url=base_url,
+            model=model,
+            summarizer_model=summarizer_model,
+            num_ctx=num_ctx,
+            workspace=self.workspace,
+        )
+        return spawn_detached(cmd)
+
+
+def extractor_budget(window: int) -> int:
+    """The extractor's input budget on a window: what is left after its answer."""
+    return max(512, window - OUTPUT_TOKENS - EXTRACTOR_MARGIN_TOKENS)

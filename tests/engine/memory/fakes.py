@@ -1,0 +1,106 @@
+"""A fake model for memory tests: one responder that plays the chat model, the summarizer,
+the memory extractor and the curator, told apart by their system prompts, over the fake
+llama-server (real HTTP on loopback)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.helpers.fake_engines import FakeToolCall, Reply
+
+SUMMARY = (
+    "## Goal\nChat.\n## Constraints & Preferences\n- (none)\n## Covered So Far\n- (none)\n"
+    "## Progress\n### Done\n- (none)\n### In Progress\n- (none)\n### Blocked\n- (none)\n"
+    "## Key Decisions\n- (none)\n## Next Steps\n- (none)\n## Critical Context\n- (none)\n"
+)
+_SOURCE = re.compile(r"\[user message · source ([a-z0-9-]+)\]\n(.*?)(?=\n\n\[|\nSCAN>>>)", re.S)
+
+
+def role_of(body: dict[str, Any]) -> str:
+    first = body["messages"][0]
+    text = str(first.get("content", "")) if first.get("role") == "system" else ""
+    if "You write checkpoints" in text:
+        return "summarizer"
+    if "memory extractor" in text:
+        return "extractor"
+    if "memory curator" in text:
+        return "curator"
+    return "chat"
+
+
+def sources_in(body: dict[str, Any]) -> dict[str, str]:
+    """source ID -> the user message's text, as the extractor prompt shows them."""
+    prompt = str(body["messages"][1]["content"])
+    return {tag: text for tag, text in _SOURCE.findall(prompt)}
+
+
+@dataclass
+class Save:
+    """What a well-behaved extractor saves when it sees `sentence` in a user source."""
+
+    sentence: str
+    subject: str
+    content: str
+    scope: str = "global"
+
+
+Policy = Callable[[dict[str, Any]], list[dict[str, Any]]]  # extractor body -> tool arguments
+
+
+def saving(*saves: Save) -> Policy:
+    def policy(body: dict[str, Any]) -> list[dict[str, Any]]:
+        calls = []
+        for tag, text in sources_in(body).items():
+            for save in saves:
+                if save.sentence in text:
+                    calls.append(
+                        {
+                            "action": "create",
+                            "scope": save.scope,
+                            "subject": save.subject,
+                            "content": save.content,
+                            "quote": save.sentence,
+                            "source": tag,
+                        }
+                    )
+        return calls
+
+    return policy
+
+
+@dataclass
+class FakeModel:
+    """The responder. `extract` decides the extractor's manage_memory calls; with `as_json`
+    it answers in the JSON fallback instead of calling tools."""
+
+    extract: Policy = field(default=lambda body: [])
+    as_json: bool = False
+    chat_reply: str = "ok"
+    curate: Callable[[dict[str, Any]], list[dict[str, Any]]] = field(default=lambda body: [])
+    seen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def __call__(self, request: Any) -> Reply:
+        body = request.body
+        role = role_of(body)
+        self.seen.setdefault(role, []).append(body)
+        if role == "summarizer":
+            return Reply(text=SUMMARY)
+        if role == "extractor":
+            if body["messages"][-1].get("role") == "tool":
+                return Reply(text="Done.")
+            calls = self.extract(body)
+            if self.as_json:
+                return Reply(text=json.dumps({"memories": calls, "lessons": []}))
+            if not calls:
+                return Reply(text='{"memories": [], "lessons": []}')
+            return Reply(text="", tool_calls=[FakeToolCall("manage_memory", c) for c in calls])
+        if role == "curator":
+            revisions = self.curate(body)
+            if not revisions:
+                return Reply(text='{"revisions": []}')
+            return Reply(text="", tool_calls=[FakeToolCall("revise_memory", r) for r in revisions])
+        return Reply(text=self.chat_reply)
