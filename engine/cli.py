@@ -54,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what write_file, edit_file and run_command get without a person (default deny)",
     )
     chat.add_argument("--ephemeral", action="store_true", help="write no memory or journal")
+    chat.add_argument("--no-memory", action="store_true", help="no memory at all (not even read)")
+    chat.add_argument(
+        "--reflect-on-close",
+        action="store_true",
+        help="on close, start a detached `brim memory reflect` (what the desktop does)",
+    )
 
     conv = sub.add_parser("conversations", help="list or export saved conversations")
     conv_sub = conv.add_subparsers(dest="conv_command", required=True)
@@ -62,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     conv_export = conv_sub.add_parser("export")
     conv_export.add_argument("id")
     conv_export.add_argument("--json", action="store_true")
+
+    from engine.memory.cli import add_memory_parser
+
+    add_memory_parser(sub, _add_engine_flags)
     return parser
 
 
@@ -167,6 +177,8 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
         workspace=args.workspace,
         ephemeral=args.ephemeral,
         approver=AutoApprove() if args.approve == "auto" else DenyAll(),
+        memory=not args.no_memory,
+        reflect_on_close=args.reflect_on_close,
     )
     try:
         await session.start()
@@ -257,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_chat(args, paths)
         if args.command == "conversations":
             return cmd_conversations(args, paths)
+        if args.command == "memory":
+            from engine.memory.cli import cmd_memory
+
+            return cmd_memory(args, paths)
     except (CliError, AgentConfigError) as exc:
         print(f"brim: {exc}", file=sys.stderr)
         return EXIT_USAGE

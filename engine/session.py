@@ -27,6 +27,7 @@ from engine.context import (
     journal_preamble,
     render_work_state,
 )
+from engine.context.compaction import CompactionPlan
 from engine.context.work_state import work_folder_files
 from engine.events import (
     ClearEvent,
@@ -36,6 +37,7 @@ from engine.events import (
     ErrorEvent,
     Event,
     LoadProgressEvent,
+    MemorySuggestionsEvent,
     NoticeEvent,
     StateEvent,
     TrimEvent,
@@ -44,6 +46,7 @@ from engine.events import (
     WindowEvent,
     WorkStateEvent,
 )
+from engine.memory import Complete, MemoryService, SessionMemory, provider_complete
 from engine.messages import Message, ToolCall, model_messages, notice, system, user
 from engine.paths import BrimPaths
 from engine.prompt import project_instructions, system_prompt
@@ -120,6 +123,9 @@ class ChatSession:
         provider: Provider | None = None,
         ephemeral: bool = False,
         approver: Approver | None = None,
+        memory: bool = False,
+        internal: bool = False,
+        reflect_on_close: bool = False,
     ) -> None:
         self.agent = agent
         self.paths = paths
@@ -144,12 +150,22 @@ class ChatSession:
         self._compacting_from: int | None = None  # context before a running compaction
         self._compaction_row: str | None = None  # replaces the ladder's "Compacted" line
         self._load_reported = -1.0
+        # Memory (engine/memory): `memory` turns it on; only a top-level (not `internal`,
+        # i.e. not a sub-agent's) run with persistence on (not `ephemeral`) writes any.
+        self.memory_enabled = memory
+        self.internal = internal
+        self.reflect_on_close = reflect_on_close
+        self._memory: SessionMemory | None = None
+        self._memory_line = ""
+        self._had_turn = False  # a turn ran in this conversation in this session
+        self._manual_compaction = False  # /compact does not extract
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         paths = self.paths.ensure()
         self._store = Store.open(paths.db_path)
+        self._open_memory()
         self._open_conversation()
         if self._provider is None:
             self._provider = provider_for(self.agent)
@@ -159,6 +175,7 @@ class ChatSession:
                 self._provider.on_load_progress = self._load_progress  # type: ignore[attr-defined]
         await self._resolve_window()
         self._emit_report()
+        self._emit_pending_memory()
         self._emit(StateEvent("ready"))
 
     async def close(self) -> None:
@@ -166,6 +183,7 @@ class ChatSession:
         if self._turn_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
+        await self._reflect_on_leaving()
         if self._provider is not None:
             await self._provider.aclose()
         if self._store is not None:
@@ -199,6 +217,9 @@ class ChatSession:
         if command is not None and command.text == "/new":
             await self.open_conversation(None)
             return
+        if text.strip() in ("/learn", "/reflect"):
+            await self.learn()
+            return
         self._append(user(text))
         self._turn_task = asyncio.create_task(self._run_turn())
         try:
@@ -208,6 +229,7 @@ class ChatSession:
                 raise
         finally:
             self._turn_task = None
+            self._emit_pending_memory()
             self._emit(StateEvent("ready"))
 
     def cancel(self) -> None:
@@ -323,6 +345,7 @@ class ChatSession:
         if self._turn_task is not None and not self._turn_task.done():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
+        await self._reflect_on_leaving()
         self._requested_conversation = conversation_id
         self._open_conversation()
         self._loop = None
@@ -348,6 +371,9 @@ class ChatSession:
             if self._window is None:
                 return None
         loop = self._agent_loop()
+        self._had_turn = True
+        if self._memory is not None:
+            self._memory.begin_run()  # one snapshot of memory per run
         try:
             return await loop.run_turn()
         except asyncio.CancelledError:
@@ -374,10 +400,11 @@ class ChatSession:
                 journal=journal,
                 work_state=lambda: render_work_state(state.read()),
                 sink=self._ladder_event,
+                before_summarize=self._extract_memory if self._memory_writes else None,
             )
             self._loop = AgentLoop(
                 agent=self.agent,
-                provider=self._provider,
+                provider=self._memory.wrap(self._provider) if self._memory else self._provider,
                 window=self._window,
                 counter=self._counter,
                 context=context,
@@ -400,7 +427,11 @@ class ChatSession:
             approver=self.approver,
             compact=self._compact_from_tool,
         )
-        return RegistryRunner(default_registry(), ctx)
+        registry = default_registry()
+        if self._memory is not None:
+            for tool in self._memory.tools(lambda: model_messages(self._messages)):
+                registry.register(tool)
+        return RegistryRunner(registry, ctx)
 
     async def _compact_from_tool(self) -> str:
         assert self._loop is not None
@@ -417,6 +448,7 @@ class ChatSession:
             max_tokens=request.max_tokens,
             temperature=0.2,
             num_ctx=self.agent.num_ctx if self._provider.kind == "ollama" else None,
+            stop=list(request.stop),
         )
         async for item in self._provider.stream_chat(model, request.messages, options):
             if isinstance(item, TextDelta):
@@ -451,11 +483,13 @@ class ChatSession:
             if self._window is None:
                 return
         loop = self._agent_loop()
+        self._manual_compaction = True  # the chat layer cannot answer for the run's gate
         try:
             await loop.compact()
         except ProviderError as exc:
             self._emit(ErrorEvent(exc.kind, exc.message))
         finally:
+            self._manual_compaction = False
             self._emit(StateEvent("ready"))
 
     async def _resolve_window(self) -> None:
@@ -490,13 +524,23 @@ class ChatSession:
             self.conversation_id = info.id
             self._messages = self._store.messages(info.id)
             self._fold_in_journal()
+            if self._memory is not None:
+                self._memory.open()  # the snapshot /learn diffs against
             return
         self.conversation_id = self._store.create_conversation(
             self.agent.name, workspace=str(self.workspace) if self.workspace else None
         )
         self._messages = []
         workspace = self.workspace.resolve() if self.workspace else None
-        self._append(system(system_prompt(self.agent.system_prompt, workspace=workspace)))
+        if self._memory is not None:
+            self._memory_line = self._memory.open()
+        self._append(
+            system(
+                system_prompt(
+                    self.agent.system_prompt, workspace=workspace, memory_line=self._memory_line
+                )
+            )
+        )
 
     def _fold_in_journal(self) -> None:
         """Resuming: what compaction dropped is absent, so the journal comes back as a
@@ -622,6 +666,100 @@ class ChatSession:
     def _work_folder(self) -> Path:
         return self.paths.conversation_dir(self.agent.name, self.conversation_id)
 
+    # -- memory (engine/memory) -----------------------------------------------------------
+
+    @property
+    def _memory_writes(self) -> bool:
+        """The gate, computed here at the call site: a top-level, persistent run only."""
+        return self._memory is not None and self._memory.writes
+
+    def _open_memory(self) -> None:
+        if not self.memory_enabled:
+            return
+        self._memory = SessionMemory(
+            MemoryService.for_paths(self.paths),
+            agent=self.agent.name,
+            workspace=self.workspace,
+            writes=not (self.ephemeral or self.internal),
+            conversation=lambda: self.conversation_id,
+        )
+
+    def _memory_complete(self) -> Complete:
+        assert self._provider is not None
+        model = self.agent.summarizer_model or self.agent.model
+        return provider_complete(self._provider, model, num_ctx=self.agent.num_ctx)
+
+    def _count_text(self, text: str) -> int:
+        if self._counter is None:
+            assert self._provider is not None
+            self._counter = counter_for(self._provider, self.agent.model)
+        return self._counter.count_message(user(text))
+
+    async def _extract_memory(self, plan: CompactionPlan) -> None:
+        """The compaction hook: suggest durable facts from the messages about to go."""
+        if self._memory is None or self._manual_compaction or self._window is None:
+            return
+        self._emit(StateEvent("suggesting memories"))
+        await self._memory.extract(
+            plan,
+            complete=self._memory_complete(),
+            count_text=self._count_text,
+            window=self._window.window,
+        )
+        self._emit(StateEvent("compacting"))
+
+    def _emit_pending_memory(self, always: bool = False) -> None:
+        if self._memory is None:
+            return
+        pending = self._memory.pending()
+        if pending or always:
+            self._emit(MemorySuggestionsEvent(pending=pending))
+
+    async def learn(self) -> None:
+        """`/learn` (alias `/reflect`): scan what this conversation said since the last
+        reflection, one curation call, then tell how many suggestions wait. Never raises."""
+        if self._memory is None or not self._memory.writes or self._store is None:
+            self._emit(NoticeEvent("info", "Memory is off for this conversation."))
+            return
+        if self._window is None:
+            await self._resolve_window()
+            if self._window is None:
+                return
+        self._emit(StateEvent("learning"))
+        try:
+            report = await self._memory.learn(
+                self._store,
+                complete=self._memory_complete(),
+                count_text=self._count_text,
+                window=self._window.window,
+            )
+        except Exception as exc:
+            log.warning("memory: learn failed", exc_info=True)
+            self._emit(ErrorEvent("memory", f"Learning failed; nothing was claimed: {exc}"))
+        else:
+            queued = len(report.queued) if report is not None else 0
+            self._emit(NoticeEvent("info", f"Learn: {queued} new suggestions for review."))
+        finally:
+            self._emit_pending_memory(always=True)
+            self._emit(StateEvent("ready"))
+
+    async def _reflect_on_leaving(self) -> None:
+        """Closing or leaving a conversation that had a turn: a detached reflection."""
+        if not (self.reflect_on_close and self._had_turn and self._memory_writes):
+            return
+        self._had_turn = False
+        assert self._memory is not None
+        agent = self.agent
+        await asyncio.to_thread(
+            self._memory.spawn_reflection,
+            data_dir=self.paths.root if self.paths.overridden else None,
+            provider=agent.provider,
+            base_url=agent.base_url,
+            model=agent.model,
+            summarizer_model=agent.summarizer_model,
+            num_ctx=agent.num_ctx,
+        )
+
 
 class _Announcing:
     """Tells the window the turn is waiting on a person while an approval is open."""
@@ -679,4 +817,4 @@ class UnknownConversation(Exception):
 def open_default_session(sink: EventSink, *, data_dir: Path | None = None) -> ChatSession:
     """The desktop's session on the default agent, with every path under `data_dir`."""
     paths = BrimPaths.resolve(data_dir)
-    return ChatSession(replace(default_agent()), paths, sink)
+    return ChatSession(replace(default_agent()), paths, sink, memory=True, reflect_on_close=True)
