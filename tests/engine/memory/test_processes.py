@@ -1,0 +1,176 @@
+"""Real processes against one memory root: racing decisions, racing reflections, and kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.memory import MemoryService
+from engine.messages import assistant, user
+from engine.paths import BrimPaths
+from engine.store import Store
+from tests.engine.memory.fakes import FakeModel, Save, saving
+from tests.engine.memory.helpers import queue_facts, sentences
+from tests.helpers.fake_engines import FakeLlamaServer
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _driver(root: Path, action: str, go: Path, ready: Path, ids: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.memory.driver", str(root), action, str(go),
+         str(ready), *ids],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def _wait_for(paths: list[Path], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        assert time.monotonic() < deadline, "a child process did not start"
+        time.sleep(0.01)
+
+
+def test_two_processes_accepting_and_rejecting_one_queue_never_both_win(
+    service: MemoryService, tmp_path: Path
+):
+    ids = [s.id for s in queue_facts(service, sentences(24))]
+    go = tmp_path / "go"
+    ready = [tmp_path / "ready-a", tmp_path / "ready-b"]
+    accepter = _driver(service.root, "accept", go, ready[0], ids)
+    rejecter = _driver(service.root, "reject", go, ready[1], list(reversed(ids)))
+    _wait_for(ready)
+    go.write_text("go", encoding="utf-8")
+    out_a, err_a = accepter.communicate(timeout=60)
+    out_b, err_b = rejecter.communicate(timeout=60)
+    assert accepter.returncode == 0 and rejecter.returncode == 0, err_a + err_b
+    accepted = {r["id"] for r in map(json.loads, out_a.splitlines()) if r["ok"]}
+    rejected = {r["id"] for r in map(json.loads, out_b.splitlines()) if r["ok"]}
+    assert accepted.isdisjoint(rejected)  # never both won
+    assert accepted | rejected == set(ids)  # and every one was decided once
+    data = json.loads(service.layout.queue_path.read_text(encoding="utf-8"))
+    assert data["suggestions"] == []
+    written = {e.fields.suggestion for e in service.store.read_scope(service.layout.global_scope())}
+    assert written == accepted
+
+
+def test_a_process_killed_during_accept_leaves_each_entry_written_and_dequeued_or_neither(
+    tmp_path: Path,
+):
+    rng = random.Random(4)
+    for round_ in range(12):
+        service = MemoryService(tmp_path / f"m{round_}")
+        items = queue_facts(service, sentences(20))
+        go, ready = tmp_path / f"go{round_}", tmp_path / f"ready{round_}"
+        child = _driver(service.root, "accept", go, ready, [s.id for s in items])
+        _wait_for([ready])
+        go.write_text("go", encoding="utf-8")
+        time.sleep(rng.uniform(0.0, 0.45))
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=30)
+        pending = {s.id for s in service.pending()}
+        written = {
+            e.fields.suggestion: e for e in service.store.read_scope(service.layout.global_scope())
+        }
+        for s in items:
+            assert (s.id in written) != (s.id in pending), f"round {round_}: {s.id}"
+        # Whoever takes the lock next tidies up; the files then agree with what was seen.
+        service.reject([])
+        raw = json.loads(service.layout.queue_path.read_text(encoding="utf-8"))
+        assert {s["id"] for s in raw["suggestions"]} == pending
+        assert not service.layout.intent_path.exists()
+
+
+def _saved_conversation(home: Path, turns: list[str]) -> str:
+    store = Store.open(BrimPaths.under(home).ensure().db_path)
+    try:
+        conv = store.create_conversation("chat")
+        for text in turns:
+            store.append_message(conv, user(text))
+            store.append_message(conv, assistant("Noted."))
+        return conv
+    finally:
+        store.close()
+
+
+def _reflect(home: Path, url: str, conversation: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "--data-dir", str(home), "memory", "reflect",
+         "--conversation", conversation, "--provider", "llamacpp", "--base-url", url,
+         "--model", "fake", "--json"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def test_reflections_started_together_never_cover_the_same_messages(tmp_path: Path):
+    prefs = [f"I always want reports in format number {i}." for i in range(6)]
+    home = tmp_path / "home"
+    conversation = _saved_conversation(home, prefs)
+    model = FakeModel(extract=saving(*(Save(p, f"format-{i}", p) for i, p in enumerate(prefs))))
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.responder = model
+        children = [_reflect(home, fake.url, conversation) for _ in range(3)]
+        results = [c.communicate(timeout=120) for c in children]
+    reports = []
+    for child, (out, err) in zip(children, results, strict=True):
+        assert child.returncode == 0, err
+        reports.append(json.loads(out))
+    claims = [r for r in reports if not r["nothing_new"]]
+    assert len(claims) == 1
+    assert claims[0]["claimed"] == 12 and claims[0]["previous"] == 0
+    # One pass scanned the conversation once: each preference was queued exactly once.
+    service = MemoryService(BrimPaths.under(home).memory_dir)
+    assert sorted(s.quote for s in service.pending()) == sorted(prefs)
+    scans = [
+        b["messages"][1]["content"] for b in model.seen["extractor"] if len(b["messages"]) == 2
+    ]
+    assert sum(text.count(prefs[0]) for text in scans) == 1
+
+
+def test_a_later_reflection_claims_only_what_was_said_since(tmp_path: Path):
+    home = tmp_path / "home"
+    first = ["I always want reports in format one."]
+    conversation = _saved_conversation(home, first)
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.responder = FakeModel()
+        one = json.loads(_reflect(home, fake.url, conversation).communicate(timeout=120)[0])
+        store = Store.open(BrimPaths.under(home).db_path)
+        store.append_message(conversation, user("And I always want tables in Markdown."))
+        store.close()
+        two = json.loads(_reflect(home, fake.url, conversation).communicate(timeout=120)[0])
+        three = json.loads(_reflect(home, fake.url, conversation).communicate(timeout=120)[0])
+    assert (one["previous"], one["claimed"]) == (0, 2)
+    assert two["previous"] == one["through"] and two["claimed"] == 1
+    assert three["nothing_new"] is True
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_the_queue_and_watermark_files_parse_after_each_kill(tmp_path: Path):
+    """A reflection killed at random leaves JSON files that still parse."""
+    home = tmp_path / "home"
+    conversation = _saved_conversation(home, [f"I always want option {i} on." for i in range(4)])
+    with FakeLlamaServer(n_ctx=8192, token_delay=0.002) as fake:
+        fake.responder = FakeModel(extract=saving(Save("I always want option 1 on.", "opt", "x")))
+        for delay in (0.2, 0.5, 0.8):
+            child = _reflect(home, fake.url, conversation)
+            time.sleep(delay)
+            child.send_signal(signal.SIGKILL)
+            child.communicate(timeout=30)
+    root = BrimPaths.under(home).memory_dir
+    for name in (".pending-memory.json", ".reflected-conversations.json"):
+        if (root / name).exists():
+            json.loads((root / name).read_text(encoding="utf-8"))
