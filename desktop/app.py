@@ -1,12 +1,15 @@
-"""Start the desktop: the engine thread, the bridge, the session and the window.
+"""Start the desktop: the engine thread, the bridge, the approver, the window, the library.
 
-The session comes from a factory so tests and screenshots can hand in a scripted one; the
-real factory imports the engine's session module only when it runs.
+A real start lists the agents from the data folder and opens the last conversation (or a new
+one); tests and screenshots may instead hand in a single scripted session factory, in which
+case the sidebar stays hidden. Either way the engine's modules load only when they run.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +17,14 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 
+from desktop.approval import DialogApprover
 from desktop.bridge import EngineBridge, SessionFactory
 from desktop.engine_thread import EngineThread
+from desktop.errors import EngineStopped
 from desktop.main_window import MainWindow
-from engine.events import EventSink
+from desktop.navigator import MakeSession, Navigator, chat_session_maker
+from engine.library import Library
+from engine.paths import BrimPaths
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,7 @@ class AppOptions:
     data_dir: Path | None = None
     send: str | None = None
     screenshot: Path | None = None
+    workspace: Path | None = None
 
 
 def parse_args(argv: list[str] | None) -> AppOptions:
@@ -34,39 +42,76 @@ def parse_args(argv: list[str] | None) -> AppOptions:
     parser.add_argument("--data-dir", type=Path, help="keep all of Brim's files under DIR")
     parser.add_argument("--send", metavar="TEXT", help="send TEXT as the first message")
     parser.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        help="the folder new conversations work in (tools are off without one)",
+    )
+    parser.add_argument(
         "--screenshot",
         type=Path,
         metavar="PNG",
         help="after the first turn (or start-up), save the window at 1280x800 and quit",
     )
     args = parser.parse_args(argv)
-    return AppOptions(data_dir=args.data_dir, send=args.send, screenshot=args.screenshot)
-
-
-def default_session_factory(options: AppOptions) -> SessionFactory:
-    """A factory for the default agent's session, opened on the engine thread."""
-
-    def factory(sink: EventSink):  # type: ignore[no-untyped-def]
-        from engine.session import open_default_session  # the engine loads only when needed
-
-        return open_default_session(sink, data_dir=options.data_dir)
-
-    return factory
+    return AppOptions(
+        data_dir=args.data_dir,
+        send=args.send,
+        screenshot=args.screenshot,
+        workspace=args.workspace,
+    )
 
 
 class DesktopApp:
     """The parts of a running desktop, started together and shut down in order."""
 
-    def __init__(self, session_factory: SessionFactory) -> None:
+    def __init__(
+        self,
+        session_factory: SessionFactory | None = None,
+        *,
+        paths: BrimPaths | None = None,
+        make_session: MakeSession | None = None,
+        workspace: Path | None = None,
+    ) -> None:
         self.engine = EngineThread()
         self.engine.start()
+        self.approver = DialogApprover()
         self.bridge = EngineBridge(self.engine)
-        self.window = MainWindow(self.bridge)
-        self.bridge.open(session_factory)
+        self.window = MainWindow(self.bridge, self.approver)
+        self.library: Library | None = None
+        self.navigator: Navigator | None = None
+        self._closed = False
+        if paths is not None:
+            self.library = Library(paths)
+            self.navigator = Navigator(
+                self.window,
+                self.bridge,
+                self.library,
+                self.approver,
+                make_session or chat_session_maker(paths),
+                workspace=workspace,
+            )
+            self.navigator.start()
+        else:
+            self.window.sidebar.hide()
+            if session_factory is not None:
+                self.bridge.open(session_factory)
 
     def shutdown(self, timeout: float = 5.0) -> None:
-        """Cancel the turn, close the session, stop the engine thread. Safe to call twice."""
+        """Cancel the turn, close the session and the library, stop the engine thread.
+        Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
         self.bridge.close(timeout)
+        if self.library is not None:
+            library = self.library
+
+            async def close_library() -> None:
+                library.close()
+
+            with contextlib.suppress(EngineStopped, concurrent.futures.TimeoutError, Exception):
+                self.engine.submit(close_library()).result(timeout)
         self.engine.stop(timeout)
 
 
@@ -84,18 +129,31 @@ def ensure_application() -> QApplication:
 def main(argv: list[str] | None = None, *, session_factory: SessionFactory | None = None) -> int:
     options = parse_args(argv)
     app = ensure_application()
-    desktop = DesktopApp(session_factory or default_session_factory(options))
+    if session_factory is not None:
+        desktop = DesktopApp(session_factory)
+    else:
+        desktop = DesktopApp(paths=BrimPaths.resolve(options.data_dir), workspace=options.workspace)
     capture = None
     if options.screenshot is not None:
         from desktop.screenshot import ScriptedCapture
 
         capture = ScriptedCapture(desktop.window, desktop.bridge, options.screenshot, options.send)
     elif options.send:
-        desktop.bridge.opened.connect(lambda _info: _send_first(desktop.window, options.send))
+        sent = False
+
+        def send_first(_info: object) -> None:
+            nonlocal sent
+            if not sent:
+                sent = True
+                _send_first(desktop.window, options.send)
+
+        desktop.bridge.opened.connect(send_first)
     desktop.window.show()
     try:
         app.exec()
     finally:
+        if desktop.navigator is not None:
+            desktop.navigator.save_window()
         desktop.shutdown()
         desktop.window.deleteLater()
     if capture is not None and capture.error:

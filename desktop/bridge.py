@@ -5,9 +5,11 @@ signal; a queued connection delivers it to this object's slot on the GUI thread,
 re-emits the public `event` signal there. Everything connected to `event` therefore runs on
 the GUI thread no matter what kind of callable it is.
 
-GUI → engine: intents (send, cancel, close) are scheduled on the engine loop; nothing here
-waits for a turn, so the window never blocks on the model. The session itself is created on
-the engine thread too, because it may open resources (SQLite) that belong to one thread.
+GUI → engine: intents (send, cancel, retry, a slash command, switching conversation, close)
+are scheduled on the engine loop; nothing here waits for a turn, so the window never blocks
+on the model. The session itself is created on the engine thread too, because it may open
+resources (SQLite) that belong to one thread. `call` runs any short engine-side function
+there (the library's listing, a rename) and hands its result back on the GUI thread.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class ChatSessionLike(Protocol):
     def history(self) -> list[Message]: ...
 
 
+# Optional session methods, used when present: transcript() (the full record to show),
+# retry(), answer_command(text), open_conversation(id | None).
+
 SessionFactory = Callable[[EventSink], ChatSessionLike]
 
 
@@ -56,6 +61,13 @@ class SessionInfo:
     agent_name: str = ""
     model: str = ""
     history: list[Message] = field(default_factory=list)
+
+
+def session_info(session: ChatSessionLike) -> SessionInfo:
+    name, model = describe_session(session)
+    transcript = getattr(session, "transcript", None)
+    history = transcript() if callable(transcript) else session.history()
+    return SessionInfo(session.conversation_id, name, model, list(history))
 
 
 def describe_session(session: ChatSessionLike) -> tuple[str, str]:
@@ -86,6 +98,7 @@ class EngineBridge(QObject):
     _opened_incoming = Signal(object)
     _open_failed_incoming = Signal(str)
     _turn_done_incoming = Signal()
+    _result_incoming = Signal(int, object, object)
 
     def __init__(self, engine: EngineThread, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -99,6 +112,10 @@ class EngineBridge(QObject):
         self._turn: asyncio.Task[None] | None = None
         # GUI-thread state.
         self._busy = False
+        self._factory: SessionFactory | None = None
+        self._opened_ok = False
+        self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None]] = {}
+        self._next_call = 0
         self._incoming.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
         self._opened_incoming.connect(self._deliver_opened, Qt.ConnectionType.QueuedConnection)
         self._open_failed_incoming.connect(
@@ -107,6 +124,7 @@ class EngineBridge(QObject):
         self._turn_done_incoming.connect(
             self._deliver_turn_done, Qt.ConnectionType.QueuedConnection
         )
+        self._result_incoming.connect(self._deliver_result, Qt.ConnectionType.QueuedConnection)
 
     @property
     def busy(self) -> bool:
@@ -120,9 +138,81 @@ class EngineBridge(QObject):
 
     # -- intents (called on the GUI thread) -------------------------------------------------
 
+    @property
+    def started(self) -> bool:
+        """The current session opened (its window may still be unknown)."""
+        return self._opened_ok
+
     def open(self, factory: SessionFactory) -> concurrent.futures.Future[None] | None:
         """Create the session on the engine thread and start it (loads the model)."""
+        self._factory = factory
+        self._opened_ok = False
         return self._submit(self._open(factory))
+
+    def reopen(self, factory: SessionFactory | None = None) -> bool:
+        """Close the current session (if any) and open another: a different agent, or the
+        same factory again after a failed start. False while a turn runs."""
+        factory = factory or self._factory
+        if self._busy or factory is None:
+            return False
+        self._factory = factory
+        self._opened_ok = False
+        return self._submit(self._reopen(factory)) is not None
+
+    def switch_conversation(self, conversation_id: str | None) -> bool:
+        """Open a saved conversation of the same agent, or (None) a new one, keeping the
+        engine loaded. False while a turn runs."""
+        if self._busy:
+            return False
+        return self._submit(self._switch(conversation_id)) is not None
+
+    def command(self, text: str) -> bool:
+        """A read-only slash command (`/context`, `/usage`, `/work`, `/work clear`); its
+        answer arrives as an event. Works while a turn runs."""
+        return self._submit(self._command(text)) is not None
+
+    def retry(self) -> bool:
+        """The banner's Retry: reopen a session that failed to start, else ask the session
+        to probe again and re-run the failed turn."""
+        if self._busy:
+            return False
+        if not self._opened_ok:
+            return self.reopen()
+        if self._submit(self._retry()) is None:
+            return False
+        self._set_busy(True)
+        return True
+
+    def call(
+        self,
+        fn: Callable[[], Any],
+        on_result: Callable[[Any], None],
+        on_error: Callable[[str], None] | None = None,
+    ) -> bool:
+        """Run `fn()` on the engine thread; `on_result(value)` (or `on_error(message)`) runs
+        on the GUI thread."""
+        self._next_call += 1
+        token = self._next_call
+        self._callbacks[token] = (on_result, on_error)
+        if self._submit(self._call(token, fn)) is None:
+            self._callbacks.pop(token, None)
+            return False
+        return True
+
+    def session_call(
+        self,
+        fn: Callable[[ChatSessionLike], Any],
+        on_result: Callable[[Any], None],
+        on_error: Callable[[str], None] | None = None,
+    ) -> bool:
+        """`call` with the current session as the argument (an error when none is open)."""
+
+        def run() -> Any:
+            if self._session is None:
+                raise RuntimeError("No session is open.")
+            return fn(self._session)
+
+        return self.call(run, on_result, on_error)
 
     def send(self, text: str) -> bool:
         """Start one turn. False when a turn is already running or the engine is gone."""
@@ -155,8 +245,7 @@ class EngineBridge(QObject):
             session = factory(self.sink)
             self._session = session
             await session.start()
-            name, model = describe_session(session)
-            info = SessionInfo(session.conversation_id, name, model, list(session.history()))
+            info = session_info(session)
         except asyncio.CancelledError:
             self._started.cancel()
             raise
@@ -189,6 +278,62 @@ class EngineBridge(QObject):
             self._turn = None
             if self._forwarding.is_set():
                 self._turn_done_incoming.emit()
+
+    async def _reopen(self, factory: SessionFactory) -> None:
+        await self._close()
+        await self._open(factory)
+
+    async def _switch(self, conversation_id: str | None) -> None:
+        session = self._session
+        opener = getattr(session, "open_conversation", None)
+        if session is None or not callable(opener):
+            self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+            return
+        try:
+            await opener(conversation_id)
+            info = session_info(session)
+        except Exception as exc:  # an unknown or unreadable conversation: say so
+            self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=_message_of(exc)))
+            return
+        if self._forwarding.is_set():
+            self._opened_incoming.emit(info)
+
+    async def _command(self, text: str) -> None:
+        session = self._session
+        answer = getattr(session, "answer_command", None)
+        if session is None or not callable(answer):
+            self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+            return
+        try:
+            answer(text)
+        except Exception as exc:
+            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+
+    async def _retry(self) -> None:
+        self._turn = asyncio.current_task()
+        try:
+            session = self._session
+            retry = getattr(session, "retry", None)
+            if session is None:
+                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+            elif callable(retry):
+                await retry()
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:
+            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+        finally:
+            self._turn = None
+            if self._forwarding.is_set():
+                self._turn_done_incoming.emit()
+
+    async def _call(self, token: int, fn: Callable[[], Any]) -> None:
+        try:
+            result, error = fn(), None
+        except Exception as exc:
+            result, error = None, _message_of(exc)
+        if self._forwarding.is_set():
+            self._result_incoming.emit(token, result, error)
 
     def _cancel_on_loop(self) -> None:
         if self._session is not None:
@@ -233,7 +378,17 @@ class EngineBridge(QObject):
 
     @Slot(object)
     def _deliver_opened(self, info: SessionInfo) -> None:
+        self._opened_ok = True
         self.opened.emit(info)
+
+    @Slot(int, object, object)
+    def _deliver_result(self, token: int, result: object, error: object) -> None:
+        on_result, on_error = self._callbacks.pop(token, (None, None))
+        if error is not None:
+            if on_error is not None:
+                on_error(str(error))
+        elif on_result is not None:
+            on_result(result)
 
     @Slot(str)
     def _deliver_open_failed(self, message: str) -> None:

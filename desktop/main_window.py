@@ -1,60 +1,106 @@
-"""The minimal conversation window: header, fault banner, transcript and composer.
+"""The conversation window: sidebar, header, transcript, composer, context rail, overlays.
 
-It renders engine events and turns keystrokes into intents on the bridge; every decision
-about tokens, windows and turns stays in the engine.
+It renders engine events and turns keystrokes and clicks into intents on the bridge; every
+decision about tokens, windows, turns and commands stays in the engine.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QProgressBar,
     QPushButton,
+    QScrollArea,
+    QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import theme
+from desktop.approval import ApprovalDialog, ApprovalTicket, DialogApprover
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
 from desktop.stream_buffer import StreamBuffer
-from desktop.widgets.banner import ErrorBanner
+from desktop.widgets.banner import Banner
 from desktop.widgets.composer import Composer
+from desktop.widgets.context_rail import ContextRail
 from desktop.widgets.header import HeaderBar
+from desktop.widgets.overlay import Overlay
+from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
+from engine.commands import parse_command
 from engine.events import (
     ContextEvent,
+    ContextReportEvent,
     DeltaEvent,
     ErrorEvent,
     Event,
+    LoadProgressEvent,
     NoticeEvent,
     StateEvent,
+    ToolCallEvent,
+    ToolResultEvent,
     TurnEndEvent,
+    UsageReportEvent,
     WindowEvent,
+    WorkStateEvent,
 )
+from engine.report import ContextReport
+
+RAIL_WIDTH = 310
+SIDEBAR_WIDTH = 240
+HINT = "Enter sends  ·  Shift+Enter new line  ·  Esc stops  ·  / for commands"
+STATE_HINTS = {
+    "compacting": "compacting — older messages are being summarized to make room",
+    "waiting for approval": "waiting for approval — answer the dialog to continue",
+    "loading model": "loading model — your message will be sent once it is ready",
+}
+# Read-only commands: answered while a turn runs, shown in an overlay.
+OVERLAY_COMMANDS = ("/context", "/usage", "/work", "/work clear")
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, bridge: EngineBridge, parent: QWidget | None = None) -> None:
+    closing = Signal()  # the user closed the window (settings are saved on it)
+
+    def __init__(
+        self,
+        bridge: EngineBridge,
+        approver: DialogApprover | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.bridge = bridge
         self.setWindowTitle("Brim")
         self.setStyleSheet(theme.STYLE_SHEET)
-        self.resize(1100, 760)
+        self.resize(1280, 800)
         self._turns = 0
         self._shown_warnings: set[str] = set()
+        self._conversation = ""
+        self._approvals: dict[int, ApprovalDialog] = {}
 
         self.header = HeaderBar()
-        self.banner = ErrorBanner()
+        self.setup_banner = Banner()
+        self.banner = Banner()
+        self.load_progress = QProgressBar(objectName="loadProgress")
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setFormat("Loading model… %p%")
+        self.load_progress.setTextVisible(True)
+        self.load_progress.hide()
         self.transcript = TranscriptView()
         self.composer = Composer()
         self.send_button = QPushButton("Send", objectName="sendButton")
         self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.hint = QLabel("Enter sends  ·  Shift+Enter new line  ·  Esc stops", objectName="hint")
+        self.hint = QLabel(HINT, objectName="hint")
         self.stream = StreamBuffer(parent=self)
+        self.sidebar = Sidebar()
+        self.sidebar.setMinimumWidth(200)
+        self.rail = ContextRail()
+        self.rail.setObjectName("railBody")
 
         composer_box = QFrame(objectName="composerBox")
         box = QHBoxLayout(composer_box)
@@ -62,31 +108,65 @@ class MainWindow(QMainWindow):
         box.addWidget(self.composer, 1)
         box.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
 
-        body = QVBoxLayout()
+        center = QWidget()
+        body = QVBoxLayout(center)
         body.setContentsMargins(14, 12, 14, 10)
         body.setSpacing(8)
+        body.addWidget(self.setup_banner)
         body.addWidget(self.banner)
+        body.addWidget(self.load_progress)
         body.addWidget(self.transcript, 1)
         body.addWidget(composer_box)
         body.addWidget(self.hint)
 
+        rail_frame = QFrame(objectName="rail")
+        rail_layout = QVBoxLayout(rail_frame)
+        rail_layout.setContentsMargins(0, 0, 0, 0)
+        rail_scroll = QScrollArea(objectName="railScroll")
+        rail_scroll.viewport().setObjectName("railViewport")
+        rail_scroll.setWidgetResizable(True)
+        rail_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        rail_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        rail_scroll.setWidget(self.rail)
+        rail_layout.addWidget(rail_scroll)
+        rail_frame.setFixedWidth(RAIL_WIDTH)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.sidebar)
+        self.splitter.addWidget(center)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([SIDEBAR_WIDTH, 1280 - SIDEBAR_WIDTH - RAIL_WIDTH])
+        self.splitter.setChildrenCollapsible(False)
+
         central = QWidget(objectName="central")
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(0)
+        row.addWidget(self.splitter, 1)
+        row.addWidget(rail_frame)
         outer = QVBoxLayout(central)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
         outer.addWidget(self.header)
-        outer.addLayout(body, 1)
+        outer.addLayout(row, 1)
         self.setCentralWidget(central)
+        self.overlay = Overlay(central)
+        self.overlay.closed.connect(self._overlay_closed)
 
         self.composer.submitted.connect(self._on_submitted)
         self.composer.cancel_requested.connect(self.cancel_turn)
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
+        self.banner.retry_requested.connect(self.retry)
         bridge.event.connect(self.on_event)
         bridge.opened.connect(self.on_opened)
         bridge.open_failed.connect(self._on_open_failed)
         bridge.turn_finished.connect(self._on_turn_finished)
         bridge.busy_changed.connect(self._on_busy_changed)
+        if approver is not None:
+            approver.asked.connect(self._on_approval_asked)
+            approver.withdrawn.connect(self._on_approval_withdrawn)
         self.composer.setFocus()
 
     # -- intents ----------------------------------------------------------------------------
@@ -96,15 +176,47 @@ class MainWindow(QMainWindow):
         if self.bridge.busy:
             self.bridge.cancel()
 
+    @Slot()
+    def retry(self) -> None:
+        if self.bridge.retry():
+            self.banner.hide()
+
     @Slot(str)
     def _on_submitted(self, text: str) -> None:
+        command = parse_command(text)
+        if command is not None and command.text in OVERLAY_COMMANDS:
+            if self.bridge.command(command.text):
+                self.composer.take_text()
+            return
+        if command is not None and command.text == "/new":
+            self.new_conversation()
+            return
         if self.bridge.busy or not self.bridge.send(text):
             return  # a turn is running: the text stays in the composer for later
         self.composer.take_text()
         self.banner.hide()
-        self.transcript.add_user(text)
-        self._turns += 1
-        self.header.set_turn(self._turns)
+        if command is None:  # /compact is an intent, not a message
+            self.transcript.add_user(text)
+            self._turns += 1
+            self.header.set_turn(self._turns)
+
+    def new_conversation(self) -> None:
+        """/new and the sidebar's button on the current agent: keep the engine loaded."""
+        if self.bridge.busy:
+            self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
+            return
+        if self.bridge.switch_conversation(None):
+            self.composer.take_text()
+            self.prepare_for_conversation()
+
+    def prepare_for_conversation(self) -> None:
+        """Another conversation is about to be shown: clear what belongs to this one."""
+        self.stream.flush()
+        self.transcript.clear_rows()
+        self.banner.hide()
+        self._turns = 0
+        self.header.set_turn(0)
+        self._shown_warnings.clear()
 
     @Slot()
     def _on_send_button(self) -> None:
@@ -122,13 +234,16 @@ class MainWindow(QMainWindow):
         self.transcript.set_assistant_name(info.agent_name)
         title = " — ".join(part for part in ("Brim", info.agent_name) if part)
         self.setWindowTitle(title)
+        if info.conversation_id != self._conversation:
+            self._conversation = info.conversation_id
         self.transcript.set_history(info.history)
-        self._turns = sum(1 for m in info.history if m.role == "user" and not m.is_notice)
+        self._turns = sum(1 for m in info.history if m.role == "user" and m.kind == "chat")
         self.header.set_turn(self._turns)
 
     @Slot(str)
     def _on_open_failed(self, _message: str) -> None:
         self.header.set_state("not started")  # the banner already says why
+        self.load_progress.hide()
 
     @Slot(object)
     def on_event(self, event: Event) -> None:
@@ -143,16 +258,36 @@ class MainWindow(QMainWindow):
                     self._notice(warning, "warning")
             case ContextEvent():
                 self.header.set_context(
-                    event.used,
-                    event.window,
-                    event.percent,
-                    event.source,
-                    estimated=event.estimated,
+                    event.used, event.window, event.percent, event.source, estimated=event.estimated
                 )
+            case ContextReportEvent():
+                if event.snapshot:
+                    self.overlay.show_context(event.report)
+                else:
+                    self._show_report(event.report)
+            case UsageReportEvent():
+                self.overlay.show_usage(event.report)
+            case WorkStateEvent():
+                if event.cleared:
+                    self.transcript.add_notice("Work state cleared for this conversation.")
+                else:
+                    self.overlay.show_work(event.text)
             case NoticeEvent():
-                self._notice(event.text, event.level)
+                self._notice(event.text, event.level, event.marker)
             case StateEvent():
-                self.header.set_state(event.state)
+                self._on_state(event.state)
+            case LoadProgressEvent():
+                self.load_progress.setRange(0, 100)
+                self.load_progress.setValue(round(event.fraction * 100))
+                self.load_progress.show()
+            case ToolCallEvent():
+                self.transcript.finish_stream()
+                self.transcript.add_tool_call(event.id, event.name, event.arguments)
+            case ToolResultEvent():
+                status = f"{event.chars:,} chars" + (" (cut)" if event.truncated else "")
+                if event.is_error:
+                    status = "error"
+                self.transcript.finish_tool(event.id, event.preview, status)
             case TurnEndEvent():
                 self.transcript.finish_stream()
                 self.header.set_rate(event.tokens_per_s)
@@ -170,14 +305,62 @@ class MainWindow(QMainWindow):
                 if self.bridge.busy:  # mark where the answer failed; start-up faults need no row
                     self.transcript.add_error(self.banner.text())
             case _:
-                pass  # tool calls, compaction, trimming: rendered by later views
+                pass  # compaction, trim, clear, usage: the rail's report carries them
 
-    def _notice(self, text: str, level: str) -> None:
+    def _show_report(self, report: ContextReport) -> None:
+        self.rail.set_report(report)
+        if report.window:
+            self.header.set_context(
+                report.used,
+                report.window,
+                report.percent,
+                report.source,
+                estimated=report.estimated,
+            )
+
+    def _on_state(self, state: str) -> None:
+        self.header.set_state(state)
+        self.hint.setText(STATE_HINTS.get(state, HINT))
+        if state == "loading model":
+            self.load_progress.setRange(0, 0)
+            self.load_progress.show()
+        elif state in ("ready", "streaming", "not started"):
+            self.load_progress.hide()
+
+    def _notice(self, text: str, level: str, marker: str = "") -> None:
         if level == "warning":
             if text in self._shown_warnings:
                 return  # the window warning and its notice are one message to the user
             self._shown_warnings.add(text)
-        self.transcript.add_notice(text, level)
+        self.transcript.add_notice(text, level, marker)
+
+    # -- approvals --------------------------------------------------------------------------
+
+    @Slot(object)
+    def _on_approval_asked(self, ticket: ApprovalTicket) -> None:
+        dialog = ApprovalDialog(ticket.request, self)
+        self._approvals[id(ticket)] = dialog
+        dialog.decided.connect(ticket.answer)
+        dialog.finished.connect(lambda _code: self._forget_approval(ticket))
+        dialog.open()
+
+    @Slot(object)
+    def _on_approval_withdrawn(self, ticket: ApprovalTicket) -> None:
+        dialog = self._approvals.pop(id(ticket), None)
+        if dialog is not None:
+            dialog.withdraw()
+
+    def _forget_approval(self, ticket: ApprovalTicket) -> None:
+        dialog = self._approvals.pop(id(ticket), None)
+        if dialog is not None:
+            dialog.deleteLater()
+        self.composer.setFocus()
+
+    def approval_dialog(self) -> ApprovalDialog | None:
+        """The approval dialog open now, if any (for tests and screenshots)."""
+        return next(iter(self._approvals.values()), None)
+
+    # -- turn state -------------------------------------------------------------------------
 
     @Slot()
     def _on_turn_finished(self) -> None:
@@ -191,3 +374,11 @@ class MainWindow(QMainWindow):
         self.send_button.setProperty("stop", busy)
         self.send_button.style().unpolish(self.send_button)
         self.send_button.style().polish(self.send_button)
+
+    @Slot()
+    def _overlay_closed(self) -> None:
+        self.composer.setFocus()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self.closing.emit()
+        super().closeEvent(event)

@@ -1,17 +1,22 @@
 """The composer: Enter sends, Shift+Enter starts a new line, Esc cancels, Up recalls.
 
-It only says what the user asked for (`submitted`, `cancel_requested`); whether a turn can
-start is the window's business.
+Typing `/` offers the slash commands the engine knows (engine/commands.py) in a popup; Tab or
+Enter takes the highlighted one. The composer only says what the user asked for
+(`submitted`, `cancel_requested`); whether a turn can start is the window's business.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QFontMetrics, QKeyEvent
-from PySide6.QtWidgets import QPlainTextEdit, QWidget
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtGui import QFontMetrics, QKeyEvent, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import QAbstractItemView, QCompleter, QPlainTextEdit, QTreeView, QWidget
+
+from engine.commands import COMMANDS, completions
 
 MIN_LINES = 1
 MAX_LINES = 8
+
+_POPUP_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Tab)
 
 
 class Composer(QPlainTextEdit):
@@ -21,16 +26,85 @@ class Composer(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("composer")
-        self.setPlaceholderText("Message the agent — Enter sends, Shift+Enter for a new line")
+        self.setPlaceholderText(
+            "Message the agent — Enter sends, Shift+Enter for a new line, / for commands"
+        )
         self.setTabChangesFocus(True)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self._last_sent = ""
+        self._completer = self._make_completer()
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+        self.textChanged.connect(self._update_completion)
         self._fit_height()
+
+    # -- completion ------------------------------------------------------------------------
+
+    def _make_completer(self) -> QCompleter:
+        model = QStandardItemModel(0, 2, self)
+        for command in COMMANDS:
+            model.appendRow([QStandardItem(command.text), QStandardItem(command.description)])
+        completer = QCompleter(self)
+        completer.setModel(model)
+        completer.setCompletionColumn(0)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        popup = QTreeView()
+        popup.setHeaderHidden(True)
+        popup.setRootIsDecorated(False)
+        popup.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        popup.setObjectName("commandPopup")
+        completer.setPopup(popup)
+        completer.setWidget(self)
+        completer.activated.connect(self._take_completion)
+        return completer
+
+    def completion_visible(self) -> bool:
+        return self._completer.popup().isVisible()
+
+    def completion_candidates(self) -> list[str]:
+        """What the popup offers now (empty when it is hidden)."""
+        if not self.completion_visible():
+            return []
+        model = self._completer.completionModel()
+        return [model.index(row, 0).data() for row in range(model.rowCount())]
+
+    @Slot()
+    def _update_completion(self) -> None:
+        text = self.toPlainText()
+        if "\n" in text or not completions(text):
+            self._completer.popup().hide()
+            return
+        self._completer.setCompletionPrefix(" ".join(text.split()))
+        popup = self._completer.popup()
+        popup.setCurrentIndex(self._completer.completionModel().index(0, 0))
+        rect = self.cursorRect()
+        rect.setWidth(max(360, self.width() // 2))
+        self._completer.complete(rect)
+        if isinstance(popup, QTreeView):
+            popup.resizeColumnToContents(0)
+
+    @Slot(str)
+    def _take_completion(self, text: str) -> None:
+        self.blockSignals(True)
+        self.setPlainText(text)
+        self.blockSignals(False)
+        self.moveCursor(self.textCursor().MoveOperation.End)
+        self._completer.popup().hide()
+
+    # -- keys ------------------------------------------------------------------------------
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
         mods = event.modifiers()
+        if self.completion_visible() and key in _POPUP_KEYS:
+            if key == Qt.Key.Key_Escape:
+                self._completer.popup().hide()
+            else:
+                index = self._completer.popup().currentIndex()
+                if index.isValid():
+                    self._take_completion(index.sibling(index.row(), 0).data())
+            event.accept()
+            return
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             if mods & Qt.KeyboardModifier.ShiftModifier:
                 self.insertPlainText("\n")  # a real newline, not Qt's soft line separator
@@ -64,6 +138,7 @@ class Composer(QPlainTextEdit):
         text = self.toPlainText()
         if not text.strip():
             return
+        self._completer.popup().hide()
         self._last_sent = text
         self.submitted.emit(text)
 

@@ -1,48 +1,85 @@
-"""The conversation as the user reads it: user and assistant messages, notices, errors, receipts.
+"""The conversation as the user reads it: messages, tool calls, notices, errors and receipts.
 
-One QTextFrame per row. The streaming assistant row grows in place (plain text, appended at
-its frame's end); when the turn completes its text is replaced by rendered Markdown. Rows are
-also kept as values, so the document can be rebuilt when history arrives after live rows
-(start-up notices are emitted before the saved conversation is handed over).
+One QTextFrame per row. The streaming assistant row grows in place as plain text appended at
+its frame's end; when the message is complete its text is replaced by rendered Markdown with
+highlighted code. Tool calls and checkpoint summaries are collapsible: their header line is a
+link that toggles the row, and only that row's frame is rewritten. Rows are also kept as
+values, so the whole document can be rebuilt (a conversation opened, history arriving after
+live start-up notices).
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 from dataclasses import dataclass
 
+from PySide6.QtCore import QUrl, Signal, Slot
 from PySide6.QtGui import (
     QBrush,
     QColor,
     QFont,
     QGuiApplication,
-    QTextBlock,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
-    QTextFormat,
     QTextFrame,
     QTextFrameFormat,
 )
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop import theme
+from desktop.markdown import MarkdownRenderer
 from engine.messages import Message
 
 ROW_GAP = 6  # pixels between rows
-CODE_PADDING = 10  # pixels between a code block's tint and its text
+TOGGLE_SCHEME = "toggle"
+MONO_FAMILY = "DejaVu Sans Mono"
 
 
 @dataclass
 class Row:
-    """One visible row. `kind`: user | assistant | notice | error | receipt."""
+    """One visible row.
+
+    kind: user | assistant | notice | error | receipt | tool | summary. A tool row's `title`
+    is the call, `detail` its arguments, `text` what the tool returned (a preview), `status`
+    how it ended ("" while it runs)."""
 
     kind: str
     text: str
     level: str = "info"
     complete: bool = True
+    title: str = ""
+    detail: str = ""
+    status: str = ""
+    key: str = ""  # the tool call id
+    marker: str = ""  # a notice's ladder marker: compaction | trim | clear
+    expanded: bool = False
+    id: int = 0
+
+
+def describe_call(name: str, arguments: str) -> tuple[str, str]:
+    """The one-line title of a tool call and its arguments, pretty-printed."""
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return name, arguments
+    if not isinstance(value, dict):
+        return name, arguments
+    parts = []
+    for key, item in value.items():
+        shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+        shown = shown.replace("\n", " ")
+        if len(shown) > 48:
+            shown = shown[:47] + "…"
+        parts.append(f"{key}={shown}")
+    title = f"{name}  {'  '.join(parts)}" if parts else name
+    return title, json.dumps(value, ensure_ascii=False, indent=2)
 
 
 class TranscriptView(QTextBrowser):
+    toggled = Signal(int)  # a collapsible row was opened or closed (its id)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("transcript")
@@ -50,8 +87,12 @@ class TranscriptView(QTextBrowser):
         self.setOpenExternalLinks(False)
         self.document().setDocumentMargin(14)
         self._rows: list[Row] = []
+        self._frames: dict[int, QTextFrame] = {}
+        self._ids = itertools.count(1)
         self._stream_frame: QTextFrame | None = None
         self._assistant_name = "Assistant"
+        self._markdown = MarkdownRenderer()
+        self.anchorClicked.connect(self._on_anchor)
 
     # -- what the user sees -----------------------------------------------------------------
 
@@ -65,19 +106,44 @@ class TranscriptView(QTextBrowser):
     def set_assistant_name(self, name: str) -> None:
         self._assistant_name = name or "Assistant"
 
+    def clear_rows(self) -> None:
+        """Another conversation is about to be shown."""
+        self._rows = []
+        self._rebuild()
+
     # -- appending --------------------------------------------------------------------------
 
     def add_user(self, text: str) -> None:
         self._append(Row("user", text))
 
-    def add_notice(self, text: str, level: str = "info") -> None:
-        self._append(Row("notice", text, level=level))
+    def add_notice(self, text: str, level: str = "info", marker: str = "") -> None:
+        self._append(Row("notice", text, level=level, marker=marker))
 
     def add_error(self, text: str) -> None:
         self._append(Row("error", text))
 
     def add_receipt(self, text: str) -> None:
         self._append(Row("receipt", text))
+
+    def add_tool_call(self, call_id: str, name: str, arguments: str) -> None:
+        title, detail = describe_call(name, arguments)
+        self._append(Row("tool", "", title=title, detail=detail, key=call_id))
+
+    def finish_tool(self, call_id: str, preview: str, status: str) -> None:
+        """The tool returned: show how it ended, keep what it returned for the expanded row."""
+        for row in reversed(self._rows):
+            if row.kind == "tool" and row.key == call_id:
+                row.text, row.status = preview, status
+                self._refill(row)
+                return
+
+    def toggle(self, row_id: int) -> None:
+        for row in self._rows:
+            if row.id == row_id and row.kind in ("tool", "summary"):
+                row.expanded = not row.expanded
+                self._refill(row)
+                self.toggled.emit(row_id)
+                return
 
     def append_stream(self, text: str) -> None:
         """Add streamed text to the assistant row being written (opening one if needed)."""
@@ -90,30 +156,23 @@ class TranscriptView(QTextBrowser):
         with self._keeping_scroll():
             assert self._stream_frame is not None
             cursor = self._stream_frame.lastCursorPosition()
-            cursor.insertText(text, self._body_format())
+            cursor.insertText(text, _char(theme.TEXT))
 
     def finish_stream(self) -> None:
-        """The turn ended: render the assistant row as Markdown and stop growing it."""
-        frame = self._stream_frame
-        if frame is None:
+        """The message is complete: render it as Markdown and stop growing it."""
+        if self._stream_frame is None:
             return
         row = self._rows[self._stream_row_index()]
         row.complete = True
         self._stream_frame = None
-        with self._keeping_scroll():
-            cursor = frame.firstCursorPosition()
-            cursor.movePosition(QTextCursor.MoveOperation.NextBlock)  # keep the name line
-            cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
-            cursor.removeSelectedText()
-            self._insert_markdown(cursor, row.text)
+        self._refill(row)
 
     def set_history(self, messages: list[Message]) -> None:
         """Show the saved conversation above anything already shown live.
 
         Notices emitted while the session started are also saved in it; each is shown once,
-        in its saved place.
-        """
-        rows = [row for m in messages if (row := _row_for(m)) is not None]
+        in its saved place."""
+        rows = rows_for(messages)
         if not rows:
             return
         saved = {(row.kind, row.text) for row in rows}
@@ -130,49 +189,109 @@ class TranscriptView(QTextBrowser):
 
     def _rebuild(self) -> None:
         self.document().clear()
+        self._frames.clear()
         self._stream_frame = None
         for row in self._rows:
             self._render(row)
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
 
     def _render(self, row: Row) -> None:
+        if not row.id:
+            row.id = next(self._ids)
         cursor = QTextCursor(self.document())
         cursor.movePosition(QTextCursor.MoveOperation.End)
         # Qt keeps an empty block between frames; make it a fixed gap, not a line of text.
         gap = 0 if cursor.position() == 0 else ROW_GAP
         cursor.setBlockFormat(_gap_block(gap))
         frame = cursor.insertFrame(self._frame_format(row))
+        self._frames[row.id] = frame
+        self._fill(cursor, row)
+        if row.kind == "assistant" and not row.complete:
+            self._stream_frame = frame
+
+    def _refill(self, row: Row) -> None:
+        """Rewrite one row's frame in place (a finished stream, a toggle, a tool result)."""
+        frame = self._frames.get(row.id)
+        if frame is None:
+            return
+        with self._keeping_scroll():
+            cursor = frame.firstCursorPosition()
+            cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            cursor.setBlockFormat(QTextBlockFormat())
+            cursor.setCharFormat(QTextCharFormat())
+            self._fill(cursor, row)
+
+    def _fill(self, cursor: QTextCursor, row: Row) -> None:
         if row.kind in ("user", "assistant"):
             is_user = row.kind == "user"
             name = "You" if is_user else self._assistant_name
             accent = theme.USER_ACCENT if is_user else theme.ASSISTANT_ACCENT
             cursor.setBlockFormat(_block(bottom=4))
             cursor.insertText(name, _char(accent, bold=True, scale=0.92))
-            cursor.insertBlock(_block(), self._body_format())
+            cursor.insertBlock(_block(), _char(theme.TEXT))
             if is_user or not row.complete:
-                cursor.insertText(row.text, self._body_format())
+                cursor.insertText(row.text, _char(theme.TEXT))
             else:
                 self._insert_markdown(cursor, row.text)
-            if row.kind == "assistant" and not row.complete:
-                self._stream_frame = frame
         elif row.kind == "notice":
-            warning = row.level == "warning"
-            mark = "⚠" if warning else "ℹ"
-            colour = theme.WARNING_TEXT if warning else theme.MUTED
-            cursor.insertText(f"{mark}  {row.text}", _char(colour, scale=0.92))
+            colour, mark = _notice_look(row)
+            lines = row.text.split("\n")
+            cursor.insertText(f"{mark}  {lines[0]}", _char(colour, scale=0.92))
+            for line in lines[1:]:
+                cursor.insertBlock(_block(), _char(colour, scale=0.92))
+                cursor.insertText(f"    {line}", _char(colour, scale=0.92))
         elif row.kind == "error":
             cursor.insertText(f"✕  {row.text}", _char(theme.ERROR_TEXT, scale=0.92))
+        elif row.kind == "tool":
+            self._fill_tool(cursor, row)
+        elif row.kind == "summary":
+            self._fill_summary(cursor, row)
         else:  # receipt
             cursor.setBlockFormat(_block())
             cursor.insertText(row.text, _char(theme.MUTED, scale=0.85))
+
+    def _fill_tool(self, cursor: QTextCursor, row: Row) -> None:
+        arrow = "▾" if row.expanded else "▸"
+        status = row.status or "running…"
+        link = _link(row.id, theme.TOOL_TEXT)
+        cursor.insertText(f"{arrow}  ⚙ ", link)
+        cursor.insertText(row.title, _link(row.id, theme.TOOL_TEXT, mono=True))
+        error = row.status.startswith("error")
+        cursor.insertText(
+            f"   → {status}", _link(row.id, theme.ERROR_TEXT if error else theme.MUTED)
+        )
+        if not row.expanded:
+            return
+        if row.detail:
+            cursor.insertBlock(_block(top=6), _char(theme.MUTED, scale=0.85))
+            cursor.insertText("arguments", _char(theme.MUTED, scale=0.85, bold=True))
+            self._insert_mono(cursor, row.detail)
+        cursor.insertBlock(_block(top=6), _char(theme.MUTED, scale=0.85))
+        cursor.insertText("result", _char(theme.MUTED, scale=0.85, bold=True))
+        self._insert_mono(cursor, row.text or "(nothing yet)")
+
+    def _fill_summary(self, cursor: QTextCursor, row: Row) -> None:
+        arrow = "▾" if row.expanded else "▸"
+        cursor.insertText(
+            f"{arrow}  Checkpoint summary written by compaction", _link(row.id, theme.COMPACT_TEXT)
+        )
+        if row.expanded:
+            cursor.insertBlock(_block(top=6), _char(theme.TEXT))
+            self._insert_markdown(cursor, row.text)
+
+    def _insert_mono(self, cursor: QTextCursor, text: str) -> None:
+        fmt = _char(theme.TEXT, scale=0.88)
+        fmt.setFontFamilies([MONO_FAMILY, "monospace"])
+        for line in text.split("\n"):
+            cursor.insertBlock(_block(indent=12), fmt)
+            cursor.insertText(line, fmt)
 
     def _insert_markdown(self, cursor: QTextCursor, text: str) -> None:
         if not text.strip():
             cursor.insertText("(no text)", _char(theme.MUTED, italic=True))
             return
-        start = cursor.position()
-        cursor.insertMarkdown(text)
-        _style_code_blocks(self.document().findBlock(start), cursor.position())
+        cursor.insertHtml(self._markdown.to_html(text))
 
     def _frame_format(self, row: Row) -> QTextFrameFormat:
         fmt = QTextFrameFormat()
@@ -189,22 +308,24 @@ class TranscriptView(QTextBrowser):
         elif row.kind == "assistant":
             fmt.setRightMargin(48)
         elif row.kind == "notice":
-            warning = row.level == "warning"
-            fmt.setBackground(QBrush(QColor(theme.WARNING_BG if warning else theme.INFO_BG)))
+            fmt.setBackground(QBrush(QColor(_notice_background(row))))
             fmt.setPadding(6)
         elif row.kind == "error":
             fmt.setBackground(QBrush(QColor(theme.ERROR_BG)))
             fmt.setBorder(1)
             fmt.setBorderBrush(QBrush(QColor(theme.ERROR_BORDER)))
             fmt.setPadding(6)
+        elif row.kind in ("tool", "summary"):
+            fmt.setBackground(QBrush(QColor(theme.TOOL_BG)))
+            fmt.setBorder(1)
+            fmt.setBorderBrush(QBrush(QColor(theme.BORDER)))
+            fmt.setPadding(6)
+            fmt.setRightMargin(48)
         else:  # receipt: a quiet line under the answer it belongs to
             fmt.setPadding(0)
             fmt.setTopMargin(0)
             fmt.setLeftMargin(10)
         return fmt
-
-    def _body_format(self) -> QTextCharFormat:
-        return _char(theme.TEXT)
 
     def _stream_row_index(self) -> int:
         for index in range(len(self._rows) - 1, -1, -1):
@@ -214,6 +335,14 @@ class TranscriptView(QTextBrowser):
 
     def _keeping_scroll(self) -> _ScrollKeeper:
         return _ScrollKeeper(self)
+
+    @Slot(QUrl)
+    def _on_anchor(self, url: QUrl) -> None:
+        if url.scheme() == TOGGLE_SCHEME:
+            try:
+                self.toggle(int(url.path() or url.host()))
+            except ValueError:
+                return
 
 
 class _ScrollKeeper:
@@ -231,40 +360,70 @@ class _ScrollKeeper:
             self._bar.setValue(self._bar.maximum())
 
 
-def _style_code_blocks(block: QTextBlock, end: int) -> None:
-    """Give fenced code a tinted background and a little air (Qt's Markdown gives it none)."""
-    previous_was_code = False
-    while block.isValid() and block.position() <= end:
-        is_code = block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence)
-        if is_code:
-            following = block.next()
-            next_is_code = following.isValid() and following.blockFormat().hasProperty(
-                QTextFormat.Property.BlockCodeFence
+def rows_for(messages: list[Message]) -> list[Row]:
+    """The rows a saved conversation shows. System prompts and the continuation nudge are
+    not shown; a tool call and its result are one row."""
+    rows: list[Row] = []
+    calls: dict[str, Row] = {}
+    for message in messages:
+        if message.is_notice:
+            rows.append(
+                Row(
+                    "notice",
+                    message.content,
+                    level=str(message.meta_value("level", "info")),
+                    marker=str(message.meta_value("marker", "") or ""),
+                )
             )
-            fmt = QTextBlockFormat()
-            fmt.setBackground(QBrush(QColor(theme.CODE_BG)))
-            fmt.setTextIndent(CODE_PADDING)
-            fmt.setTopMargin(0 if previous_was_code else 4)
-            fmt.setBottomMargin(0 if next_is_code else 8)
-            QTextCursor(block).mergeBlockFormat(fmt)
-        previous_was_code = is_code
-        block = block.next()
+        elif message.role == "user":
+            if message.kind != "continuation":
+                rows.append(Row("user", message.content))
+        elif message.role == "assistant":
+            if message.kind == "summary":
+                rows.append(Row("summary", message.content))
+                continue
+            if message.content.strip():
+                rows.append(Row("assistant", message.content))
+            for call in message.tool_calls:
+                title, detail = describe_call(call.name, call.arguments)
+                row = Row("tool", "", title=title, detail=detail, key=call.id)
+                calls[call.id] = row
+                rows.append(row)
+        elif message.role == "tool":
+            row = calls.get(message.tool_call_id or "")
+            if row is not None:
+                row.text = message.content[:2_000]
+                row.status = f"{len(message.content):,} chars"
+    return rows
+
+
+def _notice_look(row: Row) -> tuple[str, str]:
+    if row.marker == "compaction":
+        return theme.COMPACT_TEXT, "⇊"
+    if row.level == "warning":
+        return theme.WARNING_TEXT, "⚠"
+    return theme.MUTED, "ℹ"
+
+
+def _notice_background(row: Row) -> str:
+    if row.marker == "compaction":
+        return theme.COMPACT_BG
+    return theme.WARNING_BG if row.level == "warning" else theme.INFO_BG
+
+
+def _link(row_id: int, colour: str, *, mono: bool = False) -> QTextCharFormat:
+    fmt = _char(colour, scale=0.92)
+    fmt.setAnchor(True)
+    fmt.setAnchorHref(f"{TOGGLE_SCHEME}:{row_id}")
+    if mono:
+        fmt.setFontFamilies([MONO_FAMILY, "monospace"])
+    return fmt
 
 
 def _gap_block(height: float) -> QTextBlockFormat:
     fmt = QTextBlockFormat()
     fmt.setLineHeight(height, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
     return fmt
-
-
-def _row_for(message: Message) -> Row | None:
-    if message.is_notice:
-        return Row("notice", message.content, level=str(message.meta_value("level", "info")))
-    if message.role == "user":
-        return Row("user", message.content)
-    if message.role == "assistant" and message.content.strip():
-        return Row("assistant", message.content)
-    return None  # system prompts and tool traffic are not part of the minimal transcript
 
 
 def _char(
@@ -281,9 +440,12 @@ def _char(
     return fmt
 
 
-def _block(*, bottom: float = 0) -> QTextBlockFormat:
+def _block(*, bottom: float = 0, top: float = 0, indent: float = 0) -> QTextBlockFormat:
     fmt = QTextBlockFormat()
     fmt.setBottomMargin(bottom)
+    fmt.setTopMargin(top)
+    if indent:
+        fmt.setLeftMargin(indent)
     return fmt
 
 

@@ -62,9 +62,10 @@ def test_the_header_shows_the_context_numbers_and_the_window_source(qtbot, open_
     d = open_desktop(
         window=131072,
         source="server",
-        turns=[FakeTurn(prompt_tokens=5900, completion_tokens=100)],
+        turns=[FakeTurn(prompt_tokens=6000, completion_tokens=100)],
     )
-    assert "ctx –/128K server" in d.window.header.text()
+    # Before any request the header shows Brim's own estimate of the prompt, marked with ~.
+    assert "ctx ~180/128K server" in d.window.header.text()
     _type_and_send(qtbot, d.window, "Hello")
     qtbot.waitUntil(lambda: "ctx 6K/128K server" in d.window.header.text())
     qtbot.waitUntil(lambda: d.window.header.state() == "ready")

@@ -14,18 +14,45 @@ import uuid
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from engine.context.budget import ContextBudget
 from engine.events import (
+    CompactionEvent,
     ContextEvent,
+    ContextReportEvent,
     DeltaEvent,
     ErrorEvent,
     EventSink,
+    LoadProgressEvent,
     NoticeEvent,
     StateEvent,
+    ToolCallEvent,
+    ToolResultEvent,
     TurnEndEvent,
     UsageEvent,
+    UsageReportEvent,
     WindowEvent,
+    WorkStateEvent,
 )
-from engine.messages import Message, assistant, notice, user
+from engine.messages import Message, ToolCall, assistant, notice, tool_result, user
+from engine.report import (
+    Category,
+    ContextReport,
+    RequestTracker,
+    UsageReport,
+    build_context_report,
+    build_usage_report,
+    compaction_row,
+)
+from engine.store.records import UsageSummary
+
+
+@dataclass
+class FakeToolUse:
+    """A tool call the fake model makes before its answer, and what the tool returned."""
+
+    name: str
+    arguments: str = "{}"
+    result: str = "ok"
 
 
 @dataclass
@@ -45,6 +72,9 @@ class FakeTurn:
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     elapsed_s: float | None = None  # what TurnEndEvent reports (default: the real time taken)
+    tools: list[FakeToolUse] = field(default_factory=list)
+    # Compact before answering: (messages before, messages after, tokens the history drops to).
+    compaction: tuple[int, int, int] | None = None
 
 
 class FakeSession:
@@ -62,6 +92,8 @@ class FakeSession:
         start_delay_s: float = 0.0,
         start_error: Exception | None = None,
         base_prompt_tokens: int = 180,
+        load_progress: list[float] | None = None,
+        work_state: str = "",
     ) -> None:
         self._sink = sink
         self._turns = list(turns or [])
@@ -72,6 +104,14 @@ class FakeSession:
         self._start_delay_s = start_delay_s
         self._start_error = start_error
         self._used = base_prompt_tokens
+        self._base = base_prompt_tokens
+        self._load_progress = list(load_progress or [])
+        self._tracker = RequestTracker()
+        self._tracker.resumed = bool(history)
+        self._usage: list[tuple[int, int, int | None]] = []
+        self.work_state = work_state
+        self.retries = 0
+        self.commands: list[str] = []
         self._cancel: asyncio.Event | None = None
         self._lock = threading.Lock()
         self.agent = SimpleNamespace(name=agent_name, model=model)
@@ -88,7 +128,10 @@ class FakeSession:
     async def start(self) -> None:
         self._enter()
         self._sink(StateEvent("loading model"))
-        if self._start_delay_s:
+        for fraction in self._load_progress:
+            self._sink(LoadProgressEvent(fraction))
+            await asyncio.sleep(self._start_delay_s / max(1, len(self._load_progress)))
+        if self._start_delay_s and not self._load_progress:
             await asyncio.sleep(self._start_delay_s)
         if self._start_error is not None:
             raise self._start_error
@@ -103,6 +146,7 @@ class FakeSession:
         for warning in self._window_warnings:  # like the real session: saved, then emitted
             self._history.append(notice(warning, "warning"))
             self._sink(NoticeEvent("warning", warning))
+        self._sink(ContextReportEvent(self.context_report()))
         self._sink(StateEvent("ready"))
 
     async def send(self, text: str) -> None:
@@ -116,6 +160,15 @@ class FakeSession:
         self._sink(StateEvent("streaming"))
         for event in turn.notices:
             self._sink(event)
+        if turn.compaction is not None:
+            self._compact(*turn.compaction)
+        for index, use in enumerate(turn.tools):
+            call = ToolCall(f"call_{len(self.sent)}_{index}", use.name, use.arguments)
+            self._history.append(assistant("", (call,)))
+            self._sink(ToolCallEvent(call.id, call.name, call.arguments))
+            await asyncio.sleep(turn.delay_s)
+            self._history.append(tool_result(call, use.result))
+            self._sink(ToolResultEvent(call.id, call.name, len(use.result), False, use.result))
         produced: list[str] = []
         try:
             for delta in turn.deltas:
@@ -132,15 +185,19 @@ class FakeSession:
             prompt = turn.prompt_tokens or self._used + len(text) // 4 + 8
             completion = turn.completion_tokens or len(produced)
             self._used = prompt + completion
+            self._usage.append((prompt, completion, turn.cached_tokens))
             self._sink(UsageEvent(prompt, completion, turn.cached_tokens))
+            self._tracker.on_usage(prompt, turn.cached_tokens)
+            self._tracker.on_context(prompt, self._window, estimated=False)
             self._sink(
                 ContextEvent(
-                    used=self._used,
+                    used=prompt,
                     window=self._window,
-                    percent=100.0 * self._used / self._window,
+                    percent=100.0 * prompt / self._window,
                     source=self._source,
                 )
             )
+            self._sink(ContextReportEvent(self.context_report()))
             elapsed = turn.elapsed_s or max(time.monotonic() - began, 1e-3)
             self._sink(TurnEndEvent(elapsed, prompt, completion, completion / elapsed))
         finally:
@@ -163,3 +220,80 @@ class FakeSession:
     def history(self) -> list[Message]:
         self._enter()
         return list(self._history)
+
+    def transcript(self) -> list[Message]:
+        return self.history()
+
+    # -- what the real session also answers (engine/report.py builds the values) ----------
+
+    def context_report(self) -> ContextReport:
+        messages = max(0, self._used - self._base)
+        return build_context_report(
+            budget=ContextBudget(self._window),
+            source=self._source,
+            estimate=self._used,
+            tracker=self._tracker,
+            categories=[
+                Category("System prompt", self._base),
+                Category("Tool schemas", 0),
+                Category("Project context", 0),
+                Category("Memory", 0),
+                Category("Messages", messages),
+            ],
+        )
+
+    def usage_report(self) -> UsageReport:
+        if not self._usage:
+            return build_usage_report([])
+        cached = [c for _, _, c in self._usage if c is not None]
+        return build_usage_report(
+            [
+                UsageSummary(
+                    "embedded",
+                    self.agent.model,
+                    len(self._usage),
+                    sum(p for p, _, _ in self._usage),
+                    sum(cached) if cached else None,
+                    sum(c for _, c, _ in self._usage),
+                )
+            ]
+        )
+
+    def answer_command(self, command: str) -> None:
+        self._enter()
+        self.commands.append(command)
+        if command == "/context":
+            self._sink(ContextReportEvent(self.context_report(), snapshot=True))
+        elif command == "/usage":
+            self._sink(UsageReportEvent(self.usage_report()))
+        elif command == "/work":
+            self._sink(WorkStateEvent(self.work_state))
+        elif command == "/work clear":
+            self.work_state = ""
+            self._sink(WorkStateEvent("", cleared=True))
+
+    async def open_conversation(self, conversation_id: str | None) -> None:
+        self._enter()
+        self.conversation_id = conversation_id or uuid.uuid4().hex
+        self._history = []
+        self._used = self._base
+        self._tracker.reset()
+        self._sink(ContextReportEvent(self.context_report()))
+        self._sink(StateEvent("ready"))
+
+    async def retry(self) -> None:
+        self._enter()
+        self.retries += 1
+        self._sink(StateEvent("ready"))
+
+    def _compact(self, before: int, after: int, drops_to: int) -> None:
+        self._sink(StateEvent("compacting"))
+        self._sink(CompactionEvent("started", "preflight", messages_before=before))
+        self._sink(CompactionEvent("finished", "preflight", before, after, self._used - drops_to))
+        text = compaction_row(before, after, self._used, self._window, "preflight")
+        self._history.append(notice(text).with_meta(marker="compaction"))
+        self._sink(NoticeEvent("info", text, "compaction"))
+        self._tracker.on_marker("compaction", f"{before} -> {after} messages")
+        self._used = drops_to
+        self._sink(ContextReportEvent(self.context_report()))
+        self._sink(StateEvent("streaming"))

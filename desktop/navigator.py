@@ -1,0 +1,257 @@
+"""Agents and conversations: the sidebar's requests turned into engine intents.
+
+The library (engine/library.py) is opened and read on the engine thread; results come back
+through the bridge. Switching within one agent keeps its engine (and loaded model); another
+agent gets a session of its own. Start-up problems — a broken agent file, no usable agent,
+a first start — are said in the window, never as a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QObject, Slot
+from PySide6.QtWidgets import QFileDialog
+
+from desktop.bridge import EngineBridge, SessionFactory, SessionInfo
+from desktop.main_window import MainWindow
+from engine.config import AgentConfig
+from engine.events import EventSink
+from engine.library import LAST_AGENT, LAST_CONVERSATION, WORKSPACE, Choice, Library, Listing
+from engine.paths import BrimPaths
+from engine.tools import Approver
+
+# Builds the factory for one agent's session: (agent, conversation id or None, workspace,
+# approver) -> factory(sink).
+MakeSession = Callable[[AgentConfig, str | None, Path | None, Approver], SessionFactory]
+
+GEOMETRY = "window_geometry"
+SPLITTER = "splitter_sizes"
+
+
+def chat_session_maker(paths: BrimPaths) -> MakeSession:
+    """Real sessions: `engine.session.ChatSession`, imported on first use."""
+
+    def make(
+        agent: AgentConfig,
+        conversation_id: str | None,
+        workspace: Path | None,
+        approver: Approver,
+    ) -> SessionFactory:
+        def factory(sink: EventSink):  # type: ignore[no-untyped-def]
+            from engine.session import ChatSession
+
+            return ChatSession(
+                agent,
+                paths,
+                sink,
+                conversation_id=conversation_id,
+                workspace=workspace,
+                approver=approver,
+            )
+
+        return factory
+
+    return make
+
+
+class Navigator(QObject):
+    def __init__(
+        self,
+        window: MainWindow,
+        bridge: EngineBridge,
+        library: Library,
+        approver: Approver,
+        make_session: MakeSession,
+        *,
+        workspace: Path | None = None,
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.bridge = bridge
+        self.library = library
+        self.approver = approver
+        self.make_session = make_session
+        self.workspace_override = workspace
+        self.listing: Listing | None = None
+        self.agent: AgentConfig | None = None
+        self.conversation_id: str | None = None
+        self._session_open = False
+        sidebar = window.sidebar
+        sidebar.open_requested.connect(self.open)
+        sidebar.rename_requested.connect(self.rename)
+        sidebar.delete_requested.connect(self.delete)
+        sidebar.restore_requested.connect(self.restore)
+        sidebar.folder_requested.connect(self.choose_folder)
+        bridge.opened.connect(self._on_opened)
+        bridge.turn_finished.connect(self.refresh)
+        window.closing.connect(self.save_window)
+
+    # -- start -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        settings = self.library.settings()
+        self._restore_window(settings)
+        folder = self.workspace_override or settings.get(WORKSPACE)
+        self.window.sidebar.set_folder(str(folder) if folder else None)
+        self.bridge.call(self._startup, self._started, self._startup_failed)
+
+    def _startup(self) -> tuple[Listing, Choice | None, Path | None]:  # on the engine thread
+        self.library.open()
+        listing = self.library.listing()
+        choice = self.library.choose()
+        workspace = None
+        if choice is not None:
+            workspace = self.library.workspace_for(choice.conversation_id)
+            if choice.conversation_id is None and self.workspace_override is not None:
+                workspace = self.workspace_override
+        return listing, choice, workspace
+
+    def _started(self, result: tuple[Listing, Choice | None, Path | None]) -> None:
+        listing, choice, workspace = result
+        self.listing = listing
+        current = choice.conversation_id if choice else None
+        self.window.sidebar.set_listing(listing, current)
+        paths = self.library.paths
+        if listing.problems:
+            count = len(listing.problems)
+            noun = "agent file" if count == 1 else "agent files"
+            self.window.setup_banner.show_message(
+                "warning",
+                f"{count} {noun} could not be loaded",
+                "\n".join(listing.problems) + "\nThe other agents work; fix the file and restart.",
+            )
+        elif listing.created_default is not None:
+            self.window.setup_banner.show_message(
+                "info",
+                "First start",
+                f"Brim wrote the default agent to {listing.created_default}. It runs the "
+                "bundled model on this machine; edit the file to use Ollama, llama-server, "
+                "vLLM or SGLang instead.",
+            )
+        if choice is None:
+            self.window.banner.show_error(
+                "no_agent",
+                f"Every agent file in {paths.agents_dir} has a problem; fix one and restart.",
+            )
+            self.window.header.set_state("not started")
+            return
+        self._open_session(choice.agent, choice.conversation_id, workspace)
+
+    def _startup_failed(self, message: str) -> None:
+        self.window.banner.show_error("startup", message)
+        self.window.header.set_state("not started")
+
+    # -- switching -------------------------------------------------------------------------
+
+    @Slot(str, object)
+    def open(self, agent_name: str, conversation_id: str | None) -> None:
+        """Open a conversation (None: a new one) of an agent from the sidebar."""
+        if self.bridge.busy:
+            self.window.banner.show_error(
+                "busy", "A turn is still running; wait or cancel it first."
+            )
+            return
+        if self.agent is not None and agent_name == self.agent.name and self._session_open:
+            if self.bridge.switch_conversation(conversation_id):
+                self.window.prepare_for_conversation()
+            return
+        entry = self.listing.agent(agent_name) if self.listing else None
+        if entry is None or entry.config is None:
+            return
+        config = entry.config
+
+        def workspace() -> Path | None:
+            found = self.library.workspace_for(conversation_id)
+            if conversation_id is None and self.workspace_override is not None:
+                return self.workspace_override
+            return found
+
+        self.bridge.call(workspace, lambda ws: self._open_session(config, conversation_id, ws))
+
+    def _open_session(
+        self, agent: AgentConfig, conversation_id: str | None, workspace: Path | None
+    ) -> None:
+        self.agent = agent
+        factory = self.make_session(agent, conversation_id, workspace, self.approver)
+        self.window.prepare_for_conversation()
+        self.window.header.set_agent(agent.name, agent.model)
+        if self._session_open:
+            self.bridge.reopen(factory)
+        else:
+            self.bridge.open(factory)
+        self._session_open = True
+
+    @Slot(object)
+    def _on_opened(self, info: SessionInfo) -> None:
+        self.conversation_id = info.conversation_id
+        if self.agent is not None:
+            self.window.sidebar.set_current(self.agent.name, info.conversation_id)
+            self.library.save_settings(
+                **{LAST_AGENT: self.agent.name, LAST_CONVERSATION: info.conversation_id}
+            )
+        self.refresh()
+
+    # -- the list --------------------------------------------------------------------------
+
+    @Slot()
+    def refresh(self) -> None:
+        keep = self.conversation_id
+
+        def done(listing: Listing) -> None:
+            self.listing = listing
+            self.window.sidebar.set_listing(listing, keep)
+
+        self.bridge.call(lambda: self.library.listing(keep=keep), done)
+
+    @Slot(str, str)
+    def rename(self, conversation_id: str, title: str) -> None:
+        self.bridge.call(lambda: self.library.rename(conversation_id, title), self._refreshed)
+
+    @Slot(str, str)
+    def delete(self, conversation_id: str, _title: str) -> None:
+        def after(_: Any) -> None:
+            if conversation_id == self.conversation_id and self.agent is not None:
+                self.open(self.agent.name, None)  # the open one went: start a fresh one
+            else:
+                self.refresh()
+
+        self.bridge.call(lambda: self.library.delete(conversation_id), after)
+
+    @Slot(str)
+    def restore(self, conversation_id: str) -> None:
+        self.bridge.call(lambda: self.library.restore(conversation_id), self._refreshed)
+
+    def _refreshed(self, _: Any) -> None:
+        self.refresh()
+
+    @Slot()
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self.window, "The folder the agent works in")
+        if not folder:
+            return
+        self.workspace_override = Path(folder)
+        self.library.save_settings(**{WORKSPACE: folder})
+        self.window.sidebar.set_folder(folder)
+        self.window.setup_banner.show_message(
+            "info", "Folder chosen", f"New conversations will work in {folder}."
+        )
+
+    # -- the window's place ----------------------------------------------------------------
+
+    def _restore_window(self, settings: dict[str, Any]) -> None:
+        geometry = settings.get(GEOMETRY)
+        if isinstance(geometry, str) and geometry:
+            self.window.restoreGeometry(QByteArray.fromBase64(geometry.encode("ascii")))
+        sizes = settings.get(SPLITTER)
+        if isinstance(sizes, list) and all(isinstance(n, int) and n > 0 for n in sizes):
+            self.window.splitter.setSizes(sizes)
+
+    @Slot()
+    def save_window(self) -> None:
+        geometry = bytes(self.window.saveGeometry().toBase64().data()).decode("ascii")
+        self.library.save_settings(
+            **{GEOMETRY: geometry, SPLITTER: list(self.window.splitter.sizes())}
+        )

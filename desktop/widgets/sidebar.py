@@ -1,0 +1,273 @@
+"""The sidebar: agents and their conversations; new, open, rename, delete with undo.
+
+It shows the engine's `Listing` (engine/library.py) and says what the user asked for; the
+window turns each request into an intent on the engine thread. A broken agent file is listed
+with its error instead of its conversations, so the user sees which file to fix.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QBrush, QColor, QFont, QKeyEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop import theme
+from engine.library import Listing
+
+ROLE = Qt.ItemDataRole.UserRole
+UNDO_SECONDS = 10
+UNTITLED = "New conversation"
+
+
+class _Tree(QTreeWidget):
+    delete_pressed = Signal(object)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() == Qt.Key.Key_Delete and self.currentItem() is not None:
+            self.delete_pressed.emit(self.currentItem())
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+
+class Sidebar(QFrame):
+    open_requested = Signal(str, object)  # agent name, conversation id (None: a new one)
+    rename_requested = Signal(str, str)  # conversation id, new title
+    delete_requested = Signal(str, str)  # conversation id, its title (for the undo bar)
+    restore_requested = Signal(str)  # conversation id
+    folder_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sidebar")
+        self._listing: Listing | None = None
+        self._current: str | None = None
+        self._current_agent: str | None = None
+        self._filling = False
+        self._undo_id: str | None = None
+
+        title = QLabel("AGENTS", objectName="sectionTitle")
+        self.new_button = QPushButton("＋ New conversation", objectName="flat")
+        self.new_button.setToolTip("Start a new conversation with the current agent (/new)")
+        self.new_button.clicked.connect(self._new_for_current)
+        self.tree = _Tree(objectName="agents")
+        self.tree.setHeaderHidden(True)
+        self.tree.setIndentation(14)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._menu)
+        self.tree.itemActivated.connect(self._activated)
+        self.tree.itemClicked.connect(self._activated)
+        self.tree.itemChanged.connect(self._changed)
+        self.tree.delete_pressed.connect(self._delete_item)
+
+        self.undo_bar = QFrame(objectName="undoBar")
+        self.undo_label = QLabel("", objectName="undoText")
+        self.undo_button = QPushButton("Undo", objectName="undoButton")
+        self.undo_button.clicked.connect(self._undo)
+        undo = QHBoxLayout(self.undo_bar)
+        undo.setContentsMargins(10, 6, 6, 6)
+        undo.addWidget(self.undo_label, 1)
+        undo.addWidget(self.undo_button)
+        self.undo_bar.hide()
+        self._undo_timer = QTimer(self)
+        self._undo_timer.setSingleShot(True)
+        self._undo_timer.timeout.connect(self.undo_bar.hide)
+
+        self.folder_button = QPushButton("Folder: none (tools off)", objectName="flat")
+        self.folder_button.setToolTip(
+            "The folder new conversations work in; without one the agent only chats"
+        )
+        self.folder_button.clicked.connect(self.folder_requested)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+        layout.addWidget(title)
+        layout.addWidget(self.new_button)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.undo_bar)
+        layout.addWidget(self.folder_button)
+
+    # -- what it shows ---------------------------------------------------------------------
+
+    def set_listing(self, listing: Listing, current: str | None = None) -> None:
+        self._listing = listing
+        if current is not None:
+            self._current = current
+        self._filling = True
+        self.tree.clear()
+        bold = QFont(self.font())
+        bold.setWeight(QFont.Weight.DemiBold)
+        for entry in listing.agents:
+            item = QTreeWidgetItem([entry.name])
+            item.setData(0, ROLE, ("agent", entry.name, entry.usable))
+            item.setFont(0, bold)
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            if not entry.usable:
+                item.setText(0, f"⚠ {entry.name}")
+                item.setForeground(0, QBrush(QColor(theme.ERROR_TEXT)))
+                item.setToolTip(0, entry.error or "")
+                problem = QTreeWidgetItem([(entry.error or "").splitlines()[0]])
+                problem.setToolTip(0, entry.error or "")
+                problem.setForeground(0, QBrush(QColor(theme.ERROR_TEXT)))
+                problem.setData(0, ROLE, ("problem", entry.name, False))
+                problem.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                item.addChild(problem)
+            for info in listing.conversations.get(entry.name, ()):
+                child = QTreeWidgetItem([info.title or UNTITLED])
+                child.setData(0, ROLE, ("conversation", info.id, entry.usable))
+                child.setToolTip(
+                    0,
+                    f"{info.title or UNTITLED}\n{info.message_count} messages · updated "
+                    f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(info.updated))}",
+                )
+                flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+                if entry.usable:
+                    flags |= Qt.ItemFlag.ItemIsEditable
+                child.setFlags(flags)
+                item.addChild(child)
+            self.tree.addTopLevelItem(item)
+            item.setExpanded(True)
+        self._filling = False
+        self._mark_current()
+
+    def set_current(self, agent: str, conversation_id: str) -> None:
+        self._current_agent = agent
+        self._current = conversation_id
+        self._mark_current()
+
+    def set_folder(self, folder: str | None) -> None:
+        if folder:
+            name = folder.rstrip("/").rsplit("/", 1)[-1] or folder
+            self.folder_button.setText(f"Folder: {name}")
+            self.folder_button.setToolTip(f"New conversations work in {folder}")
+        else:
+            self.folder_button.setText("Folder: none (tools off)")
+
+    def conversation_titles(self, agent: str) -> list[str]:
+        for index in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(index)
+            if item.data(0, ROLE)[1] == agent:
+                return [
+                    item.child(i).text(0)
+                    for i in range(item.childCount())
+                    if item.child(i).data(0, ROLE)[0] == "conversation"
+                ]
+        return []
+
+    def item_for(self, conversation_id: str) -> QTreeWidgetItem | None:
+        for index in range(self.tree.topLevelItemCount()):
+            agent = self.tree.topLevelItem(index)
+            for i in range(agent.childCount()):
+                child = agent.child(i)
+                data = child.data(0, ROLE)
+                if data[0] == "conversation" and data[1] == conversation_id:
+                    return child
+        return None
+
+    def agent_of(self, item: QTreeWidgetItem) -> str:
+        parent = item.parent() or item
+        return str(parent.data(0, ROLE)[1])
+
+    def show_undo(self, conversation_id: str, title: str) -> None:
+        self._undo_id = conversation_id
+        self.undo_label.setText(f"Deleted “{title or UNTITLED}”")
+        self.undo_bar.show()
+        self._undo_timer.start(UNDO_SECONDS * 1000)
+
+    # -- requests --------------------------------------------------------------------------
+
+    def rename(self, conversation_id: str, title: str) -> None:
+        item = self.item_for(conversation_id)
+        if item is not None and title.strip():
+            item.setText(0, title.strip())  # itemChanged asks for the rename
+
+    def delete(self, conversation_id: str) -> None:
+        item = self.item_for(conversation_id)
+        if item is not None:
+            self._delete_item(item)
+
+    def _mark_current(self) -> None:
+        if self._current is None:
+            return
+        item = self.item_for(self._current)
+        bold = QFont(self.font())
+        for index in range(self.tree.topLevelItemCount()):
+            agent = self.tree.topLevelItem(index)
+            for i in range(agent.childCount()):
+                agent.child(i).setFont(0, bold if agent.child(i) is item else self.font())
+        if item is not None:
+            self._filling = True
+            self.tree.setCurrentItem(item)
+            self._filling = False
+
+    @Slot(QTreeWidgetItem, int)
+    def _activated(self, item: QTreeWidgetItem, _column: int = 0) -> None:
+        kind, key, usable = item.data(0, ROLE)
+        if kind == "conversation" and usable and key != self._current:
+            self.open_requested.emit(self.agent_of(item), key)
+
+    @Slot(QTreeWidgetItem, int)
+    def _changed(self, item: QTreeWidgetItem, _column: int) -> None:
+        if self._filling:
+            return
+        kind, key, _ = item.data(0, ROLE)
+        if kind == "conversation" and item.text(0).strip() and item.text(0) != UNTITLED:
+            self.rename_requested.emit(key, item.text(0).strip())
+
+    @Slot(object)
+    def _delete_item(self, item: QTreeWidgetItem) -> None:
+        kind, key, _ = item.data(0, ROLE)
+        if kind != "conversation":
+            return
+        title = item.text(0)
+        parent = item.parent()
+        if parent is not None:
+            parent.removeChild(item)
+        self.delete_requested.emit(key, title)
+        self.show_undo(key, title)
+
+    @Slot()
+    def _undo(self) -> None:
+        if self._undo_id is not None:
+            self.restore_requested.emit(self._undo_id)
+        self._undo_id = None
+        self.undo_bar.hide()
+        self._undo_timer.stop()
+
+    @Slot()
+    def _new_for_current(self) -> None:
+        agent = self._current_agent
+        if agent is None and self._listing is not None:
+            agent = next((a.name for a in self._listing.agents if a.usable), None)
+        if agent is not None:
+            self.open_requested.emit(agent, None)
+
+    @Slot(QPoint)
+    def _menu(self, point: QPoint) -> None:
+        item = self.tree.itemAt(point)
+        if item is None:
+            return
+        kind, key, usable = item.data(0, ROLE)
+        menu = QMenu(self)
+        if kind == "agent" and usable:
+            menu.addAction("New conversation", lambda: self.open_requested.emit(key, None))
+        elif kind == "conversation":
+            if usable:
+                menu.addAction("Open", lambda: self.open_requested.emit(self.agent_of(item), key))
+                menu.addAction("Rename", lambda: self.tree.editItem(item, 0))
+            menu.addAction("Delete", lambda: self._delete_item(item))
+        if not menu.isEmpty():
+            menu.exec(self.tree.viewport().mapToGlobal(point))
