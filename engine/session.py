@@ -624,6 +624,8 @@ class ChatSession:
             else:
                 self._compaction_row = None
             self._emit(event)
+            if event.phase == "started":  # the header says so while the summary is written
+                self._emit(StateEvent("compacting"))
             return
         if isinstance(event, NoticeEvent):
             if event.text.endswith("auto-compacting…"):
