@@ -287,6 +287,7 @@ class ChatSession:
             schema_tokens=counter.count_tools(schemas),
             framing_tokens=counter.request_overhead(bool(schemas)),
             instructions=instructions,
+            memory_texts=[self._memory_line] if self._memory_line else [],
         )
         return build_context_report(
             budget=loop.context.budget,
