@@ -180,18 +180,25 @@ def render_context_message(message: Message) -> str | None:
     return f"[{message.role}] {text.strip()}"
 
 
+_EARLIER_HEAD = "Earlier in the conversation (already reflected):"
+_SUMMARY_HEAD = "Summary of the conversation so far:"
+_LATER_HEAD = "Later in the conversation (after the part to scan):"
+
+
 def build_context_block(inp: ScanInput, count_text: CountText, budget: int) -> str:
     """The context block, at most `budget` tokens: the summary first, then the newest later
     messages, then the newest earlier ones; shown in conversation order."""
+    budget -= sum(count_text(h) for h in (_EARLIER_HEAD, _SUMMARY_HEAD, _LATER_HEAD))
     if budget <= 0:
         return ""
     used = 0
     summary = inp.summary.strip()
     if summary:
         cost = count_text(summary)
-        if cost > budget:
-            summary = summary[: max(0, int(len(summary) * budget / max(cost, 1)) - 20)]
-            cost = count_text(summary)
+        while summary and cost > budget:
+            keep = min(len(summary) - 1, int(len(summary) * budget / max(cost, 1) * 0.95))
+            summary = summary[: max(0, keep)].rstrip()
+            cost = count_text(summary) if summary else 0
         used += cost
     later: list[str] = []
     for message in reversed(list(inp.later)):
@@ -215,11 +222,11 @@ def build_context_block(inp: ScanInput, count_text: CountText, budget: int) -> s
         used += cost
     parts: list[str] = []
     if earlier:
-        parts.append("Earlier in the conversation (already reflected):\n" + "\n".join(earlier))
+        parts.append(_EARLIER_HEAD + "\n" + "\n".join(earlier))
     if summary:
-        parts.append("Summary of the conversation so far:\n" + summary)
+        parts.append(_SUMMARY_HEAD + "\n" + summary)
     if later:
-        parts.append("Later in the conversation (after the part to scan):\n" + "\n".join(later))
+        parts.append(_LATER_HEAD + "\n" + "\n".join(later))
     return "\n\n".join(parts)
 
 

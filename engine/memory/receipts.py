@@ -146,7 +146,12 @@ class Receipts:
                 tickets[tid]["completed_at"] = record.get("at")
                 if "prompt_tokens" in record:
                     tickets[tid]["prompt_tokens"] = record["prompt_tokens"]
-        return sorted(tickets.values(), key=lambda r: float(r.get("at", 0)), reverse=True)
+        order = {tid: i for i, tid in enumerate(tickets)}
+        return sorted(
+            tickets.values(),
+            key=lambda r: (float(r.get("at", 0)), order[str(r.get("ticket", ""))]),
+            reverse=True,
+        )
 
     def ticket_count(self, scope_key: str, entry_id: str) -> int:
         return len(self.records(scope_key, entry_id))

@@ -32,10 +32,13 @@ def role_of(body: dict[str, Any]) -> str:
     return "chat"
 
 
-def sources_in(body: dict[str, Any]) -> dict[str, str]:
+def tags_in(prompt: str) -> dict[str, str]:
     """source ID -> the user message's text, as the extractor prompt shows them."""
-    prompt = str(body["messages"][1]["content"])
     return {tag: text for tag, text in _SOURCE.findall(prompt)}
+
+
+def sources_in(body: dict[str, Any]) -> dict[str, str]:
+    return tags_in(str(body["messages"][1]["content"]))
 
 
 @dataclass
