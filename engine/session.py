@@ -449,6 +449,7 @@ class ChatSession:
             max_tokens=request.max_tokens,
             temperature=0.2,
             num_ctx=self.agent.num_ctx if self._provider.kind == "ollama" else None,
+            stop=list(request.stop),
         )
         async for item in self._provider.stream_chat(model, request.messages, options):
             if isinstance(item, TextDelta):

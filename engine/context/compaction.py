@@ -63,6 +63,7 @@ class SummaryRequest:
 
     messages: list[Message]
     max_tokens: int
+    stop: tuple[str, ...] = ()  # generation ends at the first of these
 
 
 @dataclass(frozen=True)
@@ -257,12 +258,17 @@ def build_summary_request(
     max_tokens: int,
     prompt_budget: int,
     work_state: str | None = None,
+    system_text: str | None = None,
+    closing: str = "Write the checkpoint now.",
 ) -> SummaryRequest:
     """The summarizer's prompt, fitted to `prompt_budget` tokens: tool-result excerpts are
     shortened first, then every message, then the oldest messages are left out (and the
     prompt says how many)."""
     words = max(100, int(max_tokens * 0.6))
-    system_text = SUMMARIZER_SYSTEM.format(headings="\n".join(SUMMARY_HEADINGS), words=words)
+    if system_text is None:
+        system_text = SUMMARIZER_SYSTEM.format(
+            headings="\n".join(SUMMARY_HEADINGS), words=words
+        )
     intro: list[str] = []
     if plan.prior_checkpoints:
         prior = "\n\n".join(plan.prior_checkpoints)
@@ -284,7 +290,7 @@ def build_summary_request(
             [
                 *intro,
                 "The transcript of the messages being removed:\n" + _fence("TRANSCRIPT", body),
-                "Write the checkpoint now.",
+                closing,
             ]
         )
 
@@ -313,6 +319,17 @@ def build_summary_request(
         ],
         max_tokens=max_tokens,
     )
+
+
+def summary_refusal(answer: SummaryResult) -> str | None:
+    """Why a summarizer's answer cannot replace history, or None when it can."""
+    if answer.finish_reason == "length":
+        return "the summary was cut off at its output limit"
+    if not answer.text.strip():
+        return "the summary was empty"
+    if "<<<TRANSCRIPT" in answer.text or "<<<END TRANSCRIPT" in answer.text:
+        return "the summary repeated the transcript instead of summarizing it"
+    return None
 
 
 def _result(
@@ -389,19 +406,31 @@ async def compact(
             "failed", reason, original, original, count_message, detail=detail, plan=plan
         )
 
-    if answer.finish_reason == "length":
-        return _result(
-            "refused", reason, original, original, count_message,
-            detail="the summary was cut off at its output limit", plan=plan,
-        )  # fmt: skip
-    if not answer.text.strip():
-        return _result(
-            "refused", reason, original, original, count_message,
-            detail="the summary was empty", plan=plan,
-        )  # fmt: skip
+    refusal = summary_refusal(answer)
+    text = answer.text
+    if refusal is not None:
+        # A small model that cannot write the whole schema may still answer one question
+        # per section; an incomplete answer is dropped there too.
+        from engine.context.guided import GUIDED_SYSTEM, guided_checkpoint
+
+        guided_request = build_summary_request(
+            plan,
+            count_message=count_message,
+            max_tokens=out_tokens,
+            prompt_budget=prompt_budget,
+            work_state=work_state,
+            system_text=GUIDED_SYSTEM,
+            closing="",
+        )
+        guided = await guided_checkpoint(guided_request.messages[1].content.rstrip(), summarize)
+        if guided is None:
+            return _result(
+                "refused", reason, original, original, count_message, detail=refusal, plan=plan
+            )
+        text = guided
 
     checkpoint = merge_covered(
-        normalize_checkpoint(answer.text), plan.prior_checkpoints, paths_read(plan.middle)
+        normalize_checkpoint(text), plan.prior_checkpoints, paths_read(plan.middle)
     )
     summary = Message(role=SUMMARY_ROLE, content=summary_content(checkpoint), kind="summary")
     continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")

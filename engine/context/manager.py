@@ -141,6 +141,7 @@ class ContextManager:
         self.before_summarize = before_summarize
         self._just_compacted = False
         self._progress_note = ""
+        self._fallback_told = False  # the user hears once that compaction fell back to trim
 
     # Counting -------------------------------------------------------------------------
 
@@ -326,7 +327,10 @@ class ContextManager:
                 out, dropped = self._trim(
                     msgs, self.budget.compact_threshold, overhead, notify=detail is None
                 )
-            if detail is not None or (fallback_budget is not None and dropped):
+            if (detail is not None or (fallback_budget is not None and dropped)) and not (
+                self._fallback_told
+            ):
+                self._fallback_told = True
                 text = compaction_fallback_notice(
                     detail or "nothing old enough to summarize", dropped
                 )

@@ -53,6 +53,7 @@ class ChatOptions:
     max_tokens: int | None = None
     temperature: float | None = None
     num_ctx: int | None = None  # Ollama only: sent as options.num_ctx, the same every request
+    stop: list[str] = field(default_factory=list)  # generation ends at the first of these
     tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
 
 

@@ -409,6 +409,7 @@ class EmbeddedProvider(Provider):
                         "tools": list(options.tools) or None,
                         "max_tokens": options.max_tokens,
                         "temperature": options.temperature,
+                        "stop": list(options.stop),
                     }
                 )
                 while True:

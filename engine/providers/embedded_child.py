@@ -43,6 +43,35 @@ DEFAULT_TEMPERATURE = 0.2
 EVERYTHING = "*"  # in the cancelled set: the child is stopping, end whatever runs
 
 
+class StopText:
+    """Ends generation at the first stop string, holding back just enough streamed text
+    that a stop string split across tokens is never shown."""
+
+    def __init__(self, stops: list[str]) -> None:
+        self.stops = [s for s in stops if s]
+        self.hold = max((len(s) for s in self.stops), default=1) - 1
+        self.pending = ""
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The text safe to show now, and whether a stop string was reached."""
+        if not self.stops:
+            return text, False
+        self.pending += text
+        hits = [i for i in (self.pending.find(s) for s in self.stops) if i >= 0]
+        if hits:
+            out, self.pending = self.pending[: min(hits)], ""
+            return out, True
+        cut = len(self.pending) - self.hold
+        if cut <= 0:
+            return "", False
+        out, self.pending = self.pending[:cut], self.pending[cut:]
+        return out, False
+
+    def flush(self) -> str:
+        out, self.pending = self.pending, ""
+        return out
+
+
 @contextlib.contextmanager
 def model_params_override(
     extra_bufts: bool, progress: Callable[[float], None] | None
@@ -194,6 +223,8 @@ class Engine:
             if text:
                 send({"type": "delta", "id": rid, "text": text})
 
+        stops = StopText(request.get("stop") or [])
+
         self.current = rid
         self.cancelled.intersection_update({rid, EVERYTHING})
         self._watch_for_cancel(True)
@@ -210,7 +241,11 @@ class Engine:
                     finish = "stop"
                     break
                 completion += 1
-                emit(decoder.decode(self.llm.detokenize([token])))
+                text, stopped = stops.feed(decoder.decode(self.llm.detokenize([token])))
+                emit(text)
+                if stopped:
+                    finish = "stop"
+                    break
                 if completion >= max_tokens:
                     break
         except RuntimeError:
@@ -224,7 +259,9 @@ class Engine:
             self._watch_for_cancel(False)
             self.current = None
         ended = time.perf_counter()
-        emit(decoder.decode(b"", final=True))
+        if finish != "stop":
+            tail, _ = stops.feed(decoder.decode(b"", final=True))
+            emit(tail + stops.flush())
         tool_calls: list[tuple[str, str]] = []
         if calls is not None:
             rest = calls.finish()

@@ -188,6 +188,8 @@ class OllamaProvider(HttpProvider):
             engine_options["num_predict"] = options.max_tokens
         if options.temperature is not None:
             engine_options["temperature"] = options.temperature
+        if options.stop:
+            engine_options["stop"] = list(options.stop)
         calls: list[ToolCall] = []
         done: Any = None
         try:

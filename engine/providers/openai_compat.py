@@ -167,6 +167,8 @@ class OpenAICompatProvider(HttpProvider):
             body["max_tokens"] = options.max_tokens
         if options.temperature is not None:
             body["temperature"] = options.temperature
+        if options.stop:
+            body["stop"] = list(options.stop)
         if options.tools:
             body["tools"] = options.tools
         return body
