@@ -84,6 +84,7 @@ class FakeModel:
     as_json: bool = False
     chat_reply: str = "ok"
     curate: Callable[[dict[str, Any]], list[dict[str, Any]]] = field(default=lambda body: [])
+    chat: Callable[[dict[str, Any]], Reply] | None = None  # the agent's own answers
     seen: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __call__(self, request: Any) -> Reply:
@@ -106,4 +107,6 @@ class FakeModel:
             if not revisions:
                 return Reply(text='{"revisions": []}')
             return Reply(text="", tool_calls=[FakeToolCall("revise_memory", r) for r in revisions])
+        if self.chat is not None:
+            return self.chat(body)
         return Reply(text=self.chat_reply)
