@@ -134,16 +134,17 @@ class MemoryObserver:
         return found
 
     def exposures(self, messages: list[Message]) -> dict[str, str]:
-        """canonical path -> how it reached the request ("standing" or "view")."""
-        out: dict[str, str] = {}
+        """canonical path -> how it reached the request: "standing", "view" or both
+        ("standing,view")."""
+        found: dict[str, set[str]] = {}
         for message in messages:
             if message.role == "system":
                 for path in standing_paths(message.content):
-                    out.setdefault(path, "standing")
+                    found.setdefault(path, set()).add("standing")
             elif message.role == "tool" and message.name == VIEW_NAME and self._views:
                 for path in self._views.get(self._hash_of(message), ()):
-                    out.setdefault(path, "view")
-        return out
+                    found.setdefault(path, set()).add("view")
+        return {path: ",".join(sorted(how)) for path, how in found.items()}
 
     def tickets_for(self, messages: list[Message]) -> list[Ticket]:
         if not self.writes:

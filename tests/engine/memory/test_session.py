@@ -305,3 +305,51 @@ def test_no_reflection_for_an_ephemeral_session_or_one_without_a_turn(tmp_path: 
         _chat(fake, tmp_path, [], memory=True, reflect_on_close=True)
         time.sleep(3)
     assert "extractor" not in model.seen
+
+
+def _views_memory(body: dict[str, Any]) -> Reply:
+    """A main agent that reads the spelling entry on every user turn."""
+    if body["messages"][-1].get("role") == "user":
+        args = {"scope": "global", "subject": "spelling"}
+        return Reply(text="", tool_calls=[FakeToolCall("view_memory", args)])
+    return Reply(text="ok")
+
+
+def test_each_run_carries_receipts_for_the_memory_it_showed_and_sees_edits_by_others(
+    tmp_path: Path,
+):
+    service = MemoryService.for_paths(BrimPaths.resolve(tmp_path))
+    folder = service.layout.global_scope().folder
+    folder.mkdir(parents=True)
+    entry = folder / "spelling.md"
+    entry.write_text("The user prefers British spelling.\n", encoding="utf-8")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    edited = "The user prefers British spelling, with -ise endings.\n"
+
+    async def go(fake: FakeLlamaServer) -> None:
+        s = ChatSession(
+            _agent(fake.url), BrimPaths.resolve(tmp_path), lambda e: None, workspace=ws,
+            memory=True,
+        )  # fmt: skip
+        await s.start()
+        await s.send("What do I prefer?")
+        entry.write_text(edited, encoding="utf-8")  # another process edits it
+        await s.send("And now?")
+        await s.close()
+
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.responder = FakeModel(chat=_views_memory)
+        asyncio.run(go(fake))
+        views = [
+            m["content"]
+            for r in fake.chat_requests
+            for m in r.body["messages"]
+            if m.get("role") == "tool"
+        ]
+    info = service.explain("global/spelling.md")
+    hashes = {r["entry_hash"] for r in info.records}
+    assert all(r["status"] == "completed" for r in info.records)
+    assert {r["exposure"] for r in info.records} == {"standing", "standing,view"}
+    assert len(hashes) == 2  # the second run snapshotted the edited file
+    assert any("-ise endings" in v for v in views)
