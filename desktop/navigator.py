@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QObject, Slot
+from PySide6.QtCore import QObject, QPoint, Qt, Slot
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog
 
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo
@@ -242,16 +243,30 @@ class Navigator(QObject):
     # -- the window's place ----------------------------------------------------------------
 
     def _restore_window(self, settings: dict[str, Any]) -> None:
-        geometry = settings.get(GEOMETRY)
-        if isinstance(geometry, str) and geometry:
-            self.window.restoreGeometry(QByteArray.fromBase64(geometry.encode("ascii")))
+        """Size, position (when it is still on a screen) and maximized state, as saved."""
+        saved = settings.get(GEOMETRY)
+        if isinstance(saved, dict):
+            width, height = saved.get("width"), saved.get("height")
+            if isinstance(width, int) and isinstance(height, int) and width > 200 < height:
+                self.window.resize(width, height)
+            x, y = saved.get("x"), saved.get("y")
+            if isinstance(x, int) and isinstance(y, int) and QGuiApplication.screenAt(QPoint(x, y)):
+                self.window.move(x, y)
+            if saved.get("maximized") is True:
+                self.window.setWindowState(Qt.WindowState.WindowMaximized)
         sizes = settings.get(SPLITTER)
         if isinstance(sizes, list) and all(isinstance(n, int) and n > 0 for n in sizes):
             self.window.splitter.setSizes(sizes)
 
     @Slot()
     def save_window(self) -> None:
-        geometry = bytes(self.window.saveGeometry().toBase64().data()).decode("ascii")
-        self.library.save_settings(
-            **{GEOMETRY: geometry, SPLITTER: list(self.window.splitter.sizes())}
-        )
+        window = self.window
+        normal = window.normalGeometry() if window.isMaximized() else window.geometry()
+        geometry = {
+            "x": normal.x(),
+            "y": normal.y(),
+            "width": normal.width(),
+            "height": normal.height(),
+            "maximized": window.isMaximized(),
+        }
+        self.library.save_settings(**{GEOMETRY: geometry, SPLITTER: list(window.splitter.sizes())})

@@ -82,4 +82,6 @@ class ScriptedCapture(QObject):
             grab_window(self._window, self._path)
         except ScreenshotFailed as exc:
             self.error = str(exc)
-        QApplication.quit()
+        # exit(), not quit(): quit() goes through the platform, which may deliver a second
+        # exit after exec() returned and stop every later event loop in this process.
+        QApplication.exit(0)

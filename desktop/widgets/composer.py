@@ -2,7 +2,8 @@
 
 Typing `/` offers the slash commands the engine knows (engine/commands.py) in a popup; Tab or
 Enter takes the highlighted one. The composer only says what the user asked for
-(`submitted`, `cancel_requested`); whether a turn can start is the window's business.
+(`submitted`, `cancel_requested`); whether a turn can start is the window's business. Enter on
+a complete command sends it even while the popup offers a longer one (`/work` vs `/work clear`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QFontMetrics, QKeyEvent, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView, QCompleter, QPlainTextEdit, QTreeView, QWidget
 
-from engine.commands import COMMANDS, completions
+from engine.commands import COMMANDS, completions, parse_command
 
 MIN_LINES = 1
 MAX_LINES = 8
@@ -96,7 +97,9 @@ class Composer(QPlainTextEdit):
     def keyPressEvent(self, event: QKeyEvent) -> None:
         key = event.key()
         mods = event.modifiers()
-        if self.completion_visible() and key in _POPUP_KEYS:
+        exact = parse_command(self.toPlainText()) is not None
+        enter = key in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if self.completion_visible() and key in _POPUP_KEYS and not (enter and exact):
             if key == Qt.Key.Key_Escape:
                 self._completer.popup().hide()
             else:
@@ -124,6 +127,15 @@ class Composer(QPlainTextEdit):
         super().keyPressEvent(event)
 
     def event(self, event: QEvent) -> bool:
+        # Tab would otherwise move the focus before keyPressEvent sees it.
+        if (
+            event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Tab
+            and self.completion_visible()
+        ):
+            self.keyPressEvent(event)
+            return True
         # Esc would otherwise be eaten as a shortcut override before keyPressEvent sees it.
         if (
             event.type() == QEvent.Type.ShortcutOverride

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,12 +19,18 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from desktop.app import DesktopApp
+from engine.paths import BrimPaths
 from tests.helpers.fake_session import FakeSession
 
 QT_FAULT_TYPES = ("QtWarningMsg", "QtCriticalMsg", "QtFatalMsg")
-# The offscreen platform plugin says this whenever a top-level window's size constraints
-# change; it describes the test platform, not the application.
-PLATFORM_NOISE = ("This plugin does not support propagateSizeHints()",)
+# The offscreen platform plugin says these whenever a top-level window's size constraints
+# change or a popup (the command completer) opens; they describe the test platform, not
+# the application.
+PLATFORM_NOISE = (
+    "This plugin does not support propagateSizeHints()",
+    "This plugin does not support raise()",
+    "This plugin does not support grabbing the keyboard",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -85,4 +92,62 @@ def open_desktop(qtbot: Any) -> Iterator[Callable[..., OpenDesktop]]:
 
     yield _open
     for app in apps:
+        app.shutdown()
+
+
+@dataclass
+class RealDesktop:
+    app: DesktopApp
+    paths: BrimPaths
+
+    @property
+    def window(self):  # type: ignore[no-untyped-def]
+        return self.app.window
+
+
+def agent_toml(name: str, url: str, provider: str = "llamacpp", **extra: Any) -> str:
+    lines = [
+        f'name = "{name}"',
+        f'provider = "{provider}"',
+        f'base_url = "{url}"',
+        'model = "fake"',
+    ]
+    lines.extend(
+        f"{key} = {value!r}" if isinstance(value, str) else f"{key} = {value}"
+        for key, value in extra.items()
+    )
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def real_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., RealDesktop]]:
+    """The whole app on a data folder: real agents, real store, real ChatSessions (pointed
+    at fake engines by their agent files)."""
+    apps: list[DesktopApp] = []
+
+    def _open(
+        *,
+        agents: dict[str, str] | None = None,
+        home: Path | None = None,
+        workspace: Path | None = None,
+        wait_open: bool = True,
+    ) -> RealDesktop:
+        paths = BrimPaths.under(home or tmp_path / "home")
+        if agents:
+            paths.agents_dir.mkdir(parents=True, exist_ok=True)
+            for file_name, text in agents.items():
+                (paths.agents_dir / file_name).write_text(text, encoding="utf-8")
+        app = DesktopApp(paths=paths, workspace=workspace)
+        apps.append(app)
+        qtbot.addWidget(app.window)
+        app.window.show()
+        if wait_open:
+            with qtbot.waitSignal(app.bridge.opened, timeout=10000):
+                pass
+        return RealDesktop(app, paths)
+
+    yield _open
+    for app in apps:
+        if app.navigator is not None:
+            app.navigator.save_window()
         app.shutdown()

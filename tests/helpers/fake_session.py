@@ -129,8 +129,8 @@ class FakeSession:
         self._enter()
         self._sink(StateEvent("loading model"))
         for fraction in self._load_progress:
-            self._sink(LoadProgressEvent(fraction))
             await asyncio.sleep(self._start_delay_s / max(1, len(self._load_progress)))
+            self._sink(LoadProgressEvent(fraction))
         if self._start_delay_s and not self._load_progress:
             await asyncio.sleep(self._start_delay_s)
         if self._start_error is not None:

@@ -1,0 +1,122 @@
+"""Slash commands: completion in the composer, and the overlays that answer them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from tests.helpers.fake_session import FakeTurn
+
+
+def _send(qtbot: Any, window: Any, text: str) -> None:
+    window.composer.setPlainText(text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+
+
+def test_typing_a_slash_offers_the_commands_and_tab_takes_one(qtbot, open_desktop):
+    d = open_desktop()
+    qtbot.keyClicks(d.window.composer, "/co")
+    qtbot.waitUntil(d.window.composer.completion_visible)
+    assert d.window.composer.completion_candidates() == ["/compact", "/context"]
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Tab)
+    assert d.window.composer.toPlainText() == "/compact"
+    assert not d.window.composer.completion_visible()
+    d.window.composer.clear()
+    qtbot.keyClicks(d.window.composer, "/wo")
+    qtbot.waitUntil(d.window.composer.completion_visible)
+    assert d.window.composer.completion_candidates() == ["/work", "/work clear"]
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
+    assert not d.window.composer.completion_visible()
+    assert d.window.composer.toPlainText() == "/wo"
+    assert d.fake.cancels == 0  # Esc closed the popup; it did not cancel anything
+
+
+def test_ordinary_text_offers_no_commands(qtbot, open_desktop):
+    d = open_desktop()
+    qtbot.keyClicks(d.window.composer, "hello /co")
+    assert not d.window.composer.completion_visible()
+
+
+def test_up_recalls_the_last_message(qtbot, open_desktop):
+    d = open_desktop()
+    _send(qtbot, d.window, "the first message")
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Up)
+    assert d.window.composer.toPlainText() == "the first message"
+
+
+def test_slash_context_opens_a_snapshot_that_esc_closes_without_cancelling_the_turn(
+    qtbot, open_desktop
+):
+    d = open_desktop(turns=[FakeTurn(deltas=["working"], hold=True)])
+    _send(qtbot, d.window, "A long job")
+    qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
+    _send(qtbot, d.window, "/context")
+    qtbot.waitUntil(lambda: d.window.overlay.isVisible())
+    assert d.window.overlay.kind == "context"
+    assert d.window.overlay.title.text().startswith("/context — snapshot at ")
+    text = d.window.overlay.text()
+    assert "tokens available before auto-compact" in text
+    assert "System prompt: 180" in text
+    assert d.window.composer.toPlainText() == ""  # the command left the composer
+    qtbot.keyClick(d.window.overlay, Qt.Key.Key_Escape)
+    assert not d.window.overlay.isVisible()
+    assert d.fake.cancels == 0 and d.app.bridge.busy  # the turn keeps running
+    for key, modifier in (
+        (Qt.Key.Key_Q, Qt.KeyboardModifier.NoModifier),
+        (Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier),
+    ):
+        _send(qtbot, d.window, "/context")
+        qtbot.waitUntil(lambda: d.window.overlay.isVisible())
+        qtbot.keyClick(d.window.overlay, key, modifier)
+        assert not d.window.overlay.isVisible()
+    assert d.fake.cancels == 0 and d.app.bridge.busy
+    assert d.fake.sent == ["A long job"]  # no command reached the model
+
+
+def test_the_context_snapshot_stays_fixed_while_the_rail_moves_on(qtbot, open_desktop):
+    d = open_desktop(
+        window=8192, turns=[FakeTurn(prompt_tokens=1000), FakeTurn(prompt_tokens=3000)]
+    )
+    _send(qtbot, d.window, "one")
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    _send(qtbot, d.window, "/context")
+    qtbot.waitUntil(lambda: d.window.overlay.isVisible())
+    frozen = d.window.overlay.context_view.rail.report().used
+    d.window.overlay.close_overlay()
+    _send(qtbot, d.window, "two")
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    assert frozen == 1000
+    assert d.window.rail.report().used == 3000
+
+
+def test_slash_usage_lists_requests_and_says_local_engines_have_no_price(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(prompt_tokens=1200, completion_tokens=80, cached_tokens=0)])
+    _send(qtbot, d.window, "hi")
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    _send(qtbot, d.window, "/usage")
+    qtbot.waitUntil(lambda: d.window.overlay.isVisible() and d.window.overlay.kind == "usage")
+    text = d.window.overlay.text()
+    assert "embedded/SmolLM2-135M-Instruct 1 req · 1.2K in (0 cached) · 80 out" in text
+    assert "(no published price)" in text
+    assert "total 1 req" in text
+
+
+def test_slash_work_shows_the_work_state_and_work_clear_forgets_it(qtbot, open_desktop):
+    d = open_desktop(work_state="goal: ship the release\ntodos:\n- [pending] tag it")
+    _send(qtbot, d.window, "/work")
+    qtbot.waitUntil(lambda: d.window.overlay.isVisible())
+    assert "goal: ship the release" in d.window.overlay.text()
+    d.window.overlay.close_overlay()
+    _send(qtbot, d.window, "/work clear")
+    qtbot.waitUntil(lambda: "Work state cleared" in d.window.transcript.toPlainText())
+    assert d.fake.work_state == ""
+    assert d.fake.commands == ["/work", "/work clear"]
+
+
+def test_slash_compact_is_sent_as_an_intent_not_shown_as_a_message(qtbot, open_desktop):
+    d = open_desktop()
+    _send(qtbot, d.window, "/compact")
+    qtbot.waitUntil(lambda: d.fake.sent == ["/compact"])
+    assert [r.kind for r in d.window.transcript.rows() if r.kind == "user"] == []

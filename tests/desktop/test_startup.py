@@ -1,0 +1,106 @@
+"""The app starts whatever state it finds, and says in the window what is wrong."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from PySide6.QtCore import Qt
+
+from tests.desktop.conftest import agent_toml
+from tests.helpers.fake_engines import FakeLlamaServer
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _send(qtbot: Any, window: Any, text: str) -> None:
+    window.composer.setPlainText(text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+
+
+def test_a_broken_agent_file_is_named_in_the_window_and_the_others_still_work(qtbot, real_desktop):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(
+            agents={
+                "good.toml": agent_toml("good", fake.url),
+                "broken.toml": 'name = "broken"\nprovider = "llamacpp"\nnum_ctx = "big"\n',
+            }
+        )
+        banner = d.window.setup_banner
+        assert banner.isVisible()
+        assert banner.text().startswith("1 agent file could not be loaded")
+        assert "broken.toml" in banner.text() and "num_ctx" in banner.text()
+        tree = d.window.sidebar.tree
+        names = [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+        assert names == ["good", "⚠ broken.toml"]
+        problem = tree.topLevelItem(1).child(0).text(0)
+        assert "num_ctx" in problem
+        _send(qtbot, d.window, "Still there?")
+        qtbot.waitUntil(lambda: "Hello from the fake engine." in d.window.transcript.toPlainText())
+
+
+def test_with_no_usable_agent_the_window_says_which_folder_to_fix(qtbot, real_desktop):
+    d = real_desktop(agents={"broken.toml": "name = [\n"}, wait_open=False)
+    qtbot.waitUntil(lambda: d.window.banner.isVisible(), timeout=10000)
+    assert d.window.banner.text().startswith("No usable agent — Every agent file in ")
+    assert str(d.paths.agents_dir) in d.window.banner.text()
+    assert d.window.header.state() == "not started"
+    assert "not valid TOML" in d.window.setup_banner.text()
+
+
+def test_an_unreachable_engine_shows_a_banner_with_retry(qtbot, real_desktop):
+    url = f"http://127.0.0.1:{_closed_port()}"
+    d = real_desktop(agents={"far.toml": agent_toml("far", url)})
+    qtbot.waitUntil(lambda: d.window.banner.isVisible(), timeout=10000)
+    assert d.window.banner.text().startswith("Engine unreachable — ")
+    assert url in d.window.banner.text()
+    assert d.window.banner.retry_button.isVisible()
+    d.window.banner.hide()
+    qtbot.mouseClick(d.window.banner.retry_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: d.window.banner.isVisible(), timeout=10000)  # still unreachable
+    assert "Traceback" not in d.window.banner.text()
+
+
+def test_a_crashed_engine_keeps_the_conversation_and_retry_finishes_the_turn(qtbot, real_desktop):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        fake.script_reply("The first answer.")
+        fake.script_reply("partial answer that never", fail="die", fail_after=2)
+        fake.script_reply("The second answer, after the retry.")
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
+        _send(qtbot, d.window, "First question")
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+        _send(qtbot, d.window, "Second question")
+        qtbot.waitUntil(lambda: d.window.banner.isVisible(), timeout=10000)
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+        assert d.window.banner.retry_button.isVisible()
+        text = d.window.transcript.toPlainText()
+        assert "First question" in text and "The first answer." in text  # intact
+        qtbot.mouseClick(d.window.banner.retry_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(
+            lambda: "The second answer, after the retry." in d.window.transcript.toPlainText(),
+            timeout=10000,
+        )
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+    users = [r.text for r in d.window.transcript.rows() if r.kind == "user"]
+    assert users == ["First question", "Second question"]
+    assert not d.window.banner.isVisible()
+
+
+def test_an_empty_data_folder_starts_the_default_agent_and_says_so(qtbot, real_desktop):
+    """A first start: the default agent is written, its model loads with a progress bar."""
+    d = real_desktop(wait_open=False)
+    qtbot.waitUntil(lambda: d.window.setup_banner.isVisible(), timeout=10000)
+    assert d.window.setup_banner.text().startswith("First start — Brim wrote the default agent")
+    assert str(d.paths.agents_dir) in d.window.setup_banner.text()
+    tree = d.window.sidebar.tree
+    assert tree.topLevelItem(0).text(0) == "default"
+    seen: list[int] = []
+    d.window.load_progress.valueChanged.connect(seen.append)
+    qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=120_000)
+    assert not d.window.load_progress.isVisible()
+    assert seen and max(seen) == 100  # the bar followed the real load to the end
+    assert "ctx" in d.window.header.text()

@@ -1,0 +1,121 @@
+"""The transcript: highlighted code once an answer is complete, collapsible tool rows,
+notices as rows of their own, and the load progress bar above it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QTextCursor
+
+from engine.events import NoticeEvent
+from tests.helpers.fake_session import FakeToolUse, FakeTurn
+
+CODE_ANSWER = "Like this:\n\n```python\nimport os\nprint(os.getcwd())\n```\n"
+
+
+def _send(qtbot: Any, window: Any, text: str) -> None:
+    window.composer.setPlainText(text)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+
+
+def _colours_of(window: Any, word: str) -> set[str]:
+    """The foreground colours the document paints `word` in."""
+    document = window.transcript.document()
+    colours: set[str] = set()
+    cursor = document.find(word)
+    while not cursor.isNull():
+        probe = QTextCursor(document)
+        probe.setPosition(cursor.selectionStart() + 1)
+        colours.add(probe.charFormat().foreground().color().name())
+        cursor = document.find(word, cursor)
+    return colours
+
+
+def test_code_is_highlighted_once_the_answer_is_complete_not_while_it_streams(qtbot, open_desktop):
+    chunks = [CODE_ANSWER[i : i + 5] for i in range(0, len(CODE_ANSWER), 5)]
+    d = open_desktop(turns=[FakeTurn(deltas=chunks, hold=True)])
+    _send(qtbot, d.window, "How do I print the folder?")
+    qtbot.waitUntil(lambda: "os.getcwd" in d.window.transcript.toPlainText())
+    assert "```" in d.window.transcript.toPlainText()  # still plain text while streaming
+    assert len(_colours_of(d.window, "import")) == 1
+    d.window.cancel_turn()
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    text = d.window.transcript.toPlainText()
+    assert "```" not in text and "import os" in text
+    keyword = _colours_of(d.window, "import")
+    assert keyword and keyword != {QColor("#1d2430").name()}  # pygments coloured it
+
+
+def test_tool_calls_are_collapsed_rows_that_open_to_show_arguments_and_result(qtbot, open_desktop):
+    d = open_desktop(
+        turns=[
+            FakeTurn(
+                tools=[FakeToolUse("read_file", '{"path": "notes.md"}', "line one\nline two")],
+                deltas=["The file has two lines."],
+            )
+        ]
+    )
+    _send(qtbot, d.window, "Read notes.md")
+    qtbot.waitUntil(lambda: "The file has two lines." in d.window.transcript.toPlainText())
+    (tool,) = [r for r in d.window.transcript.rows() if r.kind == "tool"]
+    assert tool.title == "read_file  path=notes.md"
+    assert tool.status == "17 chars"
+    text = d.window.transcript.toPlainText()
+    assert "▸  ⚙ read_file  path=notes.md   → 17 chars" in text
+    assert "line two" not in text  # collapsed
+    d.window.transcript.toggle(tool.id)
+    text = d.window.transcript.toPlainText()
+    assert "▾  ⚙ read_file" in text and "line two" in text and '"path": "notes.md"' in text
+    d.window.transcript.toggle(tool.id)
+    assert "line two" not in d.window.transcript.toPlainText()
+    # The order the user saw: their message, the tool row, the answer, the receipt.
+    kinds = [r.kind for r in d.window.transcript.rows()]
+    assert kinds == ["user", "tool", "assistant", "receipt"]
+
+
+def test_clicking_a_tool_rows_header_toggles_it(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(tools=[FakeToolUse("list_directory", "{}", "a.txt")])])
+    _send(qtbot, d.window, "What is here?")
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    (tool,) = [r for r in d.window.transcript.rows() if r.kind == "tool"]
+    toggled: list[int] = []
+    d.window.transcript.toggled.connect(toggled.append)
+    d.window.transcript.anchorClicked.emit(f"toggle:{tool.id}")
+    assert toggled == [tool.id]
+    assert "a.txt" in d.window.transcript.toPlainText()
+
+
+def test_notices_are_rows_of_their_own_not_chat_bubbles(qtbot, open_desktop):
+    warning = "The engine truncated the prompt: Brim sent ~9,000 tokens but the engine read 2,048."
+    d = open_desktop(
+        turns=[
+            FakeTurn(
+                notices=[NoticeEvent("warning", warning)],
+                compaction=(84, 31, 900),
+                prompt_tokens=1000,
+            )
+        ],
+        window=8192,
+    )
+    _send(qtbot, d.window, "Go on")
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    notices = [r for r in d.window.transcript.rows() if r.kind == "notice"]
+    assert [(n.level, n.marker) for n in notices] == [("warning", ""), ("info", "compaction")]
+    assert notices[1].text.startswith("auto-compacted 84 -> 31 messages (ctx ")
+    text = d.window.transcript.toPlainText()
+    assert f"⚠  {warning}" in text
+    assert "⇊  auto-compacted 84 -> 31 messages" in text
+    assert "compacted 84 messages into a summary: the prompt neared the context window" in text
+    assert d.window.rail.timeline.marker_kinds() == ["compaction"]
+
+
+def test_the_model_loading_shows_a_progress_bar_until_ready(qtbot, open_desktop):
+    d = open_desktop(load_progress=[0.1, 0.5, 0.9, 1.0], start_delay_s=0.6, wait_open=False)
+    seen: list[int] = []
+    d.window.load_progress.valueChanged.connect(seen.append)
+    qtbot.waitUntil(lambda: d.window.load_progress.isVisible())
+    assert d.window.header.state() == "loading model"
+    qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=5000)
+    assert not d.window.load_progress.isVisible()
+    assert seen == [10, 50, 90, 100]
