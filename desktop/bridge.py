@@ -157,14 +157,20 @@ class EngineBridge(QObject):
             return False
         self._factory = factory
         self._opened_ok = False
-        return self._submit(self._reopen(factory)) is not None
+        if self._submit(self._reopen(factory)) is None:
+            return False
+        self._set_busy(True)  # nothing is sent to a session that is being replaced
+        return True
 
     def switch_conversation(self, conversation_id: str | None) -> bool:
         """Open a saved conversation of the same agent, or (None) a new one, keeping the
         engine loaded. False while a turn runs."""
         if self._busy:
             return False
-        return self._submit(self._switch(conversation_id)) is not None
+        if self._submit(self._switch(conversation_id)) is None:
+            return False
+        self._set_busy(True)  # a message typed meanwhile waits for the new conversation
+        return True
 
     def command(self, text: str) -> bool:
         """A read-only slash command (`/context`, `/usage`, `/work`, `/work clear`); its
@@ -280,23 +286,31 @@ class EngineBridge(QObject):
                 self._turn_done_incoming.emit()
 
     async def _reopen(self, factory: SessionFactory) -> None:
-        await self._close()
-        await self._open(factory)
+        try:
+            await self._close()
+            await self._open(factory)
+        finally:
+            if self._forwarding.is_set():
+                self._turn_done_incoming.emit()
 
     async def _switch(self, conversation_id: str | None) -> None:
-        session = self._session
-        opener = getattr(session, "open_conversation", None)
-        if session is None or not callable(opener):
-            self.sink(ErrorEvent(kind="no_session", message="No session is open."))
-            return
         try:
-            await opener(conversation_id)
-            info = session_info(session)
-        except Exception as exc:  # an unknown or unreadable conversation: say so
-            self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=_message_of(exc)))
-            return
-        if self._forwarding.is_set():
-            self._opened_incoming.emit(info)
+            session = self._session
+            opener = getattr(session, "open_conversation", None)
+            if session is None or not callable(opener):
+                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+                return
+            try:
+                await opener(conversation_id)
+                info = session_info(session)
+            except Exception as exc:  # an unknown or unreadable conversation: say so
+                self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=_message_of(exc)))
+                return
+            if self._forwarding.is_set():
+                self._opened_incoming.emit(info)
+        finally:
+            if self._forwarding.is_set():
+                self._turn_done_incoming.emit()
 
     async def _command(self, text: str) -> None:
         session = self._session

@@ -124,6 +124,8 @@ QProgressBar#loadProgress::chunk {{ background: {FILL_OK}; border-radius: 3px; }
 QFrame#overlayPanel {{
     background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 10px;
 }}
+QFrame#overlayRail, QWidget#overlayContent, QScrollArea#overlayScroll,
+QWidget#overlayViewport {{ background: {SURFACE}; }}
 QLabel#overlayTitle {{ color: {TEXT}; font-weight: 600; font-size: 15px; }}
 QPushButton#retryButton {{
     background: {ERROR_TEXT}; color: white; border: none; border-radius: 4px;

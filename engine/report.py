@@ -48,15 +48,18 @@ LOCAL_PRICE_NOTE = "local engines publish no price: nothing here is a bill"
 
 
 def format_tokens(n: int) -> str:
-    """`950`, `1.2K`, `43K`, `1.2M`: one decimal below 10K and for millions."""
+    """`950`, `1.2K`, `43K`, `1.2M`: one decimal below 10K and for millions. A window that is
+    a whole multiple of 4096 reads the way engines advertise it (8192 → 8K, 131072 → 128K),
+    as the header shows it."""
     n = max(0, int(n))
     if n < 1_000:
         return str(n)
-    if n < 10_000:
-        return f"{n / 1_000:.1f}".rstrip("0").rstrip(".") + "K"
-    if n < 1_000_000:
-        return f"{round(n / 1_000)}K"
-    return f"{n / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+    base = 1024 if n % 4096 == 0 else 1000
+    if n < 10 * base:
+        return f"{n / base:.1f}".rstrip("0").rstrip(".") + "K"
+    if n < base * base:
+        return f"{round(n / base)}K"
+    return f"{n / (base * base):.1f}".rstrip("0").rstrip(".") + "M"
 
 
 # -- values ---------------------------------------------------------------------------------
@@ -144,6 +147,7 @@ class ContextReport:
     instructions: tuple[str, ...] = ()  # project instruction files loaded
     requests: int = 0  # requests measured in this conversation (the timeline may be shorter)
     taken_at: float = 0.0
+    exact_breakdown: bool = False  # the categories come from the engine's own tokenizer
 
     @property
     def percent(self) -> float:
@@ -436,6 +440,7 @@ def build_context_report(
     tracker: RequestTracker,
     categories: Sequence[Category] = (),
     instructions: Sequence[str] = (),
+    exact_breakdown: bool = False,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
     history would make now (overhead included); the engine's count wins while it is fresh."""
@@ -455,6 +460,7 @@ def build_context_report(
         "instructions": tuple(instructions),
         "requests": tracker.requests,
         "taken_at": time.time(),
+        "exact_breakdown": exact_breakdown,
     }
     if budget is None:
         return ContextReport(window=None, **common)  # type: ignore[arg-type]

@@ -296,6 +296,7 @@ class ChatSession:
             tracker=self._tracker,
             categories=rows,
             instructions=[item.name for item in instructions],
+            exact_breakdown=counter.estimate_is_exact,
         )
 
     def usage_report(self) -> UsageReport:

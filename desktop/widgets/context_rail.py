@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from desktop import theme
 from desktop.format import format_tokens
-from desktop.widgets.timeline import TimelineChart
+from desktop.widgets.timeline import TimelineChart, legend_html
 from engine.report import ContextReport
 
 LEVEL_COLOURS = {"ok": theme.FILL_OK, "warn": theme.FILL_WARN, "critical": theme.FILL_CRITICAL}
@@ -177,7 +177,9 @@ class BreakdownView(QWidget):
 class ContextRail(QFrame):
     """Fill, bar, headroom, cache lines, breakdown and (optionally) the timeline."""
 
-    def __init__(self, *, timeline: bool = True, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, *, timeline: bool = True, stretch: bool = True, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._report: ContextReport | None = None
         self.title = QLabel("CONTEXT", objectName="sectionTitle")
@@ -194,6 +196,8 @@ class ContextRail(QFrame):
         self.breakdown = BreakdownView()
         self.timeline_title = QLabel("TIMELINE", objectName="sectionTitle")
         self.timeline = TimelineChart()
+        self.legend = QLabel(legend_html(), objectName="railMuted")
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 12)
@@ -215,10 +219,13 @@ class ContextRail(QFrame):
             layout.addSpacing(8)
             layout.addWidget(self.timeline_title)
             layout.addWidget(self.timeline)
+            layout.addWidget(self.legend)
         else:
             self.timeline_title.hide()
             self.timeline.hide()
-        layout.addStretch(1)
+            self.legend.hide()
+        if stretch:
+            layout.addStretch(1)
 
     def report(self) -> ContextReport | None:
         return self._report
@@ -260,6 +267,11 @@ class ContextRail(QFrame):
             else:
                 label.hide()
         self.breakdown.set_rows([(c.name, c.tokens) for c in report.categories])
+        exact = report.exact_breakdown or not report.categories
+        self.breakdown_title.setText("WHAT FILLS IT" if exact else "WHAT FILLS IT · ESTIMATED")
+        self.breakdown_title.setToolTip(
+            "" if exact else "Counted by Brim with a learned ratio; the headline is the engine's"
+        )
         self.timeline.set_report(report)
 
     def text(self) -> str:

@@ -44,7 +44,8 @@ class Overlay(QWidget):
         self.panel = QFrame(self, objectName="overlayPanel")
         self.title = QLabel("", objectName="overlayTitle")
         self.hint = QLabel(CLOSE_HINT, objectName="railMuted")
-        self.scroll = QScrollArea()
+        self.scroll = QScrollArea(objectName="overlayScroll")
+        self.scroll.viewport().setObjectName("overlayViewport")
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
         layout = QVBoxLayout(self.panel)
@@ -89,8 +90,8 @@ class Overlay(QWidget):
         if old is not None:
             old.deleteLater()
         self.scroll.setWidget(content)
-        self._fit()
         self.show()
+        self._fit()
         self.raise_()
         self.setFocus(Qt.FocusReason.OtherFocusReason)
 
@@ -110,7 +111,12 @@ class Overlay(QWidget):
             return
         self.setGeometry(parent.rect())
         width = min(620, max(360, self.width() - 80))
-        height = min(self.height() - 60, 700)
+        content = self.scroll.widget()
+        if content is not None:
+            content.ensurePolished()
+            content.adjustSize()
+        wanted = 110 + (content.sizeHint().height() if content is not None else 400)
+        height = min(self.height() - 60, max(240, wanted))
         self.panel.setGeometry(
             (self.width() - width) // 2, max(20, (self.height() - height) // 2), width, height
         )
@@ -153,7 +159,8 @@ class ContextView(QWidget):
 
     def __init__(self, report: ContextReport, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.rail = ContextRail(timeline=True)
+        self.setObjectName("overlayContent")
+        self.rail = ContextRail(timeline=True, stretch=False)
         self.rail.setObjectName("overlayRail")
         self.rail.set_report(report)
         layout = QVBoxLayout(self)
@@ -162,7 +169,9 @@ class ContextView(QWidget):
         files = ", ".join(report.instructions) if report.instructions else "none found"
         self.instructions = QLabel(f"Project instructions: {files}", objectName="railMuted")
         self.instructions.setWordWrap(True)
+        self.instructions.setContentsMargins(14, 0, 14, 0)
         layout.addWidget(self.instructions)
+        layout.addStretch(1)
 
     def text(self) -> str:
         return self.rail.text() + "\n" + self.instructions.text()

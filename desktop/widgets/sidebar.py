@@ -59,7 +59,7 @@ class Sidebar(QFrame):
         self._undo_id: str | None = None
 
         title = QLabel("AGENTS", objectName="sectionTitle")
-        self.new_button = QPushButton("＋ New conversation", objectName="flat")
+        self.new_button = QPushButton("+  New conversation", objectName="flat")
         self.new_button.setToolTip("Start a new conversation with the current agent (/new)")
         self.new_button.clicked.connect(self._new_for_current)
         self.tree = _Tree(objectName="agents")

@@ -16,6 +16,19 @@ from desktop import theme
 from engine.report import ContextReport
 
 MARKER_LETTERS = {"compaction": "C", "trim": "T", "clear": "✂"}
+MARKER_NAMES = {"compaction": "compaction", "trim": "trim", "clear": "clearing"}
+
+
+def legend_html() -> str:
+    """The key under the chart: what each marker means, in its colour."""
+    parts = []
+    for kind in ("compaction", "trim", "clear"):
+        colour = theme.MARKER_COLOURS[kind]
+        mark = MARKER_LETTERS[kind] if kind != "clear" else "╵"
+        parts.append(
+            f"<span style='color:{colour}; font-weight:600'>{mark}</span> {MARKER_NAMES[kind]}"
+        )
+    return " · ".join(parts)
 
 
 class TimelineChart(QWidget):
@@ -115,12 +128,18 @@ class TimelineChart(QWidget):
             for point in points:
                 painter.drawEllipse(QPointF(x_of(point.request), y_of(point.percent)), 2.2, 2.2)
 
-        for marker in report.markers:
+        # Clearing happens often and changes little: a short tick at the top. Compaction and
+        # trimming rewrite the history: a line through the chart, lettered.
+        for marker in sorted(report.markers, key=lambda m: m.kind != "clear"):
             if marker.after < first - 1:
                 continue
             x = x_of(min(points[-1].request, max(first, marker.after + 0.5)))
             colour = QColor(theme.MARKER_COLOURS.get(marker.kind, theme.MUTED))
-            painter.setPen(QPen(colour, 1.4))
+            if marker.kind == "clear":
+                painter.setPen(QPen(colour, 1.4))
+                painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.top() + 7))
+                continue
+            painter.setPen(QPen(colour, 1.6))
             painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()))
             painter.setPen(colour)
             letter = MARKER_LETTERS.get(marker.kind, "?")
