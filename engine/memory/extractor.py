@@ -392,7 +392,9 @@ async def run_scan(
             "Context block (no source IDs: never quote from it):\n"
             f"<<<CONTEXT\n{context}\nCONTEXT>>>"
         )
-    frame = count_text("\n\n".join(head)) + count_text(EXTRACTOR_SYSTEM) + 200
+    schemas = json.dumps(registry.schemas())
+    frame = count_text("\n\n".join(head)) + count_text(EXTRACTOR_SYSTEM) + count_text(schemas)
+    frame += 200  # the scan's framing and the template's
     transcripts, report.dropped = render_slices(
         inp.chunk, sources, count_text, max(200, input_budget - frame)
     )
