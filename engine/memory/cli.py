@@ -14,9 +14,13 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.paths import BrimPaths
+
+if TYPE_CHECKING:
+    from engine.memory.layout import Scope
+    from engine.memory.service import MemoryService
 
 EngineFlags = Callable[[argparse.ArgumentParser], None]
 
@@ -97,7 +101,7 @@ def cmd_memory(args: argparse.Namespace, paths: BrimPaths) -> int:
     return 64
 
 
-def _list(service: Any, args: argparse.Namespace) -> int:
+def _list(service: MemoryService, args: argparse.Namespace) -> int:
     if args.entries:
         scopes = _all_scopes(service)
         found, skipped = service.store.entries(scopes)
@@ -130,7 +134,7 @@ def _list(service: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def _all_scopes(service: Any) -> list[Any]:
+def _all_scopes(service: MemoryService) -> list[Scope]:
     """Every scope folder under the root: global, each project, each agent."""
     layout = service.layout
     scopes = [layout.global_scope()]
@@ -144,7 +148,7 @@ def _all_scopes(service: Any) -> list[Any]:
     return scopes
 
 
-def _explain(service: Any, args: argparse.Namespace) -> int:
+def _explain(service: MemoryService, args: argparse.Namespace) -> int:
     from engine.memory.errors import MemoryStoreError
 
     try:

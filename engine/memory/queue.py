@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from engine.memory.entries import render_entry
+from engine.memory.entries import MemoryEntry, render_entry
 from engine.memory.errors import (
     EntryConflict,
     MemoryRefused,
@@ -299,7 +299,7 @@ class SuggestionQueue:
             self.store.ledger.revoke(revoke, why="correct", path=path)
         return path
 
-    def _check_unchanged(self, s: Suggestion, current: Any, path: str) -> None:
+    def _check_unchanged(self, s: Suggestion, current: MemoryEntry | None, path: str) -> None:
         if current is None:
             raise EntryConflict(f"{path} no longer exists")
         if current.hash != s.against_hash:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from engine.context.work_state import PREAMBLE_HEAD
@@ -69,7 +69,7 @@ class SourceSet:
     def __len__(self) -> int:
         return len(self._sources)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Source]:
         return iter(self._sources)
 
     def tag_for(self, message: Message) -> str | None:
