@@ -46,7 +46,13 @@ from engine.events import (
     WindowEvent,
     WorkStateEvent,
 )
-from engine.memory import Complete, MemoryService, SessionMemory, provider_complete
+from engine.memory import (
+    Complete,
+    MemoryService,
+    SessionMemory,
+    provider_complete,
+    standing_block,
+)
 from engine.messages import Message, ToolCall, model_messages, notice, system, user
 from engine.paths import BrimPaths
 from engine.prompt import project_instructions, system_prompt
@@ -528,6 +534,9 @@ class ChatSession:
             self._fold_in_journal()
             if self._memory is not None:
                 self._memory.open()  # the snapshot /learn diffs against
+                first = self._messages[0] if self._messages else None
+                stable = first.content if first is not None and first.role == "system" else ""
+                self._memory_line = standing_block(stable)
             return
         self.conversation_id = self._store.create_conversation(
             self.agent.name, workspace=str(self.workspace) if self.workspace else None

@@ -80,16 +80,19 @@ def standing_line(snapshot: Snapshot, max_chars: int = MAX_STANDING_CHARS) -> st
     return "\n".join([STANDING_HEADER, STANDING_INTRO, *lines])
 
 
-def standing_paths(system_text: str) -> list[str]:
-    """The entries a system message's standing line lists."""
+def standing_block(system_text: str) -> str:
+    """The standing line inside a system message ("" when it has none)."""
     start = system_text.find(STANDING_HEADER + "\n" + STANDING_INTRO)
     if start < 0:
-        return []
+        return ""
     block = system_text[start:]
     end = block.find("\n\n")
-    if end >= 0:
-        block = block[:end]
-    return _STANDING_ITEM.findall(block)
+    return block[:end] if end >= 0 else block
+
+
+def standing_paths(system_text: str) -> list[str]:
+    """The entries a system message's standing line lists."""
+    return _STANDING_ITEM.findall(standing_block(system_text))
 
 
 class MemoryObserver:

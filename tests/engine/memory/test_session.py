@@ -353,3 +353,29 @@ def test_each_run_carries_receipts_for_the_memory_it_showed_and_sees_edits_by_ot
     assert {r["exposure"] for r in info.records} == {"standing", "standing,view"}
     assert len(hashes) == 2  # the second run snapshotted the edited file
     assert any("-ise endings" in v for v in views)
+
+
+def test_a_resumed_conversation_counts_its_standing_line_as_memory(tmp_path: Path):
+    service = MemoryService.for_paths(BrimPaths.resolve(tmp_path))
+    folder = service.layout.global_scope().folder
+    folder.mkdir(parents=True)
+    (folder / "spelling.md").write_text("The user prefers British spelling.\n", encoding="utf-8")
+
+    async def go(fake: FakeLlamaServer) -> int:
+        first = ChatSession(_agent(fake.url), BrimPaths.resolve(tmp_path), lambda e: None,
+                            memory=True)  # fmt: skip
+        await first.start()
+        await first.send("Hi")
+        await first.close()
+        again = ChatSession(
+            _agent(fake.url), BrimPaths.resolve(tmp_path), lambda e: None,
+            conversation_id=first.conversation_id, memory=True,
+        )  # fmt: skip
+        await again.start()
+        rows = {c.name: c.tokens for c in again.context_report().categories}
+        await again.close()
+        return rows.get("Memory", 0)
+
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.responder = FakeModel()
+        assert asyncio.run(go(fake)) > 0
