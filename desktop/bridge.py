@@ -27,7 +27,7 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from desktop.engine_thread import EngineThread
 from desktop.errors import EngineStopped
-from engine.events import ErrorEvent, Event, EventSink
+from engine.events import DeltaEvent, ErrorEvent, Event, EventSink
 from engine.messages import Message
 
 
@@ -105,6 +105,10 @@ class EngineBridge(QObject):
         self._engine = engine
         self._forwarding = threading.Event()
         self._forwarding.set()
+        # Streamed text waiting to cross to the GUI thread (see `sink`).
+        self.coalesce_deltas = True
+        self._batch_lock = threading.Lock()
+        self._batch: list[str] | None = None
         # Engine-loop state: touched only by coroutines and callbacks running on that loop.
         self._session: ChatSessionLike | None = None
         self._started: asyncio.Future[bool] | None = None
@@ -132,9 +136,26 @@ class EngineBridge(QObject):
         return self._busy
 
     def sink(self, event: Event) -> None:
-        """The engine's event sink; safe to call from any thread."""
-        if self._forwarding.is_set():
-            self._incoming.emit(event)
+        """The engine's event sink; safe to call from any thread.
+
+        Streamed text is coalesced before it crosses: consecutive deltas join one batch and
+        only the batch's first delta posts a signal, so a fast engine cannot flood the GUI
+        thread's queue with one event per token. Any other event closes the batch, which
+        keeps every event in the order the engine emitted it."""
+        if not self._forwarding.is_set():
+            return
+        if isinstance(event, DeltaEvent) and self.coalesce_deltas:
+            with self._batch_lock:
+                batch = self._batch
+                if batch is not None:
+                    batch.append(event.text)
+                    return
+                batch = self._batch = [event.text]
+            self._incoming.emit(batch)
+            return
+        with self._batch_lock:
+            self._batch = None
+        self._incoming.emit(event)
 
     # -- intents (called on the GUI thread) -------------------------------------------------
 
@@ -387,7 +408,13 @@ class EngineBridge(QObject):
             self.busy_changed.emit(busy)
 
     @Slot(object)
-    def _deliver(self, event: Event) -> None:
+    def _deliver(self, event: Event | list[str]) -> None:
+        if isinstance(event, list):  # a batch of streamed text
+            with self._batch_lock:
+                if self._batch is event:
+                    self._batch = None  # later deltas start a new batch
+                text = "".join(event)
+            event = DeltaEvent(text)
         self.event.emit(event)
 
     @Slot(object)
