@@ -120,6 +120,8 @@ class CompactionResult:
     progress_note: str = ""
     journal_error: str = ""
     plan: CompactionPlan | None = field(default=None, repr=False)
+    guided: bool = False  # the checkpoint came from one question per section
+    freeform_refused: bool = False  # the summarizer's whole-schema answer was refused
 
     @property
     def ok(self) -> bool:
@@ -363,6 +365,7 @@ async def compact(
     journal: JournalSink | None = None,
     tail_tokens: int | None = None,
     max_summary_tokens: int | None = None,
+    guided_only: bool = False,
     summarizer_window: int | None = None,
     before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
 ) -> CompactionResult:
@@ -397,17 +400,23 @@ async def compact(
         prompt_budget=prompt_budget,
         work_state=work_state,
     )
-    try:
-        answer = await summarize(request)
-    except Exception as exc:
-        log.warning("the summarizer failed: %s", exc, exc_info=True)
-        detail = f"the summarizer failed: {exc}" if str(exc) else "the summarizer failed"
-        return _result(
-            "failed", reason, original, original, count_message, detail=detail, plan=plan
-        )
-
-    refusal = summary_refusal(answer)
+    if guided_only:
+        # This summarizer was already seen unable to write the whole schema: skip the
+        # free-form attempt and its cost, and go straight to the guided questions.
+        answer = SummaryResult("", "skipped")
+        refusal: str | None = "the summarizer cannot write the whole checkpoint"
+    else:
+        try:
+            answer = await summarize(request)
+        except Exception as exc:
+            log.warning("the summarizer failed: %s", exc, exc_info=True)
+            detail = f"the summarizer failed: {exc}" if str(exc) else "the summarizer failed"
+            return _result(
+                "failed", reason, original, original, count_message, detail=detail, plan=plan
+            )
+        refusal = summary_refusal(answer)
     text = answer.text
+    freeform_refused = refusal is not None
     if refusal is not None:
         # A small model that cannot write the whole schema may still answer one question
         # per section; an incomplete answer is dropped there too.
@@ -425,8 +434,9 @@ async def compact(
         guided = await guided_checkpoint(guided_request.messages[1].content.rstrip(), summarize)
         if guided is None:
             return _result(
-                "refused", reason, original, original, count_message, detail=refusal, plan=plan
-            )
+                "refused", reason, original, original, count_message, detail=refusal, plan=plan,
+                freeform_refused=freeform_refused,
+            )  # fmt: skip
         text = guided
 
     checkpoint = merge_covered(
@@ -467,5 +477,7 @@ async def compact(
         checkpoint=checkpoint,
         progress_note=extract_run_progress(plan.tail),
         journal_error=journal_error,
+        guided=freeform_refused,
+        freeform_refused=freeform_refused,
         plan=plan,
     )

@@ -142,6 +142,9 @@ class ContextManager:
         self._just_compacted = False
         self._progress_note = ""
         self._fallback_told = False  # the user hears once that compaction fell back to trim
+        # Once a summarizer's whole-schema checkpoint is refused, later compactions in this
+        # conversation ask the guided questions straight away.
+        self._guided_only = False
 
     # Counting -------------------------------------------------------------------------
 
@@ -362,7 +365,10 @@ class ContextManager:
             tail_tokens=tail,
             summarizer_window=self.summarizer_window,
             before_summarize=self.before_summarize,
+            guided_only=self._guided_only,
         )
+        if result.freeform_refused:
+            self._guided_only = True
         if result.ok:
             self.sink(
                 CompactionEvent(

@@ -58,3 +58,32 @@ def test_a_stop_string_split_across_tokens_ends_generation_without_showing_it():
         if stopped:
             break
     assert "".join(shown) == "Done." and stopped
+
+
+def test_after_one_refused_checkpoint_later_compactions_go_straight_to_the_questions():
+    from engine.context import ContextManager
+    from engine.context.guided import GUIDED_SYSTEM
+    from engine.messages import assistant, system, user
+
+    freeform: list[SummaryRequest] = []
+
+    async def summarize(request: SummaryRequest) -> SummaryResult:
+        if request.messages[0].content == GUIDED_SYSTEM:
+            return SummaryResult("Keep the notes in order.", "stop")
+        freeform.append(request)
+        return SummaryResult("rambling " * 50, "length")
+
+    def history(n: int) -> list:
+        msgs = [system("You help.")]
+        for i in range(n):
+            msgs += [user(f"note {i} " + "word " * 400), assistant(f"ok {i}")]
+        return msgs
+
+    manager = ContextManager(
+        window=8000, count_message=lambda m: len(m.content) // 4 + 4, summarize=summarize
+    )
+    first = asyncio.run(manager.compact(history(12)))
+    second = asyncio.run(manager.compact([*first.history, *history(12)[1:]]))
+    assert first.compaction is not None and first.compaction.ok and first.compaction.guided
+    assert second.compaction is not None and second.compaction.ok
+    assert len(freeform) == 1
