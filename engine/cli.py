@@ -208,7 +208,10 @@ def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
 
 def _desktop_argv(args: argparse.Namespace) -> list[str]:
     data_dir = getattr(args, "chat_data_dir", None) or args.data_dir
-    return ["--data-dir", str(data_dir)] if data_dir else []
+    argv = ["--data-dir", str(data_dir)] if data_dir else []
+    if getattr(args, "workspace", None):
+        argv += ["--workspace", str(args.workspace)]  # the folder new conversations work in
+    return argv
 
 
 # -- conversations -----------------------------------------------------------------------

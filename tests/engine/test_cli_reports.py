@@ -1,0 +1,39 @@
+"""Headless output carries the rail's report after every request, and answers the slash
+commands a front end would otherwise show in a window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.cli import run_brim
+from tests.helpers.fake_engines import FakeLlamaServer
+
+
+def test_headless_chat_reports_the_context_after_each_request_and_answers_slash_commands(
+    tmp_path: Path,
+):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        run = run_brim(
+            ["chat", "--headless", "--provider", "llamacpp", "--base-url", fake.url],
+            data_dir=tmp_path,
+            stdin="Hello there\n/context\n/usage\n/work\n",
+        )
+        requests = len(fake.chat_requests)
+    assert run.returncode == 0, run.stderr
+    contexts = run.of_type("context")
+    reports = run.of_type("context_report")
+    live = [r for r in reports if not r["snapshot"]]
+    (snapshot,) = [r for r in reports if r["snapshot"]]
+    assert requests == 1 and len(contexts) == 1
+    assert live[-1]["used"] == contexts[0]["used"] and live[-1]["estimated"] is False
+    assert (
+        snapshot["window"] == 4096
+        and snapshot["headroom"] == snapshot["compact_at"] - snapshot["used"]
+    )
+    assert snapshot["lines"][0].startswith("Context ")
+    assert [c["name"] for c in snapshot["categories"]][:2] == ["System prompt", "Tool schemas"]
+    (usage,) = run.of_type("usage_report")
+    assert usage["total"]["requests"] == 1
+    assert usage["lines"][-1].startswith("local engines publish no price")
+    (work,) = run.of_type("work_state")
+    assert work["text"] == ""
