@@ -13,7 +13,7 @@ from engine.context.budget import ContextBudget
 from engine.events import ContextEvent, Event
 from engine.report import CacheShare, RequestTracker, build_context_report
 from tests.desktop.conftest import agent_toml
-from tests.helpers.fake_engines import FakeLlamaServer, Reply
+from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
 SUMMARY = (
     "## Goal\nChat.\n## Constraints & Preferences\n-\n## Covered So Far\n-\n## Progress\n"
@@ -138,3 +138,30 @@ def test_a_reported_zero_cache_is_drawn_in_the_alarm_colour_and_silence_is_not(q
     shown = [label for label in rail.cache_labels if not label.isHidden()]
     assert [label.text() for label in shown] == ["Prompt cache: not reported"]
     assert shown[0].objectName() == "railMuted"
+
+
+def test_the_header_and_rail_update_as_each_request_lands_not_only_at_turn_end(
+    qtbot, real_desktop, tmp_path
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.md").write_text("alpha beta gamma " * 200, encoding="utf-8")
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.script_reply(tool_calls=[FakeToolCall("read_file", {"path": "notes.md"})])
+        fake.script_reply("It is a list of Greek letters. " * 20, token_delay=0.05)
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)}, workspace=ws)
+        contexts: list[ContextEvent] = []
+        d.app.bridge.event.connect(
+            lambda e: contexts.append(e) if isinstance(e, ContextEvent) else None
+        )
+        _send(qtbot, d.window, "What is in notes.md?")
+        qtbot.waitUntil(lambda: len(contexts) == 1, timeout=10000)
+        first = contexts[0]
+        qtbot.waitUntil(lambda: d.window.rail.report().used == first.used)
+        # The first request landed; the turn is still running its second one.
+        assert d.app.bridge.busy
+        assert f"ctx {format_tokens(first.used)}/8K" in d.window.header.text()
+        assert "Worked for" not in d.window.transcript.toPlainText()
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=20000)
+        assert len(contexts) == 2 and contexts[1].used > first.used
+        assert d.window.rail.report().used == contexts[1].used
