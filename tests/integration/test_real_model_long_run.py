@@ -13,7 +13,7 @@ from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 WINDOW = 2048
 
