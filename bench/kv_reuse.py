@@ -32,13 +32,13 @@ from engine.session import ChatSession
 WINDOW = 1024
 TURNS = 30
 MAX_TOKENS = 24
-SLIDING_BUDGET = int(WINDOW * 0.75)
+SLIDING_BUDGET = int(WINDOW * 0.75)  # the naive agent keeps the newest messages under this
 FREEFORM_PREFIX = SUMMARIZER_SYSTEM[:60]  # the whole-checkpoint prompt, before its fields
 
 
 def is_compaction_request(messages: list[Message]) -> bool:
     first = messages[0].content if messages else ""
-    return first == GUIDED_SYSTEM or first.startswith(FREEFORM_PREFIX)  # the naive agent keeps the newest messages under this
+    return first == GUIDED_SYSTEM or first.startswith(FREEFORM_PREFIX)
 
 
 def scripted_turns(count: int = TURNS) -> list[str]:
