@@ -101,6 +101,8 @@ def provider_for(agent: AgentConfig) -> Provider:
             n_ctx=agent.num_ctx,
             n_threads=agent.n_threads,
         )
+    if agent.request_timeout_s is not None:
+        return make_provider(agent.provider, agent.base_url, timeout=agent.request_timeout_s)
     return make_provider(agent.provider, agent.base_url)
 
 

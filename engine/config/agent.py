@@ -26,6 +26,7 @@ class AgentConfig:
     name: str
     provider: str = _default("provider")
     base_url: str | None = _default("base_url")
+    request_timeout_s: float | None = _default("request_timeout_s")
     model: str = _default("model")
     n_threads: int | None = _default("n_threads")
     num_ctx: int | None = _default("num_ctx")

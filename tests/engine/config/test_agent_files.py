@@ -59,6 +59,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         name = "full"
         provider = "vllm"
         base_url = "http://gpu-box:8000"
+        request_timeout_s = 30.0
         model = "Qwen/Qwen2.5-7B-Instruct"
         num_ctx = 32768
         max_context_tokens = 24000
@@ -81,6 +82,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "name": "full",
         "provider": "vllm",
         "base_url": "http://gpu-box:8000",
+        "request_timeout_s": 30.0,
         "model": "Qwen/Qwen2.5-7B-Instruct",
         "n_threads": 4,
         "num_ctx": 32768,
