@@ -17,6 +17,7 @@ from engine.events import ErrorEvent, Event
 from engine.paths import BrimPaths
 from engine.providers.base import PROVIDER_KINDS
 from engine.providers.errors import ProviderError
+from engine.store.errors import StoreError
 
 EXIT_UNREACHABLE = 2
 EXIT_USAGE = 64
@@ -279,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, AgentConfigError) as exc:
         print(f"brim: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StoreError as exc:
+        # A damaged, locked or newer database: one line saying what happened and where the
+        # original is (a damaged one was moved aside, never deleted).
+        print(f"brim: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     parser.print_help()

@@ -59,11 +59,15 @@ class Watermarks:
         self.layout = layout
 
     def _all(self) -> dict[str, dict[str, object]]:
+        """Every well-formed mark; one damaged by hand or a foreign writer counts as absent
+        (that conversation is reflected on again, which the queue's dedupe absorbs)."""
         data = read_json_object(self.layout.watermark_path).get("conversations", {})
-        return data if isinstance(data, dict) else {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(v, dict) and _through(v) >= 0}
 
     def get(self, conversation_id: str) -> int:
-        return int(self._all().get(conversation_id, {}).get("through", 0) or 0)
+        return _through(self._all().get(conversation_id, {}))
 
     def claim(self, conversation_id: str, records: Sequence[MessageRecord]) -> Claim:
         """Claim every stored row after the watermark. `ClaimUnavailable` when none is new.
@@ -71,7 +75,7 @@ class Watermarks:
         with self.layout.write_lock():
             marks = self._all()
             mark = marks.get(conversation_id, {})
-            previous = int(mark.get("through", 0) or 0)
+            previous = _through(mark)
             seen = {r.message.id for r in records if r.seq <= previous}
             earlier = [r.message for r in records if r.seq <= previous]
             fresh: list[Message] = []
@@ -117,6 +121,16 @@ class Watermarks:
                 marks.pop(claim.conversation_id, None)
             write_json_object(self.layout.watermark_path, {"conversations": marks})
         return True
+
+
+def _through(mark: dict[str, object]) -> int:
+    """The mark's last reflected row; -1 when the field is not a whole number."""
+    value = mark.get("through", 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        return -1
+    return value
 
 
 def _dedupe(messages: list[Message]) -> list[Message]:
