@@ -25,7 +25,8 @@ from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 PREF = "I always prefer British spelling in everything you write."
 FILLER = "lorem ipsum dolor sit amet " * 30
-RUNS = 60
+KILLS = 50
+MAX_RUNS = 150  # a run that finishes before its kill is a clean exit, not a kill
 WINDOW = 2048
 
 Row = tuple[Any, ...]
@@ -101,13 +102,14 @@ def test_a_run_killed_at_random_moments_keeps_every_committed_message_and_readab
         assert first.wait(60) == 0
         (conversation,) = sqlite3.connect(db).execute("SELECT id FROM conversations").fetchone()
         committed = _committed(db, conversation)
-        killed_mid_turn = kills = 0
-        for n in range(RUNS):
+        killed_mid_turn = kills = n = 0
+        while kills < KILLS and n < MAX_RUNS:
+            n += 1
             turns = [f"Turn {n}.{i}: {FILLER}" for i in range(3)]
             if n % 4 == 0:
                 turns[0] = f"Turn {n}: {PREF} {FILLER}"
             proc = _start(home, fake.url, conversation, turns)
-            time.sleep(rng.uniform(0.15, 1.6))
+            time.sleep(rng.uniform(0.15, 1.4))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
@@ -126,7 +128,7 @@ def test_a_run_killed_at_random_moments_keeps_every_committed_message_and_readab
     assert _integrity(db) == "ok"
     assert committed <= _committed(db, conversation)
     _assert_files_read(home)
-    assert kills >= 50
+    assert kills >= KILLS
     assert killed_mid_turn >= 10  # most kills landed after something was committed
     assert summaries >= 2 and extractions >= 1  # compaction and memory really ran
     assert MemoryService.for_paths(BrimPaths.resolve(home)).pending()  # the suggestion
