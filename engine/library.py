@@ -30,8 +30,9 @@ class AgentEntry:
 
     name: str
     config: AgentConfig | None = None
-    error: str | None = None
+    error: str | None = None  # every problem, each naming the file
     path: Path | None = None
+    problem: str | None = None  # the first problem without the file's path, for a short line
 
     @property
     def usable(self) -> bool:
@@ -93,7 +94,14 @@ class Library:
         configs, errors = load_agents(self.paths.agents_dir)
         agents = [AgentEntry(c.name, c, None, c.source_path) for c in configs]
         broken = [
-            AgentEntry(e.path.name if e.path else e.source, None, str(e), e.path) for e in errors
+            AgentEntry(
+                e.path.name if e.path else e.source,
+                None,
+                str(e),
+                e.path,
+                e.problems[0].render("").lstrip(": "),
+            )
+            for e in errors
         ]
         by_agent: dict[str, list[ConversationInfo]] = {}
         for info in self.store.list_conversations():
@@ -101,7 +109,12 @@ class Library:
                 by_agent.setdefault(info.agent, []).append(info)
         known = {a.name for a in agents}
         orphans = [
-            AgentEntry(name, None, f"no agent file named '{name}' any more")
+            AgentEntry(
+                name,
+                None,
+                f"no agent file named '{name}' any more",
+                problem=f"no agent file named '{name}' any more",
+            )
             for name in sorted(by_agent)
             if name not in known
         ]

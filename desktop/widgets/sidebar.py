@@ -119,7 +119,8 @@ class Sidebar(QFrame):
                 item.setText(0, f"⚠ {entry.name}")
                 item.setForeground(0, QBrush(QColor(theme.ERROR_TEXT)))
                 item.setToolTip(0, entry.error or "")
-                problem = QTreeWidgetItem([(entry.error or "").splitlines()[0]])
+                line = entry.problem or (entry.error or "").splitlines()[0]
+                problem = QTreeWidgetItem([line])
                 problem.setToolTip(0, entry.error or "")
                 problem.setForeground(0, QBrush(QColor(theme.ERROR_TEXT)))
                 problem.setData(0, ROLE, ("problem", entry.name, False))

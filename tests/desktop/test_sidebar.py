@@ -65,9 +65,16 @@ def test_renaming_a_conversation_is_saved(qtbot, real_desktop):
         conversation = d.app.navigator.conversation_id
         qtbot.waitUntil(lambda: _titles(d) == ["untitled thoughts"])
         d.window.sidebar.rename(conversation, "Garden plan")
-        qtbot.waitUntil(lambda: _titles(d) == ["Garden plan"])
-    with Store.open(d.paths.db_path) as store:
-        assert store.get_conversation(conversation).title == "Garden plan"
+        assert _titles(d) == ["Garden plan"]
+
+        def saved() -> str:
+            with Store.open(d.paths.db_path) as store:
+                return store.get_conversation(conversation).title
+
+        qtbot.waitUntil(lambda: saved() == "Garden plan")
+        d.app.navigator.refresh()  # a fresh listing from the store says the same
+        qtbot.wait(200)
+        assert _titles(d) == ["Garden plan"]
 
 
 def test_deleting_a_conversation_can_be_undone(qtbot, real_desktop):
@@ -133,6 +140,7 @@ def test_switching_to_another_agent_opens_its_own_session(qtbot, real_desktop):
         d.window.sidebar.open_requested.emit("beta", None)
         qtbot.waitUntil(lambda: d.app.navigator.agent.name == "beta")
         qtbot.waitUntil(lambda: "ctx" in d.window.header.text() and "/8K" in d.window.header.text())
+        qtbot.waitUntil(lambda: not d.app.bridge.busy)  # the new session is open
         _chat(qtbot, d, "Who are you?")
         assert "I am the second agent." in d.window.transcript.toPlainText()
         assert d.window.header.text().startswith("beta")
