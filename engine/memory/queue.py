@@ -110,7 +110,10 @@ class SuggestionQueue:
     def _load(self) -> list[Suggestion]:
         data = read_json_object(self.layout.queue_path)
         out: list[Suggestion] = []
-        for item in data.get("suggestions", []) or []:
+        items = data.get("suggestions")
+        if not isinstance(items, list):
+            items = []  # absent, or damaged by hand: an empty queue, not a crash
+        for item in items:
             if not isinstance(item, dict):
                 continue
             try:

@@ -34,7 +34,7 @@ damaged = st.one_of(
 FILES = [".pending-memory.json", ".reflected-conversations.json", "global/spelling.md"]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(which=st.sampled_from(FILES), data=damaged)
 def test_a_damaged_memory_file_is_read_or_refused_with_memorys_own_errors(
     tmp_path_factory, which: str, data: bytes
