@@ -1,0 +1,252 @@
+"""What the agent editor's Probe button shows: the engine's answer next to the agent's settings.
+
+A user pinning `num_ctx` needs to know, before saving, whether the engine will honour it. So
+the probe asks the engine once and resolves the window twice through `engine/window.py` — for
+the agent as saved and for the edits in the dialog — and hands back plain data: every figure
+side by side and every warning that applies. The rules live in `resolve_window`; this module
+only chooses what to ask and how to lay the answer out, so the editor, `brim probe` and the
+running session can never disagree about a window.
+
+An engine that cannot be reached is an answer too (`ProbeFailure`), never an exception: the
+dialog shows it in place of the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from engine.catalog import catalog_window
+from engine.config import AgentConfig
+from engine.providers.base import EngineReport, ModelInfo, Provider
+from engine.providers.errors import ProviderError
+from engine.session import provider_for
+from engine.window import WindowResolution, resolve_window
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Each engine call already gives up after its own probe timeout; this bounds the whole probe
+# (several calls) so the dialog's busy indicator always ends.
+PROBE_DEADLINE_S = 45.0
+
+EMBEDDED_NOT_PROBED = (
+    "The embedded engine is not started again to probe it (that would load the model a "
+    "second time); the figures come from the running conversation where it runs this model, "
+    "and the window is allocated when the agent is saved."
+)
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One line of the side-by-side table. `saved` is None when there is no saved column."""
+
+    key: str
+    label: str
+    saved: int | str | None
+    edited: int | str | None
+    unset: str  # what an empty cell says ("none", "not reported")
+
+
+@dataclass(frozen=True)
+class ProbeComparison:
+    """The engine's answer for the edited agent, and for the saved one when it runs the same
+    engine and model (else `saved` is None: that would be another engine's answer)."""
+
+    provider: str
+    base_url: str | None
+    edited: WindowResolution
+    saved: WindowResolution | None
+    loaded: bool | None  # Ollama: the model is in memory now; None where it does not say
+    setting_warnings: tuple[str, ...] = ()  # valid settings that will not do what they seem
+    notes: tuple[str, ...] = ()  # how the figures were obtained, when not simply asked
+
+    @property
+    def window(self) -> int:
+        return self.edited.window
+
+    @property
+    def source(self) -> str:
+        return self.edited.source
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning for the edited agent: the window's, then the settings'."""
+        return [*self.edited.warnings, *self.setting_warnings]
+
+    def rows(self) -> list[ProbeRow]:
+        """The table: what the engine serves, the training length, the pin, the ceiling, the
+        effective window and its source (and the slots, for llama-server)."""
+        s, e = self.saved, self.edited
+        served_unset = "not loaded" if self.loaded is False else "not reported"
+        rows = [
+            ProbeRow(
+                "served",
+                "Served by the engine now",
+                s.served if s else None,
+                e.served,
+                served_unset,
+            ),
+            ProbeRow(
+                "model_max",
+                "Model's training length",
+                s.model_max if s else None,
+                e.model_max,
+                "not reported",
+            ),
+            ProbeRow("pinned", "Pin (num_ctx)", s.pinned if s else None, e.pinned, "none"),
+            ProbeRow(
+                "ceiling",
+                "Ceiling (max_context_tokens)",
+                s.ceiling if s else None,
+                e.ceiling,
+                "none",
+            ),
+            ProbeRow("window", "Effective window", s.window if s else None, e.window, "—"),
+            ProbeRow("source", "Window source", s.source if s else None, e.source, "—"),
+        ]
+        if e.slots is not None or (s is not None and s.slots is not None):
+            rows.append(
+                ProbeRow("slots", "Server slots", s.slots if s else None, e.slots, "not reported")
+            )
+        return rows
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """The engine could not answer: `kind` as in the headless error event, `message` for
+    the user (it names the engine and its URL)."""
+
+    kind: str
+    message: str
+    provider: str
+    base_url: str | None
+
+
+ProbeOutcome = ProbeComparison | ProbeFailure
+
+
+def same_engine(a: AgentConfig, b: AgentConfig) -> bool:
+    """Both agents would get the same answer from a probe: one engine, one model."""
+    return (a.provider, a.effective_base_url, a.model) == (
+        b.provider,
+        b.effective_base_url,
+        b.model,
+    )
+
+
+def resolve_for(report: EngineReport, agent: AgentConfig) -> WindowResolution:
+    """The window `agent` would run with, given the engine's report."""
+    return resolve_window(
+        report,
+        pinned=agent.num_ctx,
+        ceiling=agent.max_context_tokens,
+        catalog_max=catalog_window(report.model or agent.model),
+    )
+
+
+def compare(
+    report: EngineReport,
+    edited: AgentConfig,
+    saved: AgentConfig | None = None,
+    *,
+    notes: tuple[str, ...] = (),
+) -> ProbeComparison:
+    """Lay one engine report out for the edited agent and (same engine) the saved one."""
+    return ProbeComparison(
+        provider=edited.provider,
+        base_url=edited.effective_base_url,
+        edited=resolve_for(report, edited),
+        saved=resolve_for(report, saved)
+        if saved is not None and same_engine(saved, edited)
+        else None,
+        loaded=report.loaded,
+        setting_warnings=tuple(edited.warnings()),
+        notes=notes,
+    )
+
+
+def _embedded_report(agent: AgentConfig, live: WindowResolution | None) -> EngineReport:
+    """What is known about the embedded engine without loading the model again: the training
+    length the running conversation measured, nothing about a window not yet allocated."""
+    model_max = live.model_max if live is not None and live.provider == "embedded" else None
+    return EngineReport(provider="embedded", model=agent.model, model_max=model_max)
+
+
+async def probe_agent(
+    edited: AgentConfig,
+    saved: AgentConfig | None = None,
+    *,
+    provider: Provider | None = None,
+    live: WindowResolution | None = None,
+    deadline_s: float = PROBE_DEADLINE_S,
+) -> ProbeOutcome:
+    """Ask the edited agent's engine what it serves and compare. Never raises for an engine
+    fault. `provider`: talk through this one (left open) instead of a fresh one (closed
+    after). `live`: the running conversation's resolution, used for the embedded engine."""
+    if edited.provider == "embedded":
+        return compare(_embedded_report(edited, live), edited, saved, notes=(EMBEDDED_NOT_PROBED,))
+
+    async def ask(p: Provider) -> EngineReport:
+        return await p.report(edited.model, num_ctx=edited.num_ctx)
+
+    result = await _with_engine(edited, provider, ask, deadline_s)
+    if isinstance(result, ProbeFailure):
+        return result
+    return compare(result, edited, saved)
+
+
+async def list_agent_models(
+    agent: AgentConfig,
+    *,
+    provider: Provider | None = None,
+    deadline_s: float = PROBE_DEADLINE_S,
+) -> list[ModelInfo] | ProbeFailure:
+    """The models the agent's engine offers, for the editor's model picker. The embedded
+    engine runs a file, not a listing: an empty list."""
+    if agent.provider == "embedded":
+        return []
+
+    async def ask(p: Provider) -> list[ModelInfo]:
+        return await p.list_models()
+
+    return await _with_engine(agent, provider, ask, deadline_s)
+
+
+async def _with_engine(
+    agent: AgentConfig,
+    provider: Provider | None,
+    ask: Callable[[Provider], Awaitable[T]],
+    deadline_s: float,
+) -> T | ProbeFailure:
+    base_url = agent.effective_base_url
+
+    def failure(kind: str, message: str) -> ProbeFailure:
+        return ProbeFailure(kind, message, agent.provider, base_url)
+
+    own = provider is None
+    try:
+        engine = provider if provider is not None else provider_for(agent)
+    except Exception as exc:  # a provider that cannot even be built: say why
+        return failure("startup", f"Cannot talk to {agent.provider} at {base_url}: {exc}")
+    try:
+        return await asyncio.wait_for(ask(engine), deadline_s)
+    except ProviderError as exc:
+        return failure(exc.kind, exc.message)
+    except TimeoutError:
+        return failure(
+            "timeout", f"{agent.provider} at {base_url} did not answer within {deadline_s:g} s."
+        )
+    except Exception as exc:  # an engine bug must not become a traceback in a dialog
+        log.exception("probing %s at %s failed", agent.provider, base_url)
+        return failure("internal", f"Probing {agent.provider} at {base_url} failed: {exc}")
+    finally:
+        if own:
+            try:
+                await engine.aclose()
+            except Exception:
+                log.debug("closing the probe's provider failed", exc_info=True)
