@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -217,7 +218,8 @@ class EngineBridge(QObject):
         on_error: Callable[[str], None] | None = None,
     ) -> bool:
         """Run `fn()` on the engine thread; `on_result(value)` (or `on_error(message)`) runs
-        on the GUI thread."""
+        on the GUI thread. An awaitable that `fn` returns (a coroutine function's call) is
+        awaited there first, so engine I/O such as a probe can run this way too."""
         self._next_call += 1
         token = self._next_call
         self._callbacks[token] = (on_result, on_error)
@@ -365,6 +367,8 @@ class EngineBridge(QObject):
     async def _call(self, token: int, fn: Callable[[], Any]) -> None:
         try:
             result, error = fn(), None
+            if inspect.isawaitable(result):
+                result = await result
         except Exception as exc:
             result, error = None, _message_of(exc)
         if self._forwarding.is_set():
