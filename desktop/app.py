@@ -17,6 +17,7 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 
+from desktop.agent_editing import AgentEditing
 from desktop.approval import DialogApprover
 from desktop.bridge import EngineBridge, SessionFactory
 from desktop.engine_thread import EngineThread
@@ -80,6 +81,7 @@ class DesktopApp:
         self.window = MainWindow(self.bridge, self.approver)
         self.library: Library | None = None
         self.navigator: Navigator | None = None
+        self.agent_editing: AgentEditing | None = None
         self._closed = False
         if paths is not None:
             self.library = Library(paths)
@@ -91,6 +93,7 @@ class DesktopApp:
                 make_session or chat_session_maker(paths),
                 workspace=workspace,
             )
+            self.agent_editing = AgentEditing(self.window, self.bridge, self.navigator)
             self.navigator.start()
         else:
             self.window.sidebar.hide()

@@ -66,6 +66,7 @@ OVERLAY_COMMANDS = ("/context", "/usage", "/work", "/work clear")
 
 class MainWindow(QMainWindow):
     closing = Signal()  # the user closed the window (settings are saved on it)
+    agent_editor_requested = Signal()  # `/agent`: edit the current agent
 
     def __init__(
         self,
@@ -190,6 +191,10 @@ class MainWindow(QMainWindow):
             return
         if command is not None and command.text == "/new":
             self.new_conversation()
+            return
+        if command is not None and command.text == "/agent":
+            self.composer.take_text()
+            self.agent_editor_requested.emit()
             return
         if self.bridge.busy or not self.bridge.send(text):
             return  # a turn is running: the text stays in the composer for later

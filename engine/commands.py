@@ -16,6 +16,7 @@ class SlashCommand:
 
 
 COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand("/agent", "edit this agent: engine, model, window pin and ceiling"),
     SlashCommand("/compact", "summarize older messages now to free room"),
     SlashCommand("/context", "what fills the context window, as a snapshot"),
     SlashCommand("/usage", "requests and tokens this conversation has spent"),

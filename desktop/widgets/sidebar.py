@@ -27,6 +27,7 @@ from desktop import theme
 from engine.library import Listing
 
 ROLE = Qt.ItemDataRole.UserRole
+TITLE_ROLE = Qt.ItemDataRole.UserRole + 1  # the title as stored, to tell a real rename
 UNDO_SECONDS = 10
 UNTITLED = "New conversation"
 
@@ -129,6 +130,7 @@ class Sidebar(QFrame):
             for info in listing.conversations.get(entry.name, ()):
                 child = QTreeWidgetItem([info.title or UNTITLED])
                 child.setData(0, ROLE, ("conversation", info.id, entry.usable))
+                child.setData(0, TITLE_ROLE, info.title or UNTITLED)
                 child.setToolTip(
                     0,
                     f"{info.title or UNTITLED}\n{info.message_count} messages · updated "
@@ -205,13 +207,16 @@ class Sidebar(QFrame):
             return
         item = self.item_for(self._current)
         bold = QFont(self.font())
-        for index in range(self.tree.topLevelItemCount()):
-            agent = self.tree.topLevelItem(index)
-            for i in range(agent.childCount()):
-                agent.child(i).setFont(0, bold if agent.child(i) is item else self.font())
-        if item is not None:
-            self._filling = True
-            self.tree.setCurrentItem(item)
+        # A font change emits itemChanged too; it must not read as the user renaming.
+        self._filling = True
+        try:
+            for index in range(self.tree.topLevelItemCount()):
+                agent = self.tree.topLevelItem(index)
+                for i in range(agent.childCount()):
+                    agent.child(i).setFont(0, bold if agent.child(i) is item else self.font())
+            if item is not None:
+                self.tree.setCurrentItem(item)
+        finally:
             self._filling = False
 
     @Slot(QTreeWidgetItem, int)
@@ -225,8 +230,13 @@ class Sidebar(QFrame):
         if self._filling:
             return
         kind, key, _ = item.data(0, ROLE)
-        if kind == "conversation" and item.text(0).strip() and item.text(0) != UNTITLED:
-            self.rename_requested.emit(key, item.text(0).strip())
+        title = item.text(0).strip()
+        if kind != "conversation" or not title or title == UNTITLED:
+            return
+        if title == item.data(0, TITLE_ROLE):
+            return  # a change of look (font, selection), not of the title
+        item.setData(0, TITLE_ROLE, title)
+        self.rename_requested.emit(key, title)
 
     @Slot(object)
     def _delete_item(self, item: QTreeWidgetItem) -> None:

@@ -144,3 +144,24 @@ def test_switching_to_another_agent_opens_its_own_session(qtbot, real_desktop):
         _chat(qtbot, d, "Who are you?")
         assert "I am the second agent." in d.window.transcript.toPlainText()
         assert d.window.header.text().startswith("beta")
+
+
+def test_showing_the_list_never_reads_as_a_rename(qtbot, real_desktop):
+    """Marking the open conversation in bold is a change of look, not of title: it must not
+    write a rename (which refreshes the list, which marks it again, for ever)."""
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
+        _chat(qtbot, d, "Plan the garden")
+        qtbot.mouseClick(d.window.sidebar.new_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not d.app.bridge.busy)
+        _chat(qtbot, d, "Fix the bike")
+        qtbot.waitUntil(lambda: _titles(d) == ["Fix the bike", "Plan the garden"])
+        renames: list[tuple[str, str]] = []
+        d.window.sidebar.rename_requested.connect(lambda *a: renames.append(a))
+        d.app.navigator.refresh()
+        d.window.sidebar.set_current("chat", d.app.navigator.conversation_id)
+        qtbot.wait(300)
+        assert renames == []
+        item = d.window.sidebar.item_for(d.app.navigator.conversation_id)
+        item.setText(0, "Fix the red bike")
+        assert renames == [(d.app.navigator.conversation_id, "Fix the red bike")]
