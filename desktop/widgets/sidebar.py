@@ -49,6 +49,7 @@ class Sidebar(QFrame):
     delete_requested = Signal(str, str)  # conversation id, its title (for the undo bar)
     restore_requested = Signal(str)  # conversation id
     folder_requested = Signal()
+    edit_agent_requested = Signal(str)  # agent name: open the agent editor
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -63,6 +64,11 @@ class Sidebar(QFrame):
         self.new_button = QPushButton("+  New conversation", objectName="flat")
         self.new_button.setToolTip("Start a new conversation with the current agent (/new)")
         self.new_button.clicked.connect(self._new_for_current)
+        self.edit_button = QPushButton("Edit agent…", objectName="flat")
+        self.edit_button.setToolTip(
+            "Engine, model, window pin and ceiling of the current agent (/agent)"
+        )
+        self.edit_button.clicked.connect(self._edit_current)
         self.tree = _Tree(objectName="agents")
         self.tree.setHeaderHidden(True)
         self.tree.setIndentation(14)
@@ -96,7 +102,11 @@ class Sidebar(QFrame):
         layout.setContentsMargins(10, 12, 10, 10)
         layout.setSpacing(8)
         layout.addWidget(title)
-        layout.addWidget(self.new_button)
+        buttons = QHBoxLayout()
+        buttons.setSpacing(6)
+        buttons.addWidget(self.new_button, 1)
+        buttons.addWidget(self.edit_button)
+        layout.addLayout(buttons)
         layout.addWidget(self.tree, 1)
         layout.addWidget(self.undo_bar)
         layout.addWidget(self.folder_button)
@@ -266,6 +276,14 @@ class Sidebar(QFrame):
         if agent is not None:
             self.open_requested.emit(agent, None)
 
+    @Slot()
+    def _edit_current(self) -> None:
+        agent = self._current_agent
+        if agent is None and self._listing is not None:
+            agent = next((a.name for a in self._listing.agents if a.usable), None)
+        if agent is not None:
+            self.edit_agent_requested.emit(agent)
+
     @Slot(QPoint)
     def _menu(self, point: QPoint) -> None:
         item = self.tree.itemAt(point)
@@ -275,6 +293,7 @@ class Sidebar(QFrame):
         menu = QMenu(self)
         if kind == "agent" and usable:
             menu.addAction("New conversation", lambda: self.open_requested.emit(key, None))
+            menu.addAction("Edit agent…", lambda: self.edit_agent_requested.emit(key))
         elif kind == "conversation":
             if usable:
                 menu.addAction("Open", lambda: self.open_requested.emit(self.agent_of(item), key))
