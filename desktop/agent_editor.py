@@ -89,6 +89,17 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("System prompt", ("system_prompt",)),
 )
 DIALOG_SIZE = (1040, 720)
+FAILURE_HEADLINES: dict[str, str] = {
+    "unreachable": "The engine did not answer.",
+    "timeout": "The engine did not answer in time.",
+    "model_not_found": "The engine does not have this model.",
+}
+SOURCE_LEGEND = (
+    "Window source: <b>server</b> what the engine serves now · <b>pinned</b> your num_ctx · "
+    "<b>ceiling</b> your max_context_tokens · <b>model-max</b> the model's training length · "
+    "<b>catalog</b> a published figure for the model's name · <b>fallback</b> a guess, "
+    "nothing reported. Nothing is saved by probing."
+)
 
 EDITOR_STYLE = f"""
 QDialog#agentEditor {{ background: {theme.WINDOW_BG}; }}
@@ -186,6 +197,9 @@ class _Field:
     def show_problem(self, message: str | None) -> None:
         self.problem.setText(message or "")
         self.problem.setVisible(bool(message))
+        # A wrapped label in a form gets one line unless it asks for more.
+        width = max(self.widget.width(), 240)
+        self.problem.setMinimumHeight(self.problem.heightForWidth(width) if message else 0)
         target = self.widget
         if target.property("invalid") != bool(message):
             target.setProperty("invalid", bool(message))
@@ -314,6 +328,9 @@ class AgentEditorDialog(QDialog):
         probe_layout.addLayout(self.warnings_box)
         probe_layout.addWidget(self.notes)
         probe_layout.addStretch(1)
+        legend = QLabel(SOURCE_LEGEND, objectName="probeNote")
+        legend.setWordWrap(True)
+        probe_layout.addWidget(legend)
         right.addWidget(probe_box, 1)
 
         columns = QHBoxLayout()
@@ -350,6 +367,7 @@ class AgentEditorDialog(QDialog):
 
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self._save_if_valid)
         QShortcut(QKeySequence("Ctrl+Enter"), self, activated=self._save_if_valid)
+        self._align_labels()
         self._set_tab_order()
         self._connect_fields()
 
@@ -442,6 +460,14 @@ class AgentEditorDialog(QDialog):
             elif isinstance(widget, QPlainTextEdit | QLineEdit):
                 widget.textChanged.connect(self._changed)
 
+    def _align_labels(self) -> None:
+        """One label column across the sections, so the fields line up."""
+        labels = [f.label for f in self._fields.values() if f.label is not None]
+        width = max(label.sizeHint().width() for label in labels)
+        for field in self._fields.values():
+            if field.label is not None and field.name != "system_prompt":
+                field.label.setMinimumWidth(width)
+
     def _set_tab_order(self) -> None:
         chain: list[QWidget] = []
         for _, names in SECTIONS:
@@ -490,7 +516,8 @@ class AgentEditorDialog(QDialog):
             try:
                 field.parse()
             except FieldProblem as exc:
-                field.show_problem(f"{field.spec.label} {exc}")
+                reason = str(exc)
+                field.show_problem(reason[:1].upper() + reason[1:])
                 ok = False
             else:
                 field.show_problem(None)
@@ -626,7 +653,8 @@ class AgentEditorDialog(QDialog):
             self.table.hide()
             self.notes.hide()
             self.failure.setText(
-                f"<b>The engine did not answer.</b><br>{html.escape(result.message)}"
+                f"<b>{FAILURE_HEADLINES.get(result.kind, 'The probe failed.')}</b><br>"
+                f"{html.escape(result.message)}"
             )
             self.failure.show()
             self.probe_status.setText(
@@ -657,7 +685,8 @@ class AgentEditorDialog(QDialog):
         self.table.setFixedHeight(height)
         self.table.show()
         for warning in result.warnings:
-            label = QLabel(f"⚠ {html.escape(warning)}", objectName="probeWarning")
+            label = QLabel(f"⚠ {warning}", objectName="probeWarning")
+            label.setTextFormat(Qt.TextFormat.PlainText)
             label.setWordWrap(True)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             self.warnings_box.addWidget(label)
@@ -675,7 +704,7 @@ class AgentEditorDialog(QDialog):
         for i in range(self.warnings_box.count()):
             widget = self.warnings_box.itemAt(i).widget()
             if isinstance(widget, QLabel):
-                texts.append(html.unescape(widget.text().removeprefix("⚠ ")))
+                texts.append(widget.text().removeprefix("⚠ "))
         return texts
 
     def _clear_warnings(self) -> None:

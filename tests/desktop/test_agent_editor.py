@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QComboBox, QLineEdit
 
-from desktop.agent_editor import AgentEditorDialog
+from desktop.agent_editor import DIALOG_SIZE, AgentEditorDialog
+from tests.desktop.make_agent_editor_shot import make_agent_editor_shot
 from tests.helpers.fake_engines import FakeOllama, FakeVllm, OllamaModel
 
 OLLAMA_MODEL = "llama3.1:8b"
@@ -158,7 +160,7 @@ def test_an_invalid_value_is_refused_in_its_field_with_the_reason_and_enter_does
     dialog = open_editor(qtbot, d)
 
     type_into(qtbot, dialog, "num_ctx", "lots")
-    assert "must be an integer" in dialog.problem_text("num_ctx")
+    assert "must be an integer" in dialog.problem_text("num_ctx").lower()
     assert "'lots'" in dialog.problem_text("num_ctx")
     assert not dialog.save_button.isEnabled()
     qtbot.keyClick(dialog.field("num_ctx"), Qt.Key.Key_Return)
@@ -288,3 +290,11 @@ def test_the_editor_is_usable_from_the_keyboard_alone(qtbot, real_desktop, vllm)
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: d.app.agent_editing.dialog is None)
     assert d.window.focusWidget() is d.window.composer
+
+
+def test_the_screenshot_script_draws_the_editor_after_a_probe(qtbot, tmp_path):
+    path = make_agent_editor_shot(tmp_path)
+    image = QImage(str(path))
+    assert (image.width(), image.height()) == DIALOG_SIZE
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 16) for y in range(0, 720, 16)}
+    assert len(colours) > 5
