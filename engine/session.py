@@ -225,6 +225,10 @@ class ChatSession:
         if command is not None and command.text == "/new":
             await self.open_conversation(None)
             return
+        if command is not None and command.text == "/agent":
+            where = self.agent.source_path or "the agent's file"
+            self._emit(NoticeEvent("info", f"Edit the agent in Brim's desktop or in {where}."))
+            return
         if text.strip() in ("/learn", "/reflect"):
             await self.learn()
             return

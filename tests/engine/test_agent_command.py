@@ -1,0 +1,36 @@
+"""`/agent` outside the desktop: a front end without the editor says where the agent lives,
+and nothing goes to the model."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engine.config import load_agent
+from engine.events import Event, NoticeEvent
+from engine.paths import BrimPaths
+from engine.session import ChatSession
+from tests.helpers.fake_engines import FakeVllm
+
+
+def test_slash_agent_in_a_headless_session_names_the_agent_file_and_sends_nothing(tmp_path):
+    events: list[Event] = []
+    with FakeVllm() as fake:
+        path = tmp_path / "q.toml"
+        path.write_text(
+            f'name = "q"\nprovider = "vllm"\nbase_url = "{fake.url}"\nmodel = "{fake.model}"\n',
+            encoding="utf-8",
+        )
+        session = ChatSession(load_agent(path), BrimPaths.resolve(tmp_path / "home"), events.append)
+
+        async def go() -> None:
+            await session.start()
+            try:
+                await session.send("/agent")
+            finally:
+                await session.close()
+
+        asyncio.run(go())
+        assert fake.chat_requests == []
+
+    notices = [e.text for e in events if isinstance(e, NoticeEvent)]
+    assert any(str(path) in text for text in notices)
