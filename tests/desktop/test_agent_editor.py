@@ -118,6 +118,26 @@ def test_pinning_num_ctx_in_the_editor_sends_it_to_ollama_and_the_header_says_pi
     assert "num_ctx = 16384" in (d.paths.agents_dir / "docs.toml").read_text(encoding="utf-8")
 
 
+def test_a_save_while_a_turn_runs_takes_effect_from_the_next_request(qtbot, real_desktop, ollama):
+    d = real_desktop(agents={"o.toml": commented_agent("o", "ollama", ollama.url, OLLAMA_MODEL)})
+    ollama.script_reply(" ".join(["slowly"] * 30), token_delay=0.05)
+    d.window.composer.setPlainText("Write a long answer")
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: d.app.bridge.busy)
+    dialog = open_editor(qtbot, d, via="sidebar")
+    type_into(qtbot, dialog, "num_ctx", "8192")
+    with qtbot.waitSignal(d.app.bridge.opened, timeout=15000):
+        qtbot.keyClick(dialog.field("num_ctx"), Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: d.app.agent_editing.dialog is None)
+        assert "once this turn ends" in d.window.transcript.toPlainText()
+
+    chat(qtbot, d, "And now?")
+    first, last = ollama.chat_requests[0].body, ollama.chat_requests[-1].body
+    assert "num_ctx" not in (first.get("options") or {})
+    assert last["options"]["num_ctx"] == 8192
+    assert "slowly" in d.window.transcript.toPlainText()  # the running answer was kept
+
+
 def test_a_pin_above_what_vllm_serves_is_warned_about_and_the_served_window_stays_effective(
     qtbot, real_desktop, vllm
 ):
