@@ -23,6 +23,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/new", "start a new conversation with this agent"),
     SlashCommand("/work", "the agent's work state (goal, todos) for this conversation"),
     SlashCommand("/work clear", "forget the work state of this conversation"),
+    SlashCommand("/learn", "suggest memories from this conversation, then review them"),
+    SlashCommand("/memory", "browse memory: scopes, entries and their receipts"),
+    SlashCommand("/memory review", "accept or reject the waiting memory suggestions"),
 )
 
 _BY_TEXT = {c.text: c for c in COMMANDS}

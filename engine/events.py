@@ -150,6 +150,16 @@ class LoadProgressEvent(Event):
 
 
 @dataclass
+class LearnProgressEvent(Event):
+    """`/learn` is at `step` of `steps` (each chunk read, then the curation call)."""
+
+    type: ClassVar[str] = "learn_progress"
+    step: int
+    steps: int
+    text: str
+
+
+@dataclass
 class ContextReportEvent(Event):
     """The rail's numbers (engine/report.py), after every request that lands and whenever
     the ladder changes the history; `snapshot` marks the answer to `/context`."""

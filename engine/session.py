@@ -36,6 +36,7 @@ from engine.events import (
     ContextReportEvent,
     ErrorEvent,
     Event,
+    LearnProgressEvent,
     LoadProgressEvent,
     MemorySuggestionsEvent,
     NoticeEvent,
@@ -148,6 +149,7 @@ class ChatSession:
         self._window: WindowResolution | None = None
         self._counter: TokenCounter | None = None
         self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
+        self._learn_task: asyncio.Task[None] | None = None  # /learn, cancelled like a turn
         self._loop: AgentLoop | None = None
         self._tools: ToolRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
@@ -230,7 +232,11 @@ class ChatSession:
             self._emit(NoticeEvent("info", f"Edit the agent in Brim's desktop or in {where}."))
             return
         if text.strip() in ("/learn", "/reflect"):
-            await self.learn()
+            await self._run_learn()
+            return
+        if command is not None and command.text in ("/memory", "/memory review"):
+            self._emit_pending_memory(always=True)  # a front end without a review dialog
+            self._emit(NoticeEvent("info", "Review memory with `brim memory review`."))
             return
         self._append(user(text))
         self._turn_task = asyncio.create_task(self._run_turn())
@@ -247,6 +253,8 @@ class ChatSession:
     def cancel(self) -> None:
         if self._turn_task is not None and not self._turn_task.done():
             self._turn_task.cancel()
+        if self._learn_task is not None and not self._learn_task.done():
+            self._learn_task.cancel()
 
     async def retry_window(self) -> None:
         """Probe the engine again (the desktop's Retry button)."""
@@ -734,6 +742,18 @@ class ChatSession:
         if pending or always:
             self._emit(MemorySuggestionsEvent(pending=pending))
 
+    async def _run_learn(self) -> None:
+        """`/learn` as a task `cancel()` reaches (Esc, the desktop's Cancel)."""
+        self._learn_task = asyncio.create_task(self.learn())
+        try:
+            await self._learn_task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+        finally:
+            self._learn_task = None
+
     async def learn(self) -> None:
         """`/learn` (alias `/reflect`): scan what this conversation said since the last
         reflection, one curation call, then tell how many suggestions wait. Never raises."""
@@ -751,10 +771,16 @@ class ChatSession:
                 complete=self._memory_complete(),
                 count_text=self._count_text,
                 window=self._window.window,
+                progress=lambda step, steps, text: self._emit(
+                    LearnProgressEvent(step, steps, text)
+                ),
             )
         except Exception as exc:
             log.warning("memory: learn failed", exc_info=True)
             self._emit(ErrorEvent("memory", f"Learning failed; nothing was claimed: {exc}"))
+        except asyncio.CancelledError:
+            self._emit(NoticeEvent("info", "Learning cancelled; /learn again picks it up."))
+            raise
         else:
             queued = len(report.queued) if report is not None else 0
             self._emit(NoticeEvent("info", f"Learn: {queued} new suggestions for review."))

@@ -135,17 +135,7 @@ def _list(service: MemoryService, args: argparse.Namespace) -> int:
 
 
 def _all_scopes(service: MemoryService) -> list[Scope]:
-    """Every scope folder under the root: global, each project, each agent."""
-    layout = service.layout
-    scopes = [layout.global_scope()]
-    for parent in ("projects", "agents"):
-        folder = layout.root / parent
-        if not folder.is_dir() or folder.is_symlink():
-            continue
-        for child in sorted(folder.iterdir()):
-            if child.is_dir():
-                scopes.append(layout.scope_for_key(f"{parent}/{child.name}"))
-    return scopes
+    return service.all_scopes()
 
 
 def _explain(service: MemoryService, args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from engine.memory.errors import ClaimUnavailable
@@ -38,6 +38,9 @@ from engine.store import MessageRecord
 log = logging.getLogger(__name__)
 
 MAX_CHUNKS = 2
+
+# progress(step, steps, what): where `/learn` is (each chunk read, then the curation call).
+LearnProgress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,9 @@ async def _scan_claim(
     count_text: CountText,
     input_budget: int,
     actor: str,
-) -> None:
+    progress: LearnProgress | None = None,
+) -> int:
+    """Scan the claim's newest chunks; returns how many were read."""
     chunk_budget = max(200, int(input_budget * 0.6) - 400)
     chunks = make_chunks(claim.messages, count_text, chunk_budget)
     read = chunks[-MAX_CHUNKS:]
@@ -205,6 +210,8 @@ async def _scan_claim(
             left,
         )
     for i, chunk in enumerate(read):
+        if progress is not None:
+            progress(i + 1, len(read) + 1, f"Reading part {i + 1} of {len(read)}")
         before = [m for c in chunks[: report.skipped_chunks + i] for m in c]
         after = [m for c in read[i + 1 :] for m in c]
         result: ScanReport = await run_scan(
@@ -224,6 +231,7 @@ async def _scan_claim(
         report.scanned += len(chunk)
         report.queued += result.queued
         report.refused += result.refused
+    return len(read)
 
 
 async def reflect_conversation(
@@ -276,6 +284,7 @@ async def learn_conversation(
     count_text: CountText,
     input_budget: int,
     start_snapshot: Snapshot | None = None,
+    progress: LearnProgress | None = None,
 ) -> PassReport:
     """`/learn`: claim and scan like reflection, then one curation call with the session's
     memory diff and the waiting suggestions. Any failure or interruption before it
@@ -283,6 +292,7 @@ async def learn_conversation(
     report = PassReport(conversation_id)
     marks = Watermarks(service.layout)
     claim: Claim | None = None
+    parts = 0
     try:
         claim = marks.claim(conversation_id, records)
     except ClaimUnavailable:
@@ -294,7 +304,7 @@ async def learn_conversation(
                 claim.previous,
                 claim.through,
             )
-            await _scan_claim(
+            parts = await _scan_claim(
                 claim,
                 report,
                 service=service,
@@ -303,7 +313,10 @@ async def learn_conversation(
                 count_text=count_text,
                 input_budget=input_budget,
                 actor=LEARNER_ID,
+                progress=progress,
             )
+        if progress is not None:
+            progress(parts + 1, parts + 1, "Reviewing memory as a whole")
         waiting = service.queue.pending()
         now = service.store.snapshot(scopes, assign_ids=False)
         result = await run_curation(

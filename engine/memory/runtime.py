@@ -22,7 +22,7 @@ from engine.memory.extractor import (
     run_scan,
 )
 from engine.memory.observe import MemoryObserver, standing_line
-from engine.memory.reflect import PassReport, learn_conversation
+from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
 from engine.memory.service import MemoryService
 from engine.memory.sources import SourceSet
 from engine.memory.spawn import reflect_command, spawn_detached
@@ -142,6 +142,7 @@ class SessionMemory:
         complete: Complete,
         count_text: CountText,
         window: int,
+        progress: LearnProgress | None = None,
     ) -> PassReport | None:
         if not self.writes:
             return None
@@ -155,6 +156,7 @@ class SessionMemory:
             count_text=count_text,
             input_budget=extractor_budget(window),
             start_snapshot=self.start_snapshot,
+            progress=progress,
         )
 
     def spawn_reflection(

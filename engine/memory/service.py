@@ -42,6 +42,20 @@ class MemoryService:
     def scopes(self, agent: str | None, workspace: Path | None) -> list[Scope]:
         return self.layout.scopes(agent, workspace)
 
+    def all_scopes(self) -> list[Scope]:
+        """Every scope folder under the root (global, each project, each agent): what the
+        CLI's entry listing and the desktop's memory browser show."""
+        layout = self.layout
+        found = [layout.global_scope()]
+        for parent in ("projects", "agents"):
+            folder = layout.root / parent
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            for child in sorted(folder.iterdir()):
+                if child.is_dir():
+                    found.append(layout.scope_for_key(f"{parent}/{child.name}"))
+        return found
+
     def pending(self) -> list[Suggestion]:
         return self.queue.pending()
 
