@@ -23,6 +23,7 @@ from desktop.bridge import EngineBridge, SessionFactory
 from desktop.engine_thread import EngineThread
 from desktop.errors import EngineStopped
 from desktop.main_window import MainWindow
+from desktop.memory_desk import MemoryDesk
 from desktop.navigator import MakeSession, Navigator, chat_session_maker
 from engine.library import Library
 from engine.paths import BrimPaths
@@ -73,6 +74,7 @@ class DesktopApp:
         paths: BrimPaths | None = None,
         make_session: MakeSession | None = None,
         workspace: Path | None = None,
+        memory_root: Path | None = None,
     ) -> None:
         self.engine = EngineThread()
         self.engine.start()
@@ -82,7 +84,10 @@ class DesktopApp:
         self.library: Library | None = None
         self.navigator: Navigator | None = None
         self.agent_editing: AgentEditing | None = None
+        self.memory: MemoryDesk | None = None  # memory_root, else the data folder's memory
         self._closed = False
+        if memory_root is None and paths is not None:
+            memory_root = paths.memory_dir
         if paths is not None:
             self.library = Library(paths)
             self.navigator = Navigator(
@@ -94,9 +99,14 @@ class DesktopApp:
                 workspace=workspace,
             )
             self.agent_editing = AgentEditing(self.window, self.bridge, self.navigator)
+            self.memory = MemoryDesk(
+                self.window, self.bridge, memory_root or paths.memory_dir, navigator=self.navigator
+            )
             self.navigator.start()
         else:
             self.window.sidebar.hide()
+            if memory_root is not None:
+                self.memory = MemoryDesk(self.window, self.bridge, memory_root)
             if session_factory is not None:
                 self.bridge.open(session_factory)
 
@@ -106,6 +116,8 @@ class DesktopApp:
         if self._closed:
             return
         self._closed = True
+        if self.memory is not None:
+            self.memory.close()
         self.bridge.close(timeout)
         if self.library is not None:
             library = self.library

@@ -6,6 +6,8 @@ decision about tokens, windows, turns and commands stays in the engine.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
@@ -31,6 +33,7 @@ from desktop.widgets.composer import Composer
 from desktop.widgets.context_rail import ContextRail
 from desktop.widgets.header import HeaderBar
 from desktop.widgets.overlay import Overlay
+from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
 from engine.commands import parse_command
@@ -102,6 +105,14 @@ class MainWindow(QMainWindow):
         self.sidebar.setMinimumWidth(200)
         self.rail = ContextRail()
         self.rail.setObjectName("railBody")
+        # Memory (desktop/memory_desk.py shows and feeds these when memory is on).
+        self.review_queue = ReviewQueuePanel()
+        self.review_queue.hide()
+        self.memory_badge = QPushButton(objectName="memoryBadge")
+        self.memory_badge.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.memory_badge.hide()
+        # Slash commands another part of the desktop answers (returns: the text was taken).
+        self.command_hooks: dict[str, Callable[[], bool]] = {}
 
         composer_box = QFrame(objectName="composerBox")
         box = QHBoxLayout(composer_box)
@@ -118,7 +129,10 @@ class MainWindow(QMainWindow):
         body.addWidget(self.load_progress)
         body.addWidget(self.transcript, 1)
         body.addWidget(composer_box)
-        body.addWidget(self.hint)
+        hint_row = QHBoxLayout()
+        hint_row.addWidget(self.hint, 1)
+        hint_row.addWidget(self.memory_badge)
+        body.addLayout(hint_row)
 
         rail_frame = QFrame(objectName="rail")
         rail_layout = QVBoxLayout(rail_frame)
@@ -130,6 +144,7 @@ class MainWindow(QMainWindow):
         rail_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         rail_scroll.setWidget(self.rail)
         rail_layout.addWidget(rail_scroll)
+        rail_layout.addWidget(self.review_queue)
         rail_frame.setFixedWidth(RAIL_WIDTH)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -185,6 +200,11 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_submitted(self, text: str) -> None:
         command = parse_command(text)
+        hook = self.command_hooks.get(command.text) if command is not None else None
+        if hook is not None:
+            if hook():
+                self.composer.take_text()
+            return
         if command is not None and command.text in OVERLAY_COMMANDS:
             if self.bridge.command(command.text):
                 self.composer.take_text()

@@ -56,6 +56,7 @@ class Row:
     marker: str = ""  # a notice's ladder marker: compaction | trim | clear
     expanded: bool = False
     id: int = 0
+    message_id: str = ""  # the saved message a user row shows (a memory quote links to it)
 
 
 def describe_call(name: str, arguments: str) -> tuple[str, str]:
@@ -179,6 +180,30 @@ class TranscriptView(QTextBrowser):
         live = [row for row in self._rows if (row.kind, row.text) not in saved]
         self._rows = rows + live
         self._rebuild()
+
+    def scroll_to_message(self, message_id: str, quote: str = "") -> bool:
+        """Bring a user message into view with the quoted words selected (a memory
+        suggestion's link). The row is found by its message ID, else by the quote; False
+        when this conversation shows neither."""
+        rows = [r for r in self._rows if r.kind == "user"]
+        row = next((r for r in rows if message_id and r.message_id == message_id), None)
+        needle = " ".join(quote.split())
+        if row is None and needle:
+            row = next((r for r in reversed(rows) if needle in " ".join(r.text.split())), None)
+        frame = self._frames.get(row.id) if row is not None else None
+        if frame is None:
+            return False
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(frame.firstPosition())
+        first_line = quote.strip().split("\n", 1)[0]
+        if first_line:
+            found = self.document().find(first_line, frame.firstPosition())
+            if not found.isNull() and found.position() <= frame.lastPosition():
+                cursor = found
+        self.setTextCursor(cursor)
+        top = self.document().documentLayout().frameBoundingRect(frame).top()
+        self.verticalScrollBar().setValue(max(0, int(top) - 12))
+        return True
 
     # -- rendering --------------------------------------------------------------------------
 
@@ -377,7 +402,7 @@ def rows_for(messages: list[Message]) -> list[Row]:
             )
         elif message.role == "user":
             if message.kind != "continuation":
-                rows.append(Row("user", message.content))
+                rows.append(Row("user", message.content, message_id=message.id))
         elif message.role == "assistant":
             if message.kind == "summary":
                 rows.append(Row("summary", message.content))

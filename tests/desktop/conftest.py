@@ -19,6 +19,7 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from desktop.app import DesktopApp
+from engine.memory import MemoryService
 from engine.paths import BrimPaths
 from tests.helpers.fake_session import FakeSession
 
@@ -150,4 +151,52 @@ def real_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., RealDeskt
     for app in apps:
         if app.navigator is not None:
             app.navigator.save_window()
+        app.shutdown()
+
+
+@dataclass
+class MemoryDesktop:
+    app: DesktopApp
+    fake: FakeSession
+    service: MemoryService
+
+    @property
+    def window(self):  # type: ignore[no-untyped-def]
+        return self.app.window
+
+    @property
+    def desk(self):  # type: ignore[no-untyped-def]
+        return self.app.memory
+
+
+@pytest.fixture
+def memory_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., MemoryDesktop]]:
+    """The window on a FakeSession with memory on a real root under tmp_path (the queue,
+    the files and the watcher are real; `prepare(service)` runs before the window opens)."""
+    apps: list[DesktopApp] = []
+
+    def _open(
+        *, prepare: Callable[[MemoryService], Any] | None = None, **fake_kwargs: Any
+    ) -> MemoryDesktop:
+        service = MemoryService(tmp_path / "memory")
+        if prepare is not None:
+            prepare(service)
+        made: list[FakeSession] = []
+
+        def factory(sink: Any) -> FakeSession:
+            made.append(FakeSession(sink, **fake_kwargs))
+            return made[0]
+
+        app = DesktopApp(factory, memory_root=service.root)
+        apps.append(app)
+        qtbot.addWidget(app.window)
+        app.window.show()
+        with qtbot.waitSignal(app.bridge.opened, timeout=5000):
+            pass
+        assert app.memory is not None
+        qtbot.waitUntil(lambda: app.memory.reads > 0, timeout=5000)
+        return MemoryDesktop(app, made[0], service)
+
+    yield _open
+    for app in apps:
         app.shutdown()
