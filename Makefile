@@ -4,9 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.brim-installed
 SERVER_STAMP := $(VENV)/.llama-server-installed
+PACKAGE_STAMP := $(VENV)/.pyinstaller-installed
+PYINSTALLER := pyinstaller==6.22.3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint bench setup
+.PHONY: run test lint bench setup package
 
 setup: $(STAMP)
 
@@ -32,7 +34,20 @@ test: $(STAMP) $(SERVER_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine desktop tests bench
+	$(BIN)/ruff check engine desktop tests bench packaging
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# A standalone bundle in dist/brim/ (PyInstaller, one folder: model, tokenizer files, Qt),
+# then the desktop entry and metainfo validators (where installed) and the bundle's smoke test.
+$(PACKAGE_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet '$(PYINSTALLER)'
+	touch $(PACKAGE_STAMP)
+
+package: $(PACKAGE_STAMP)
+	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller \
+		packaging/brim.spec
+	@du -sh dist/brim
+	sh packaging/validate.sh
+	BRIM_BUNDLE=dist/brim QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q tests/packaging
