@@ -21,7 +21,8 @@ import pytest
 from tests.helpers.cli import CliRun
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLE = Path(os.environ.get("BRIM_BUNDLE") or ROOT / "dist" / "brim")
+# Relative to the repository: each bundle run starts in its own temporary folder.
+BUNDLE = (ROOT / os.environ.get("BRIM_BUNDLE", "dist/brim")).resolve()
 PROGRAM = BUNDLE / "brim"
 TIMEOUT_S = 300  # the model loads and answers on two shared cores
 
