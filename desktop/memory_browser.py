@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl, Signal, Slot
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QFontDatabase
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -139,6 +139,8 @@ class MemoryBrowser(QDialog):
         self.meta.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text = QPlainTextEdit(objectName="browserText")
         self.text.setReadOnly(True)
+        mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        self.text.setFont(mono)  # the file as it is, header lines and quotes included
         self.receipts = QLabel("", objectName="browserReceipts")
         self.receipts.setTextFormat(Qt.TextFormat.RichText)
         self.receipts.setWordWrap(True)

@@ -42,7 +42,7 @@ from desktop.memory_view import (
     proposed_text,
     scope_label,
 )
-from engine.memory import Decision, MemoryService, Suggestion
+from engine.memory import Decision, MemoryService, Suggestion, parse_entry
 from engine.memory.review import REVIEW_PAGE_SIZE, ReviewResult
 
 PAGE_HINT = (
@@ -63,6 +63,7 @@ QScrollArea#reviewScroll {{ background: {theme.WINDOW_BG}; border: none; }}
 QFrame#reviewItem {{
     background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 6px;
 }}
+QFrame#reviewItem[focused="true"] {{ border: 2px solid {theme.USER_ACCENT}; }}
 QFrame#reviewItem[state="accepted"] {{ background: #eef8f1; border-color: #bfe3cb; }}
 QFrame#reviewItem[state="rejected"], QFrame#reviewItem[state="gone"] {{
     background: #f1f3f6;
@@ -89,7 +90,6 @@ QPushButton#reviewFlat {{
     padding: 5px 12px; color: {theme.TEXT};
 }}
 QPushButton#reviewFlat:focus, QPushButton#reviewOk:focus {{ border: 2px solid #0b3d91; }}
-QCheckBox:focus {{ background: #dbe6f7; border-radius: 3px; }}
 """
 
 # What a link in an item asks the window to do; returns "" when it showed the message, or a
@@ -123,14 +123,17 @@ class ReviewItem(QFrame):
             f"background: {background}; color: {colour}; border-radius: 8px; "
             "padding: 1px 8px; font-weight: 600;"
         )
-        self.scope = QLabel(f"{scope}  ·  {suggestion.path}", objectName="reviewScope")
+        self.scope = QLabel(f"{scope}  ·  {suggestion.subject}.md", objectName="reviewScope")
+        self.scope.setToolTip(suggestion.path)
         self.text = QLabel(proposed_text(suggestion), objectName="reviewText")
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.was = QLabel("", objectName="reviewMuted")
         self.was.setWordWrap(True)
-        if suggestion.against_text and suggestion.action != "delete":
-            self.was.setText(f"Now: {flat(suggestion.against_text, 240)}")
+        if suggestion.against_text:
+            now = parse_entry(suggestion.against_text).statement or suggestion.against_text
+            lead = "It says now" if suggestion.action == "delete" else "Replaces"
+            self.was.setText(f"{lead}: {flat(now, 240)}")
         self.was.setVisible(bool(self.was.text()))
         self.quote = QLabel(self._quote_html(), objectName="reviewQuote")
         self.quote.setWordWrap(True)
@@ -521,6 +524,11 @@ class MemoryReviewDialog(QDialog):
     # -- keys and links ---------------------------------------------------------------------
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+            for item in self._items:
+                if item.check is watched:
+                    item.setProperty("focused", event.type() == QEvent.Type.FocusIn)
+                    _repolish(item)
         if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
             key = event.key()
             if key in (Qt.Key.Key_Up, Qt.Key.Key_Down) and not event.modifiers():

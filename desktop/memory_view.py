@@ -20,6 +20,7 @@ from engine.memory.errors import MemoryStoreError
 Runner = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[str], None] | None], bool]
 
 _MESSAGE_REF = re.compile(r"conversation\s+(\S+)\s+message\s+(\S+)")
+_PROJECT_DIGEST = re.compile(r"-[0-9a-f]{8}$")
 
 
 def kind_label(suggestion: Suggestion) -> str:
@@ -34,9 +35,12 @@ def scope_label(service: MemoryService | None, key: str) -> str:
     if service is None:
         return key
     try:
-        return service.layout.scope_for_key(key).label
+        scope = service.layout.scope_for_key(key)
     except MemoryStoreError:
         return key
+    if scope.kind == "project":  # the folder's name, without the path digest that keys it
+        return "project " + _PROJECT_DIGEST.sub("", key.rsplit("/", 1)[-1])
+    return scope.label
 
 
 def proposed_text(suggestion: Suggestion) -> str:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -28,7 +29,7 @@ from desktop.memory_view import flat, kind_label, proposed_text
 from engine.memory import Suggestion
 
 MAX_SHOWN = 30  # the rest are counted, not listed; the dialog shows them all
-LIST_HEIGHT = 300
+LIST_HEIGHT = 220  # the context rail above keeps most of the column
 
 STYLE = f"""
 QFrame#reviewQueue {{ background: {theme.SURFACE}; border-top: 1px solid {theme.BORDER}; }}
@@ -70,6 +71,8 @@ class ReviewQueuePanel(QFrame):
         super().__init__(parent)
         self.setObjectName("reviewQueue")
         self.setStyleSheet(STYLE)
+        # Never taller than its contents: the context rail above takes the rest.
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self._count = 0
         self._texts: list[str] = []
 
