@@ -17,8 +17,10 @@ from engine.memory import MemoryService, SourceSet, Suggestion
 from engine.memory.review import REVIEW_PAGE_SIZE
 from engine.memory.tools import MemoryToolState, plan_fact, queue_fact
 from engine.messages import Message, assistant, user
-from tests.desktop.conftest import MemoryDesktop
+from engine.store import Store
+from tests.desktop.conftest import MemoryDesktop, agent_toml
 from tests.engine.memory.helpers import queue_facts, sentences
+from tests.helpers.fake_engines import FakeLlamaServer
 
 TWO_AND_A_HALF_PAGES = REVIEW_PAGE_SIZE * 2 + REVIEW_PAGE_SIZE // 2
 
@@ -242,3 +244,35 @@ def test_the_review_says_so_when_nothing_waits(memory_desktop: Any, qtbot: Any, 
     assert dialog.heading.text() == "No memory suggestions are waiting"
     _press(dialog, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=3000)
+
+
+def test_the_link_opens_the_conversation_the_quote_came_from(qtbot: Any, real_desktop: Any):
+    said = "Hello. I always indent with tabs, never spaces."
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
+        _type_command(d, qtbot, said)
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+        first = d.app.navigator.conversation_id
+        _type_command(d, qtbot, "/new")
+        qtbot.waitUntil(lambda: d.app.navigator.conversation_id not in (None, first))
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+        assert said not in d.window.transcript.toPlainText()
+        store = Store.open(d.paths.db_path)
+        try:
+            messages = store.messages(first)
+        finally:
+            store.close()
+        service = d.app.memory.service
+        _quoting(service, first, messages, "indentation", "I always indent with tabs")
+
+        dialog = d.app.memory.open_review()
+        qtbot.waitUntil(lambda: len(dialog.items()) == 1, timeout=5000)
+        dialog.items()[0].quote.linkActivated.emit("message")
+        assert "Opening the conversation" in dialog.footer.text()
+        qtbot.waitUntil(lambda: d.app.navigator.conversation_id == first, timeout=10000)
+        transcript = d.window.transcript
+        qtbot.waitUntil(
+            lambda: transcript.textCursor().selectedText() == "I always indent with tabs",
+            timeout=5000,
+        )
+        assert dialog.isVisible()  # the review goes on over the conversation it opened
