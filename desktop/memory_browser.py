@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal, Slot
-from PySide6.QtGui import QDesktopServices, QFontDatabase
+from PySide6.QtCore import QEvent, QObject, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QDesktopServices, QFontDatabase, QKeyEvent
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -161,6 +161,7 @@ class MemoryBrowser(QDialog):
         self.forget_button.clicked.connect(self.forget_selected)
         self.explain_button.clicked.connect(self.explain_selected)
         self.close_button.clicked.connect(self.close)
+        self.tree.installEventFilter(self)  # Delete on an entry: forget it (after asking)
 
         detail = QWidget()
         right = QVBoxLayout(detail)
@@ -312,6 +313,17 @@ class MemoryBrowser(QDialog):
         self.status.style().polish(self.status)
 
     # -- actions ----------------------------------------------------------------------------
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (
+            watched is self.tree
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Delete
+        ):
+            self.forget_selected()
+            return True
+        return super().eventFilter(watched, event)
 
     @Slot()
     def open_selected(self) -> None:

@@ -11,6 +11,7 @@ memory: accepting, rejecting and forgetting are the engine's `MemoryService`.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,8 @@ from engine.memory.watcher import DEFAULT_DEBOUNCE_S
 
 if TYPE_CHECKING:
     from desktop.navigator import Navigator
+
+log = logging.getLogger(__name__)
 
 BROWSER_SHORTCUT = "Ctrl+Shift+M"
 REVIEW_SHORTCUT = "Ctrl+Shift+R"
@@ -106,7 +109,10 @@ class MemoryDesk(QObject):
         self.watcher = MemoryWatcher(
             self.service.root, self._changes_incoming.emit, debounce_s=debounce_s
         )
-        self.watcher.start()
+        try:
+            self.watcher.start()
+        except OSError:  # no inotify watch left, an unreadable root: refresh on events only
+            log.warning("memory: cannot watch %s for changes", self.service.root, exc_info=True)
         self.refresh()
 
     def close(self) -> None:

@@ -85,7 +85,8 @@ def test_forget_asks_first_and_only_a_confirmed_forget_deletes(memory_desktop: A
     keys = browser.selected_entry().fields.keys
     assert keys
 
-    browser.forget_button.click()
+    browser.tree.setFocus()
+    QTest.keyClick(browser.tree, Qt.Key.Key_Delete)  # Delete asks, as Forget… does
     box = browser.confirmation()
     assert box is not None and box.isVisible() and "global/fact-0.md" in box.text()
     QTest.keyClick(box, Qt.Key.Key_Escape)  # Escape keeps it
@@ -134,6 +135,16 @@ def test_open_file_hands_the_entrys_file_to_the_system(memory_desktop: Any, qtbo
     browser.open_button.click()
     entry = d.service.layout.global_scope().folder / "fact-0.md"
     assert [u.toLocalFile() for u in opened] == [str(entry)]
+
+
+def test_the_composer_offers_learn_and_the_memory_commands(memory_desktop: Any, qtbot: Any):
+    d = memory_desktop()
+    composer = d.window.composer
+    QTest.keyClicks(composer, "/me")
+    assert composer.completion_candidates() == ["/memory", "/memory review"]
+    composer.clear()
+    QTest.keyClicks(composer, "/le")
+    assert composer.completion_candidates() == ["/learn"]
 
 
 def test_the_badge_shows_the_waiting_count_at_start(memory_desktop: Any, qtbot: Any):
