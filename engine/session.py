@@ -401,6 +401,11 @@ class ChatSession:
         except asyncio.CancelledError:
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
+        finally:
+            # The answer is in the history now and the counter has calibrated on this
+            # request: the rail's breakdown shows what the next request will carry, the
+            # same figures `/context` shows.
+            self._emit_report()
 
     def _agent_loop(self) -> AgentLoop:
         assert self._provider is not None and self._window is not None

@@ -66,6 +66,25 @@ def test_the_rails_numbers_equal_the_engines_context_events(qtbot, real_desktop)
         assert "Prompt cache (session): " in d.window.rail.text()
 
 
+def test_after_a_turn_the_rail_and_the_context_snapshot_show_the_same_breakdown(
+    qtbot, real_desktop
+):
+    """Both views describe the next request: the answer just received is in both."""
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        fake.responder = _summaries_or("An answer of a few words, long enough to count.")
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
+        snapshots: list[Any] = []
+        d.app.bridge.event.connect(
+            lambda e: snapshots.append(e.report) if getattr(e, "snapshot", False) else None
+        )
+        for text in ("First question", "Second question"):
+            _send(qtbot, d.window, text)
+            qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+        _send(qtbot, d.window, "/context")
+        qtbot.waitUntil(lambda: len(snapshots) == 1)
+        assert d.window.rail.report().categories == snapshots[0].categories
+
+
 def test_a_compaction_shows_its_notice_row_and_a_timeline_marker(qtbot, real_desktop):
     with FakeLlamaServer(n_ctx=2048) as fake:
         fake.responder = _summaries_or("ok")
