@@ -137,7 +137,7 @@ def ensure_application() -> QApplication:
     app = QApplication([sys.argv[0] if sys.argv else "brim"])
     app.setApplicationName("Brim")
     app.setOrganizationName("Brim")
-    app.setDesktopFileName("brim")
+    app.setDesktopFileName("io.brim.Brim")
     return app
 
 
