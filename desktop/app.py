@@ -75,6 +75,7 @@ class DesktopApp:
         make_session: MakeSession | None = None,
         workspace: Path | None = None,
         memory_root: Path | None = None,
+        reflect_on_close: bool = True,
     ) -> None:
         self.engine = EngineThread()
         self.engine.start()
@@ -95,7 +96,7 @@ class DesktopApp:
                 self.bridge,
                 self.library,
                 self.approver,
-                make_session or chat_session_maker(paths),
+                make_session or chat_session_maker(paths, reflect_on_close=reflect_on_close),
                 workspace=workspace,
             )
             self.agent_editing = AgentEditing(self.window, self.bridge, self.navigator)
@@ -147,7 +148,12 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory | Non
     if session_factory is not None:
         desktop = DesktopApp(session_factory)
     else:
-        desktop = DesktopApp(paths=BrimPaths.resolve(options.data_dir), workspace=options.workspace)
+        desktop = DesktopApp(
+            paths=BrimPaths.resolve(options.data_dir),
+            workspace=options.workspace,
+            # A one-shot picture is not a conversation the user left: nothing to reflect on.
+            reflect_on_close=options.screenshot is None,
+        )
     capture = None
     if options.screenshot is not None:
         from desktop.screenshot import ScriptedCapture

@@ -32,8 +32,10 @@ GEOMETRY = "window_geometry"
 SPLITTER = "splitter_sizes"
 
 
-def chat_session_maker(paths: BrimPaths) -> MakeSession:
-    """Real sessions: `engine.session.ChatSession`, imported on first use."""
+def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> MakeSession:
+    """Real sessions: `engine.session.ChatSession`, imported on first use. Leaving a
+    conversation starts a detached reflection on it unless `reflect_on_close` is False (a
+    one-shot `--screenshot` run, tests)."""
 
     def make(
         agent: AgentConfig,
@@ -51,6 +53,10 @@ def chat_session_maker(paths: BrimPaths) -> MakeSession:
                 conversation_id=conversation_id,
                 workspace=workspace,
                 approver=approver,
+                # The desktop is where memory is reviewed: it reads memory, queues
+                # suggestions, and reflects on a conversation when the user leaves it.
+                memory=True,
+                reflect_on_close=reflect_on_close,
             )
 
         return factory

@@ -132,13 +132,14 @@ def real_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., RealDeskt
         home: Path | None = None,
         workspace: Path | None = None,
         wait_open: bool = True,
+        reflect_on_close: bool = False,
     ) -> RealDesktop:
         paths = BrimPaths.under(home or tmp_path / "home")
         if agents:
             paths.agents_dir.mkdir(parents=True, exist_ok=True)
             for file_name, text in agents.items():
                 (paths.agents_dir / file_name).write_text(text, encoding="utf-8")
-        app = DesktopApp(paths=paths, workspace=workspace)
+        app = DesktopApp(paths=paths, workspace=workspace, reflect_on_close=reflect_on_close)
         apps.append(app)
         qtbot.addWidget(app.window)
         app.window.show()

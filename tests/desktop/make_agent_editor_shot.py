@@ -55,7 +55,7 @@ def agent_editor_shot(root: Path, out: Path) -> Path:
         (paths.agents_dir / "coder.toml").write_text(
             AGENT.replace("{url}", fake.url), encoding="utf-8"
         )
-        app = DesktopApp(paths=paths)
+        app = DesktopApp(paths=paths, reflect_on_close=False)
         try:
             app.window.resize(1280, 800)
             app.window.show()

@@ -144,7 +144,7 @@ def close(app: DesktopApp) -> None:
 
 
 def start(paths: BrimPaths, workspace: Path) -> DesktopApp:
-    app = DesktopApp(paths=paths, workspace=workspace)
+    app = DesktopApp(paths=paths, workspace=workspace, reflect_on_close=False)
     app.window.resize(1280, 800)
     app.window.show()
     pump_until(lambda: app.navigator is not None and app.navigator.conversation_id is not None)
