@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -146,6 +146,9 @@ class MainWindow(QMainWindow):
         rail_layout.addWidget(rail_scroll)
         rail_layout.addWidget(self.review_queue)
         rail_frame.setFixedWidth(RAIL_WIDTH)
+        rail_frame.installEventFilter(self)  # a resize re-fits the review queue under the rail
+        self._rail_frame = rail_frame
+        self.rail.installEventFilter(self)  # so does the rail growing a section
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.sidebar)
@@ -403,6 +406,17 @@ class MainWindow(QMainWindow):
     @Slot()
     def _overlay_closed(self) -> None:
         self.composer.setFocus()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if (watched is self._rail_frame and event.type() == QEvent.Type.Resize) or (
+            watched is self.rail and event.type() == QEvent.Type.LayoutRequest
+        ):
+            self._fit_review_queue()
+        return super().eventFilter(watched, event)
+
+    def _fit_review_queue(self) -> None:
+        spare = self._rail_frame.height() - self.rail.sizeHint().height() - 16  # scroll frame
+        self.review_queue.fit_list(spare)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.closing.emit()

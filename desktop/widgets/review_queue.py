@@ -29,7 +29,8 @@ from desktop.memory_view import flat, kind_label, proposed_text
 from engine.memory import Suggestion
 
 MAX_SHOWN = 30  # the rest are counted, not listed; the dialog shows them all
-LIST_HEIGHT = 220  # the context rail above keeps most of the column
+LIST_HEIGHT = 220  # the most the list takes; the context rail above keeps the rest
+MIN_LIST_HEIGHT = 64  # about one suggestion: less than that and the list is no use
 
 STYLE = f"""
 QFrame#reviewQueue {{ background: {theme.SURFACE}; border-top: 1px solid {theme.BORDER}; }}
@@ -176,6 +177,19 @@ class ReviewQueuePanel(QFrame):
         self.empty.setVisible(not items)
         self.scroll.setVisible(bool(items))
         self.review_button.setEnabled(bool(items))
+
+    def fit_list(self, spare: int) -> None:
+        """Give the list only what `spare` pixels leave after the panel's own header and
+        buttons, so the context rail above never has to scroll to make room for it."""
+        margins = self.layout().contentsMargins()
+        chrome = (
+            margins.top()
+            + margins.bottom()
+            + self.toggle.sizeHint().height()
+            + self.review_button.sizeHint().height()
+            + 16  # the spacing between header, list and buttons
+        )
+        self.scroll.setMaximumHeight(max(MIN_LIST_HEIGHT, min(LIST_HEIGHT, spare - chrome)))
 
     @Slot(bool)
     def _on_toggled(self, expanded: bool) -> None:
