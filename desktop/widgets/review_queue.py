@@ -130,6 +130,7 @@ class ReviewQueuePanel(QFrame):
         layout.addLayout(header)
         layout.addWidget(self.body)
         self.set_suggestions([], {})
+        self.set_collapsed(True)  # nothing waiting yet
 
     # -- what it shows ----------------------------------------------------------------------
 
@@ -155,6 +156,10 @@ class ReviewQueuePanel(QFrame):
             widget = taken.widget() if taken is not None else None
             if widget is not None:
                 widget.deleteLater()
+        if bool(items) != bool(self._count):
+            # Nothing waiting folds the panel to its header line, so the rail keeps the
+            # column; the first suggestion opens it again.
+            self.set_collapsed(not items)
         self._count = len(items)
         self._texts = []
         for suggestion in items[:MAX_SHOWN]:

@@ -183,7 +183,7 @@ def conversation_shot(root: Path, out: Path) -> Path:
 
         def respond(request: Any) -> Reply:
             if _answered_by_tool(request):
-                return Reply(text=WORD_ANSWER)
+                return Reply(text=WORD_ANSWER, token_delay=0.02)
             asked = _last_user(request)
             if asked.startswith("How many words"):
                 return Reply(

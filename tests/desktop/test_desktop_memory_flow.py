@@ -25,6 +25,7 @@ def test_leaving_a_conversation_queues_what_the_user_said_for_review(qtbot, real
         fake.responder = model
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)}, reflect_on_close=True)
         assert not d.window.memory_badge.isVisible()
+        assert d.window.review_queue.collapsed  # nothing waiting: a header line only
         _send(qtbot, d.window, PREF)
         qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
         first = d.app.navigator.conversation_id
@@ -35,3 +36,4 @@ def test_leaving_a_conversation_queues_what_the_user_said_for_review(qtbot, real
         qtbot.waitUntil(lambda: d.window.memory_badge.isVisible(), timeout=10000)
         assert "1 memory suggestion" in d.window.memory_badge.text()
         assert any(PREF in text for text in d.window.review_queue.item_texts())
+        assert not d.window.review_queue.collapsed  # the first suggestion opens the panel
