@@ -151,6 +151,19 @@ def measure(label: str, make_counter: Callable[[], TokenCounter]) -> dict[str, A
     }
 
 
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One line per counter: preparing the next request, incrementally versus recounting."""
+    return [
+        {
+            "measure": f"count the next request, {r['case']}, {r['messages']} messages (ms)",
+            "brim": r["incremental_ms"],
+            "baseline": r["full_recount_ms"],
+            "baseline is": "recount every message",
+        }
+        for r in rows
+    ]
+
+
 def main() -> list[dict[str, Any]]:
     return [
         measure("heuristic (llama3.1:8b)", lambda: TokenCounter("llama3.1:8b")),

@@ -144,6 +144,32 @@ def _progress(variant: str, turn: int) -> None:
     print(f"{variant}: turn {turn + 1}/{TURNS}", file=sys.stderr, flush=True)
 
 
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The agent's requests, and with its compactions, beside the sliding window."""
+    agent, compaction, sliding = rows
+    base = f"sliding window, {sliding['requests']} requests"
+    return [
+        {
+            "measure": f"{TURNS} turns in a {WINDOW}-token window: share of prompt read from KV",
+            "brim": agent["reused share"],
+            "baseline": sliding["reused share"],
+            "baseline is": base,
+        },
+        {
+            "measure": "the same: prompt evaluation, the agent's requests (s)",
+            "brim": agent["prompt eval s"],
+            "baseline": sliding["prompt eval s"],
+            "baseline is": base,
+        },
+        {
+            "measure": "the same: prompt evaluation with the compaction requests (s)",
+            "brim": round(agent["prompt eval s"] + compaction["prompt eval s"], 2),
+            "baseline": sliding["prompt eval s"],
+            "baseline is": base,
+        },
+    ]
+
+
 def main() -> list[dict[str, Any]]:
     turns = scripted_turns()
     ladder, compaction, ladder_wall = asyncio.run(run_ladder(turns))

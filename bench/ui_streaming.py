@@ -171,6 +171,26 @@ def run_case(naive: bool, tokens: list[str], budget_s: float | None) -> dict[str
     }
 
 
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Brim's buffered stream beside the naive per-token append."""
+    brim, naive = rows[0], rows[1]
+    baseline = "naive per-token append" + ("" if naive["finished"] == "yes" else ", cut short")
+    return [
+        {
+            "measure": f"stream {brim['tokens']:,} tokens into the window, total (s)",
+            "brim": brim["total_s"],
+            "baseline": naive["total_s"],
+            "baseline is": baseline,
+        },
+        {
+            "measure": "longest event-loop stall while streaming (ms)",
+            "brim": brim["stall_streaming_ms"],
+            "baseline": naive["stall_streaming_ms"],
+            "baseline is": baseline,
+        },
+    ]
+
+
 def main(full: bool = False) -> list[dict[str, Any]]:
     tokens = answer_tokens()
     return [
