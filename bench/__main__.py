@@ -49,7 +49,7 @@ def summary(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
                     "measure": row["measure"],
                     "brim": brim,
                     "baseline": baseline,
-                    "brim / baseline": round(ratio, 3) if ratio is not None else None,
+                    "brim / baseline": f"{ratio:.3g}" if ratio is not None else None,
                     "baseline is": row["baseline is"],
                 }
             )
