@@ -168,6 +168,7 @@ class ChatSession:
         self._memory: SessionMemory | None = None
         self._memory_line = ""
         self._had_turn = False  # a turn ran in this conversation in this session
+        self._to_reflect: list[str] = []  # left with a turn, not yet reflected on
         self._manual_compaction = False  # /compact does not extract
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -193,7 +194,9 @@ class ChatSession:
         if self._turn_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
-        await self._reflect_on_leaving()
+        if self._provider is not None and self.agent.provider == "embedded":
+            await self._provider.aclose()  # the model's memory is free before one loads again
+        await self._reflect_on_leaving(closing=True)
         if self._provider is not None:
             await self._provider.aclose()
         if self._store is not None:
@@ -793,11 +796,22 @@ class ChatSession:
             self._emit_pending_memory(always=True)
             self._emit(StateEvent("ready"))
 
-    async def _reflect_on_leaving(self) -> None:
-        """Closing or leaving a conversation that had a turn: a detached reflection."""
-        if not (self.reflect_on_close and self._had_turn and self._memory_writes):
+    async def _reflect_on_leaving(self, *, closing: bool = False) -> None:
+        """Closing or leaving a conversation that had a turn: a detached reflection.
+
+        On the embedded engine a reflection loads its own copy of the model; beside the
+        one this session holds that can be more memory (or GPU memory) than the machine
+        has. So there, leaving a conversation only notes it, and closing starts one
+        reflection over every conversation noted, which loads the model once."""
+        if not (self.reflect_on_close and self._memory_writes):
             return
-        self._had_turn = False
+        if self._had_turn:
+            self._had_turn = False
+            if self.conversation_id not in self._to_reflect:
+                self._to_reflect.append(self.conversation_id)
+        if not self._to_reflect or (self.agent.provider == "embedded" and not closing):
+            return
+        conversations, self._to_reflect = self._to_reflect, []
         assert self._memory is not None
         agent = self.agent
         await asyncio.to_thread(
@@ -808,6 +822,7 @@ class ChatSession:
             model=agent.model,
             summarizer_model=agent.summarizer_model,
             num_ctx=agent.num_ctx,
+            conversations=conversations,
         )
 
 

@@ -53,7 +53,12 @@ def add_memory_parser(sub: Any, engine_flags: EngineFlags) -> None:
         ("learn", "reflect, then one curation call over the whole memory"),
     ):
         cmd = msub.add_parser(name, help=text)
-        cmd.add_argument("--conversation", required=True)
+        cmd.add_argument(
+            "--conversation",
+            required=True,
+            action="append",
+            help="repeat for several: they share one engine (one model load)",
+        )
         cmd.add_argument("--agent")
         engine_flags(cmd)
         cmd.add_argument("--summarizer-model")
@@ -195,52 +200,60 @@ async def _reflect(args: argparse.Namespace, paths: BrimPaths, command: str) -> 
 
     store = Store.open(paths.ensure().db_path)
     try:
-        info = store.get_conversation(args.conversation)
-        if info is None:
-            raise CliError(f"no conversation with id {args.conversation!r}")
+        infos = []
+        for conversation_id in dict.fromkeys(args.conversation):
+            found = store.get_conversation(conversation_id)
+            if found is None:
+                raise CliError(f"no conversation with id {conversation_id!r}")
+            infos.append(found)
+        first = infos[0]
         if not args.agent and not args.provider:
             names = {a.name for a in load_agents(paths.agents_dir)[0]}
-            args.agent = info.agent if info.agent in names else None
+            args.agent = first.agent if first.agent in names else None
         agent = agent_from_flags(args, paths)
         if args.summarizer_model:
             agent = agent.with_changes(summarizer_model=args.summarizer_model)
-        workspace = args.workspace or (Path(info.workspace) if info.workspace else None)
         service = MemoryService.for_paths(paths)
-        scopes = service.scopes(info.agent or agent.name, workspace)
         provider = provider_for(agent)
+        reports = []
         try:
             window = await probe_window(provider, agent)
             counter = counter_for(provider, agent.model)
             model = agent.summarizer_model or agent.model
             run = learn_conversation if command == "learn" else reflect_conversation
-            report = await run(
-                store.records(info.id),
-                info.id,
-                service=service,
-                scopes=scopes,
-                complete=provider_complete(provider, model, num_ctx=agent.num_ctx),
-                count_text=lambda text: counter.count_message(user(text)),
-                input_budget=extractor_budget(window.window),
-            )
+            for info in infos:
+                workspace = args.workspace or (Path(info.workspace) if info.workspace else None)
+                report = await run(
+                    store.records(info.id),
+                    info.id,
+                    service=service,
+                    scopes=service.scopes(info.agent or agent.name, workspace),
+                    complete=provider_complete(provider, model, num_ctx=agent.num_ctx),
+                    count_text=lambda text: counter.count_message(user(text)),
+                    input_budget=extractor_budget(window.window),
+                )
+                reports.append(report)
+                logging.getLogger("engine.memory").info(
+                    "memory %s %s: claimed %d messages (%d..%d], scanned %d, skipped %d "
+                    "chunks, queued %s",
+                    command,
+                    info.id,
+                    report.claimed,
+                    report.previous,
+                    report.through,
+                    report.scanned,
+                    report.skipped_chunks,
+                    report.queued,
+                )
         finally:
             await provider.aclose()
     finally:
         store.close()
-    logging.getLogger("engine.memory").info(
-        "memory %s %s: claimed %d messages (%d..%d], scanned %d, skipped %d chunks, queued %s",
-        command,
-        info.id,
-        report.claimed,
-        report.previous,
-        report.through,
-        report.scanned,
-        report.skipped_chunks,
-        report.queued,
-    )
-    if args.json:
-        print(json.dumps(report.to_dict()))
-    elif report.nothing_new and command == "reflect":
-        print("Nothing new to reflect on.")
-    else:
-        print(f"{len(report.queued)} suggestions queued for review.")
+    for report in reports:
+        if args.json:
+            print(json.dumps(report.to_dict()))
+        elif report.nothing_new and command == "reflect":
+            print("Nothing new to reflect on.")
+        else:
+            print(f"{len(report.queued)} suggestions queued for review.")
     return 0

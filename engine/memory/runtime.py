@@ -168,11 +168,13 @@ class SessionMemory:
         model: str,
         summarizer_model: str | None,
         num_ctx: int | None,
+        conversations: list[str] | None = None,
     ) -> bool:
+        """Start a detached reflection on `conversations` (default: the current one)."""
         if not self.writes:
             return False
         cmd = reflect_command(
-            self._conversation(),
+            conversations or self._conversation(),
             data_dir=data_dir,
             provider=provider,
             base_url=base_url,

@@ -28,7 +28,7 @@ _LAUNCHER = (
 
 
 def reflect_command(
-    conversation_id: str,
+    conversation_id: str | list[str],
     *,
     data_dir: Path | None,
     provider: str,
@@ -41,7 +41,11 @@ def reflect_command(
     cmd = [sys.executable, "-m", "engine.cli"]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
-    cmd += ["memory", "reflect", "--conversation", conversation_id, "--provider", provider]
+    ids = [conversation_id] if isinstance(conversation_id, str) else conversation_id
+    cmd += ["memory", "reflect"]
+    for one in ids:
+        cmd += ["--conversation", one]
+    cmd += ["--provider", provider]
     if base_url:
         cmd += ["--base-url", base_url]
     if model:

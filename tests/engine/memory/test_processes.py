@@ -174,3 +174,28 @@ def test_the_queue_and_watermark_files_parse_after_each_kill(tmp_path: Path):
     for name in (".pending-memory.json", ".reflected-conversations.json"):
         if (root / name).exists():
             json.loads((root / name).read_text(encoding="utf-8"))
+
+
+def test_one_reflection_covers_several_conversations_with_one_engine(tmp_path: Path):
+    home = tmp_path / "home"
+    first = _saved_conversation(home, ["I always want reports in format number 1."])
+    second = _saved_conversation(home, ["I always want reports in format number 2."])
+    prefs = [f"I always want reports in format number {i}." for i in (1, 2)]
+    model = FakeModel(extract=saving(*(Save(p, f"format-{i}", p) for i, p in enumerate(prefs))))
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.responder = model
+        child = subprocess.run(
+            [sys.executable, "-m", "engine.cli", "--data-dir", str(home), "memory", "reflect",
+             "--conversation", first, "--conversation", second, "--provider", "llamacpp",
+             "--base-url", fake.url, "--model", "fake", "--json"],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        probes = len(fake.requests_to("/props"))
+    assert child.returncode == 0, child.stderr
+    reports = [json.loads(line) for line in child.stdout.splitlines()]
+    assert [r["nothing_new"] for r in reports] == [False, False]
+    assert probes == 1  # one engine, asked once, for both
+    service = MemoryService(BrimPaths.under(home).memory_dir)
+    assert sorted(s.quote for s in service.pending()) == prefs
+    marks = json.loads(service.layout.watermark_path.read_text(encoding="utf-8"))
+    assert {first, second} <= set(marks["conversations"])
