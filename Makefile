@@ -35,6 +35,7 @@ test: $(STAMP) $(SERVER_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check engine desktop tests bench packaging
+	$(BIN)/ruff format --check engine desktop tests bench packaging
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

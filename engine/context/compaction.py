@@ -268,9 +268,7 @@ def build_summary_request(
     prompt says how many)."""
     words = max(100, int(max_tokens * 0.6))
     if system_text is None:
-        system_text = SUMMARIZER_SYSTEM.format(
-            headings="\n".join(SUMMARY_HEADINGS), words=words
-        )
+        system_text = SUMMARIZER_SYSTEM.format(headings="\n".join(SUMMARY_HEADINGS), words=words)
     intro: list[str] = []
     if plan.prior_checkpoints:
         prior = "\n\n".join(plan.prior_checkpoints)

@@ -41,8 +41,21 @@ def test_broken_toml_names_the_line_and_does_not_stop_other_agents(tmp_path: Pat
             f'name = "good"\nprovider = "ollama"\nbase_url = "{fake.url}"\n'
             'model = "llama3.1:8b"\nnum_ctx = 4096\n',
         )
-        good = run_brim(["probe", "--json", "--provider", "ollama", "--base-url", fake.url,
-                         "--model", "llama3.1:8b", "--num-ctx", "4096"], data_dir=tmp_path)
+        good = run_brim(
+            [
+                "probe",
+                "--json",
+                "--provider",
+                "ollama",
+                "--base-url",
+                fake.url,
+                "--model",
+                "llama3.1:8b",
+                "--num-ctx",
+                "4096",
+            ],
+            data_dir=tmp_path,
+        )
         chat = run_brim(["chat", "--headless", "--agent", "good"], data_dir=tmp_path, stdin="hi\n")
     assert good.returncode == 0 and json.loads(good.stdout)["window"] == 4096
     assert chat.returncode == 0, chat.stderr
@@ -83,8 +96,18 @@ def test_an_unknown_model_is_named_in_the_error(tmp_path: Path):
             data_dir=tmp_path,
         )
         chat = run_brim(
-            ["chat", "--headless", "--provider", "ollama", "--base-url", fake.url,
-             "--model", "nope:1b", "--num-ctx", "2048"],
+            [
+                "chat",
+                "--headless",
+                "--provider",
+                "ollama",
+                "--base-url",
+                fake.url,
+                "--model",
+                "nope:1b",
+                "--num-ctx",
+                "2048",
+            ],
             data_dir=tmp_path,
             stdin="hello\n",
         )

@@ -36,8 +36,14 @@ def test_a_headless_chat_streams_and_reports_real_usage_and_cache_reuse(
 ):
     run = run_brim(
         [
-            "chat", "--headless", "--provider", "llamacpp", "--base-url", llama_server.url,
-            "--max-tokens", "12",
+            "chat",
+            "--headless",
+            "--provider",
+            "llamacpp",
+            "--base-url",
+            llama_server.url,
+            "--max-tokens",
+            "12",
         ],
         data_dir=tmp_path,
         stdin="Name one colour.\nName another colour.\n",
