@@ -173,6 +173,9 @@ class AgentLoop:
         budget_compacted = False
         cap = self.agent.max_iterations
         stopped: str | None = None
+        # Each turn is a run of its own (iterations count from 0): its ramp warns afresh,
+        # also after the user typed 'continue' at the cap.
+        self.pressure.reset()
         while True:
             if cap is not None and iterations >= cap:
                 self._notice(
