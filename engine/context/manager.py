@@ -316,6 +316,11 @@ class ContextManager:
         plan = plan_compaction(msgs, count_message=self.count_message, tail_tokens=tail)
 
         def fallback(detail: str | None) -> tuple[list[Message], int]:
+            # Why compaction could not run is said once per conversation; what trimming
+            # discarded without a summary is said every time it discards something.
+            explain = (detail is not None or fallback_budget is not None) and not (
+                self._fallback_told
+            )
             if fallback_budget is not None:
                 trimmed = trim_messages(
                     msgs,
@@ -326,13 +331,13 @@ class ContextManager:
                 out, dropped = trimmed.messages, trimmed.dropped
                 if dropped:
                     self.sink(TrimEvent(messages_dropped=dropped))
+                    if not explain:
+                        self.sink(NoticeEvent(level="warning", text=trim_notice(dropped)))
             else:
                 out, dropped = self._trim(
-                    msgs, self.budget.compact_threshold, overhead, notify=detail is None
+                    msgs, self.budget.compact_threshold, overhead, notify=not explain
                 )
-            if (detail is not None or (fallback_budget is not None and dropped)) and not (
-                self._fallback_told
-            ):
+            if explain and (detail is not None or dropped):
                 self._fallback_told = True
                 text = compaction_fallback_notice(
                     detail or "nothing old enough to summarize", dropped

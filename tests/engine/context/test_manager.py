@@ -277,3 +277,20 @@ def test_a_long_run_on_a_small_window_never_overflows_and_never_forgets_what_it_
     assert not any(
         isinstance(e, NoticeEvent) and e.level == "warning" and "Trim" in e.text for e in events
     )
+
+
+def test_a_summarizer_that_fails_again_later_still_tells_the_user_what_trimming_dropped():
+    manager, events, _ = make(summarize=FakeSummarizer(error=RuntimeError("boom")))
+    ids = Ids()
+    first = run(manager.prepare(busy_run(ids, 17)))
+    told_first = [e.text for e in events if isinstance(e, NoticeEvent)]
+    assert len(told_first) == 2 and "boom" in told_first[-1]  # auto-compacting…, could not
+    events.clear()
+    msgs = list(first.history)
+    for _ in range(8):
+        msgs.extend(cycle(ids, 700))
+    second = run(manager.prepare(msgs))
+    dropped = [e.messages_dropped for e in events if isinstance(e, TrimEvent)]
+    assert dropped and dropped[0] == len(msgs) - len(second.history) > 0
+    told = [e.text for e in events if isinstance(e, NoticeEvent) and e.level == "warning"]
+    assert any("without a summary" in t and str(dropped[0]) in t for t in told), told
