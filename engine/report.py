@@ -76,8 +76,8 @@ class Category:
 
 @dataclass(frozen=True)
 class CacheShare:
-    """Cached prompt tokens against prompt tokens, over the requests that reported a cache
-    figure. `reported` False: the engine said nothing about its cache (not the same as 0)."""
+    """Cached prompt tokens against prompt tokens (for the session: over every request sent).
+    `reported` False: the engine said nothing about its cache (not the same as 0)."""
 
     cached: int
     prompt: int
@@ -368,7 +368,7 @@ class RequestTracker:
     points: list[TimelinePoint] = field(default_factory=list)
     markers: list[TimelineMarker] = field(default_factory=list)
     requests: int = 0
-    session_prompt: int = 0  # over requests that reported a cache figure
+    session_prompt: int = 0  # over every request that landed
     session_cached: int = 0
     any_reported: bool = False
     last_prompt: int | None = None
@@ -391,10 +391,12 @@ class RequestTracker:
         self.last_measured = True
         self.last_prompt = prompt if prompt is not None else used
         self.last_cached = cached
+        # The session share is cached / prompt over every request sent (seed 003): a
+        # request whose route dropped its cache counter still sent its prompt.
+        self.session_prompt += self.last_prompt
         if cached is not None:
             self.any_reported = True
             self.session_cached += cached
-            self.session_prompt += self.last_prompt
         self.fresh = not estimated
 
     def on_marker(self, kind: str, detail: str = "") -> None:

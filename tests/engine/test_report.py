@@ -193,3 +193,20 @@ def test_slash_commands_parse_exactly_and_complete_from_a_prefix():
     assert [c.text for c in completions("/wo")] == ["/work", "/work clear"]
     assert [c.text for c in completions("/work")] == ["/work clear"]
     assert completions("hello") == []
+
+
+def test_the_session_cache_share_counts_every_request_sent_not_only_those_that_reported():
+    # A chat/completions route drops a zero cache counter: that request still sent its
+    # prompt, so the session line is cached over every prompt token this process sent.
+    tracker = RequestTracker()
+    tracker.on_usage(1000, None)
+    tracker.on_context(1000, 8192, estimated=False)
+    tracker.on_usage(1000, 900)
+    tracker.on_context(1000, 8192, estimated=False)
+    report = build_context_report(
+        budget=ContextBudget(8192), source="server", estimate=1000, tracker=tracker
+    )
+    assert report.cache_lines() == [
+        "Prompt cache (session): 900 read (45% of prompt)",
+        "Prompt cache (last request): 900 read (90% of prompt)",
+    ]
