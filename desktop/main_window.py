@@ -283,7 +283,9 @@ class MainWindow(QMainWindow):
             case WindowEvent():
                 self.header.set_window(event.window, event.source, event.warnings)
                 for warning in event.warnings:
-                    self._notice(warning, "warning")
+                    if warning not in self._shown_warnings:
+                        self._shown_warnings.add(warning)
+                        self.transcript.add_notice(warning, "warning")
             case ContextEvent():
                 self.header.set_context(
                     event.used, event.window, event.percent, event.source, estimated=event.estimated
@@ -356,10 +358,9 @@ class MainWindow(QMainWindow):
             self.load_progress.hide()
 
     def _notice(self, text: str, level: str, marker: str = "") -> None:
-        if level == "warning":
-            if text in self._shown_warnings:
-                return  # the window warning and its notice are one message to the user
-            self._shown_warnings.add(text)
+        if level == "warning" and text in self._shown_warnings:
+            return  # the window warning and its notice are one message to the user
+        # Any other warning (a trim, the iteration ramp) is shown each time it happens.
         self.transcript.add_notice(text, level, marker)
 
     # -- approvals --------------------------------------------------------------------------
