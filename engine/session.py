@@ -584,8 +584,13 @@ class ChatSession:
         except Exception:
             log.warning("could not read the journal of %s", self.conversation_id, exc_info=True)
             return
-        if entries:
-            self._append(user(journal_preamble(entries)))
+        if not entries:
+            return
+        preamble = journal_preamble(entries)
+        # Opened again with no compaction since: the history already carries this preamble,
+        # and a second copy would only cost tokens (it stays bounded, as the seed says).
+        if preamble and not any(m.content == preamble for m in self._messages):
+            self._append(user(preamble))
 
     def _append(self, message: Message, emit: bool = False) -> None:
         """Persist first, then keep in memory: a crash never loses a committed message."""
