@@ -29,13 +29,15 @@ COMMANDS: tuple[SlashCommand, ...] = (
 )
 
 _BY_TEXT = {c.text: c for c in COMMANDS}
+# Other names for a command (seed 000: "/learn (alias /reflect)"); not offered in completion.
+ALIASES: dict[str, str] = {"/reflect": "/learn"}
 
 
 def parse_command(text: str) -> SlashCommand | None:
     """The command `text` is (surrounding blanks and repeated spaces forgiven), or None
     for ordinary text, which goes to the model."""
     normalized = " ".join(text.split())
-    return _BY_TEXT.get(normalized)
+    return _BY_TEXT.get(ALIASES.get(normalized, normalized))
 
 
 def completions(prefix: str) -> list[SlashCommand]:
