@@ -257,7 +257,9 @@ class AgentLoop:
             # The engine told us its real window: account against it from now on.
             self.context.set_window(exc.window)
         self.sink(StateEvent("compacting"))
-        outcome = await self.context.on_overflow(self.conversation.live(), overhead_tokens=overhead)
+        outcome = await self.context.on_overflow(
+            self.conversation.live(), overhead_tokens=overhead, rejected=exc is not None
+        )
         if outcome.history != model_messages(self.conversation.live()):
             self.conversation.replace(outcome.history)
         return outcome.shrank

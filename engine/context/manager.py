@@ -249,14 +249,22 @@ class ContextManager:
         return await self._compact_or_trim(msgs, reason, overhead_tokens, announce=None)
 
     async def on_overflow(
-        self, history: Sequence[Message], *, overhead_tokens: int = 0, attempt: int = 1
+        self,
+        history: Sequence[Message],
+        *,
+        overhead_tokens: int = 0,
+        attempt: int = 1,
+        rejected: bool = True,
     ) -> LadderOutcome:
-        """The engine rejected the request as too long (or silently truncated it): compact
-        regardless of the estimate, with a tail halved per attempt; when compaction cannot
-        run, trim to 70% of the history's size. Check `shrank` before retrying."""
+        """The engine rejected the request as too long (or, `rejected` False, silently
+        truncated it): compact regardless of the estimate, with a tail halved per attempt;
+        when compaction cannot run, trim to 70% of the history's size. Check `shrank` before
+        retrying. A silent cut is not retried (its answer came back), so the "retrying
+        once" notice is only said for a rejection; the caller tells of the cut itself."""
         msgs = model_messages(list(history))
         before = self.tokens(msgs)
-        self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE))
+        if rejected:
+            self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE))
         tail = max(1, self.budget.tail_tokens >> max(0, attempt))
         outcome = await self._compact_or_trim(
             msgs,
