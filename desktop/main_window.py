@@ -302,6 +302,8 @@ class MainWindow(QMainWindow):
                     self.transcript.add_notice("Work state cleared for this conversation.")
                 else:
                     self.overlay.show_work(event.text)
+            case NoticeEvent(transient=True):
+                pass  # the ladder's passing words: the header's state and the saved row say it
             case NoticeEvent():
                 self._notice(event.text, event.level, event.marker)
             case StateEvent():

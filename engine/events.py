@@ -66,6 +66,9 @@ class NoticeEvent(Event):
     level: str  # "info" | "warning"
     text: str
     marker: str = ""  # what the ladder did, when it did something: compaction | trim | clear
+    # The ladder's own words as it acts (seed 000's "auto-compacting…" and "Compacted 64 → 12
+    # messages" lines): headless output carries them; a window shows the saved row instead.
+    transient: bool = False
 
 
 @dataclass

@@ -646,8 +646,9 @@ class ChatSession:
     def _ladder_event(self, event: Event) -> None:
         """The context manager's events. Its notices are saved in the conversation (they
         are part of what happened); a finished compaction is told as seed 003's two lines
-        in place of the ladder's own, and the "auto-compacting…" line before it is left to
-        the state (`compacting`), as the seed shows it."""
+        saved in place of the ladder's own. The ladder's lines (seed 000: "auto-compacting…",
+        "Compacted 64 → 12 messages") still go out, marked transient: headless output shows
+        them, a window leaves them to its state (`compacting`) and the saved row."""
         if isinstance(event, CompactionEvent):
             if event.phase == "started":
                 self._compacting_from = self._estimate_now()
@@ -668,9 +669,11 @@ class ChatSession:
             return
         if isinstance(event, NoticeEvent):
             if event.text.endswith("auto-compacting…"):
+                self._emit(replace(event, transient=True))
                 return
             marker = None
             if self._compaction_row is not None and event.level == "info":
+                self._emit(replace(event, transient=True))
                 text, self._compaction_row, marker = self._compaction_row, None, MARKER_COMPACTION
             else:
                 text = event.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpers.cli import run_brim
-from tests.helpers.fake_engines import FakeLlamaServer
+from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 
 def test_headless_chat_reports_the_context_after_each_request_and_answers_slash_commands(
@@ -37,3 +37,28 @@ def test_headless_chat_reports_the_context_after_each_request_and_answers_slash_
     assert usage["lines"][-1].startswith("local engines publish no price")
     (work,) = run.of_type("work_state")
     assert work["text"] == ""
+
+
+def test_headless_output_carries_the_ladders_compaction_notices_as_it_acts(tmp_path: Path):
+    summary = (
+        "## Goal\nChat.\n## Constraints & Preferences\n-\n## Covered So Far\n-\n## Progress\n"
+        "### Done\n-\n### In Progress\n-\n### Blocked\n-\n## Key Decisions\n-\n"
+        "## Next Steps\n-\n## Critical Context\n-\n"
+    )
+    with FakeLlamaServer(n_ctx=2048) as fake:
+        fake.responder = lambda request: Reply(
+            text=summary if "Covered So Far" in str(request.body["messages"][-1]) else "ok"
+        )
+        lines = "".join(f"Message {i}: " + "words " * 100 + "\n" for i in range(24))
+        run = run_brim(
+            ["chat", "--headless", "--provider", "llamacpp", "--base-url", fake.url],
+            data_dir=tmp_path,
+            stdin=lines,
+        )
+    assert run.returncode == 0, run.stderr
+    texts = [n["text"] for n in run.of_type("notice")]
+    starting = [t for t in texts if t.endswith("auto-compacting…")]
+    assert starting and starting[0].startswith("Context window ~")
+    done = [t for t in texts if t.startswith("Compacted ") and "(saved ~" in t]
+    assert done, texts
+    assert any(t.startswith("auto-compacted ") for t in texts)  # and the saved row
