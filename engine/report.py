@@ -518,7 +518,13 @@ class FillWarnings:
 
 
 def compaction_row(
-    messages_before: int, messages_after: int, used: int, window: int, reason: str
+    messages_before: int,
+    messages_after: int,
+    used: int,
+    window: int,
+    reason: str,
+    *,
+    asked_by_agent: bool = False,
 ) -> str:
     """Seed 003's two lines: `auto-compacted 84 -> 31 messages (ctx 96K/128K)` and why.
     `used` is the context before compacting. A `/compact` is not "auto"."""
@@ -527,4 +533,6 @@ def compaction_row(
         f"{verb} {messages_before} -> {messages_after} messages "
         f"(ctx {format_tokens(used)}/{format_tokens(window)})"
     )
-    return line + "\n" + compaction_reason_line(messages_before, reason)
+    return line + "\n" + compaction_reason_line(
+        messages_before, reason, asked_by_agent=asked_by_agent
+    )

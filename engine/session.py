@@ -28,6 +28,7 @@ from engine.context import (
     render_work_state,
 )
 from engine.context.compaction import CompactionPlan
+from engine.context.constants import REASON_MANUAL
 from engine.context.work_state import work_folder_files
 from engine.events import (
     ClearEvent,
@@ -660,6 +661,7 @@ class ChatSession:
                     self._compacting_from or 0,
                     self._loop.context.budget.window if self._loop else window,
                     event.reason,
+                    asked_by_agent=event.reason == REASON_MANUAL and not self._manual_compaction,
                 )
             else:
                 self._compaction_row = None

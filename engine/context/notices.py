@@ -22,13 +22,6 @@ REASON_PHRASES: dict[str, str] = {
 }
 
 
-def format_k(tokens: int) -> str:
-    """The header's `6K/128K` form: thousands, rounded, always in K (`1000K` for 1M)."""
-    if tokens < 1_000:
-        return str(tokens)
-    return f"{round(tokens / 1_000)}K"
-
-
 def format_count(tokens: int) -> str:
     """The receipt's `↑ 43K ↓ 1.1K` / `1.2M` form: one decimal below 10K and for millions."""
     if tokens < 1_000:
@@ -54,17 +47,16 @@ def compacted_notice(messages_before: int, messages_after: int, tokens_saved: in
     )
 
 
-def auto_compacted_line(messages_before: int, messages_after: int, used: int, window: int) -> str:
-    """`auto-compacted 84 -> 31 messages (ctx 96K/128K)`; `used` is the context before."""
-    return (
-        f"auto-compacted {messages_before} -> {messages_after} messages "
-        f"(ctx {format_k(used)}/{format_k(window)})"
-    )
+AGENT_ASKED_PHRASE = "the agent asked for it (summarize_context)"
 
 
-def compaction_reason_line(messages_summarized: int, reason: str) -> str:
-    """`compacted 84 messages into a summary: the prompt neared the context window`"""
-    phrase = REASON_PHRASES.get(reason, reason)
+def compaction_reason_line(
+    messages_summarized: int, reason: str, *, asked_by_agent: bool = False
+) -> str:
+    """`compacted 84 messages into a summary: the prompt neared the context window`. A
+    manual compaction the agent asked for (its summarize_context tool) says so; `/compact`
+    is the user's."""
+    phrase = AGENT_ASKED_PHRASE if asked_by_agent else REASON_PHRASES.get(reason, reason)
     return f"compacted {messages_summarized} messages into a summary: {phrase}"
 
 

@@ -288,3 +288,34 @@ def test_the_session_says_it_waits_for_approval_while_the_approver_decides(tmp_p
     assert states[asked + 1] == "streaming"
     assert any(isinstance(e, ToolResultEvent) for e in events)
     assert (ws / "a.txt").read_text() == "hi"
+
+
+def test_a_compaction_the_agent_asks_for_is_told_as_the_agents_not_the_users(tmp_path):
+    events: list[Event] = []
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with FakeLlamaServer(n_ctx=8192) as fake:
+
+        def respond(request: Any) -> Reply:
+            messages = request.body["messages"]
+            last = str(messages[-1].get("content", ""))
+            if "Covered So Far" in last:
+                return Reply(text=SUMMARY)
+            if last.startswith("Tidy up") and messages[-1].get("role") == "user":
+                return Reply(text="", tool_calls=[FakeToolCall("summarize_context", {})])
+            return Reply(text="ok")
+
+        fake.responder = respond
+        rows: list[Any] = []
+
+        async def script(s: ChatSession) -> None:
+            for i in range(16):
+                await s.send(f"Step {i}: " + "details " * 150)
+            await s.send("Tidy up your context now.")
+            rows.extend(s.transcript())
+
+        _drive(_session(fake, tmp_path, events, workspace=ws), script)
+    saved = [m.content for m in rows if m.is_notice and m.meta_value("marker") == MARKER_COMPACTION]
+    assert saved, [m.content for m in rows if m.is_notice]
+    assert saved[-1].startswith("compacted ")
+    assert saved[-1].endswith(": the agent asked for it (summarize_context)")

@@ -1,13 +1,12 @@
 from engine.context.notices import (
-    auto_compacted_line,
     compacted_notice,
     compaction_fallback_notice,
     compaction_reason_line,
     format_count,
-    format_k,
     preflight_notice,
     trim_notice,
 )
+from engine.report import compaction_row
 
 
 def test_the_preflight_notice_reads_exactly_as_the_seed_prints_it():
@@ -22,11 +21,16 @@ def test_the_compacted_notice_reads_exactly_as_the_seed_prints_it():
 
 
 def test_the_transcript_rows_read_exactly_as_seed_003_prints_them():
-    assert auto_compacted_line(84, 31, 96_000, 128_000) == (
-        "auto-compacted 84 -> 31 messages (ctx 96K/128K)"
-    )
-    assert compaction_reason_line(84, "preflight") == (
+    assert compaction_row(84, 31, 96_000, 128_000, "preflight") == (
+        "auto-compacted 84 -> 31 messages (ctx 96K/128K)\n"
         "compacted 84 messages into a summary: the prompt neared the context window"
+    )
+
+
+def test_a_compaction_the_agent_asked_for_is_not_put_on_the_user():
+    assert compaction_row(9, 4, 3_000, 8_000, "manual").endswith(": you asked for it")
+    assert compaction_row(9, 4, 3_000, 8_000, "manual", asked_by_agent=True).endswith(
+        ": the agent asked for it (summarize_context)"
     )
 
 
@@ -40,14 +44,7 @@ def test_every_compaction_reason_has_its_own_explanation():
     assert "rejected" in compaction_reason_line(3, "context_overflow")
 
 
-def test_token_counts_print_in_the_header_and_receipt_styles():
-    assert [format_k(n) for n in (512, 6_000, 128_000, 131_072, 1_000_000)] == [
-        "512",
-        "6K",
-        "128K",
-        "131K",
-        "1000K",
-    ]
+def test_token_counts_print_in_the_receipt_style():
     assert [format_count(n) for n in (1_100, 6_000, 43_000, 1_200_000)] == [
         "1.1K",
         "6K",
