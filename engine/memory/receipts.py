@@ -9,8 +9,9 @@ changed, writes nothing.
     MEMORY_ROOT/.receipts/SCOPE_KEY/ENTRY_ID.jsonl    one JSON object per line
 
 At most `MAX_RECEIPTS_PER_ENTRY` tickets are kept per entry, pruned once every
-`PRUNE_EVERY_WRITES` writes. Receipts are records for `brim memory explain`; nothing acts on
-them yet (calibration needs independent labels before a receipt may drive a lesson change).
+`PRUNE_EVERY_WRITES` writes and at a process's first write to a file. Receipts are records
+for `brim memory explain`; nothing acts on them yet (calibration needs independent labels
+before a receipt may drive a lesson change).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class Receipts:
         self.store = store
         self._writes = 0
         self._touched: set[Path] = set()
+        self._seen: set[Path] = set()  # files this process has written to
 
     def _file(self, scope_key: str, entry_id: str) -> Path:
         return self.layout.receipts_dir / scope_key / f"{entry_id}.jsonl"
@@ -73,8 +75,12 @@ class Receipts:
         finally:
             os.close(fd)
         self._writes += 1
+        first_touch = path not in self._seen
+        self._seen.add(path)
         self._touched.add(path)
-        if self._writes % PRUNE_EVERY_WRITES == 0:
+        # Each process also prunes a file the first time it writes there: many short runs,
+        # each under PRUNE_EVERY_WRITES writes, must not let a file grow without bound.
+        if first_touch or self._writes % PRUNE_EVERY_WRITES == 0:
             self._prune()
 
     def write_pending(self, tickets: list[Ticket]) -> list[Ticket]:

@@ -11,7 +11,7 @@ import pytest
 
 from engine.memory import MemoryObserver, MemoryService, standing_line
 from engine.memory.observe import standing_paths
-from engine.memory.receipts import MAX_RECEIPTS_PER_ENTRY, PRUNE_EVERY_WRITES, Ticket
+from engine.memory.receipts import MAX_RECEIPTS_PER_ENTRY, PRUNE_EVERY_WRITES, Receipts, Ticket
 from engine.messages import Message, ToolCall, system, tool_result, user
 from engine.providers.base import ChatOptions, StreamDone
 from engine.providers.errors import ProviderError
@@ -172,3 +172,16 @@ def test_explain_shows_five_recent_records_and_no_memory_text(
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("completed") == 5
     assert QUOTE not in run.stdout and "Fact number 0" not in run.stdout
+
+
+def test_many_short_runs_still_keep_receipts_bounded(service: MemoryService):
+    """Runs that each write fewer than PRUNE_EVERY_WRITES receipts prune on their first write."""
+    observer = _memory(service)
+    item = observer.snapshot.entries[0]
+    path = service.layout.receipts_dir / "global" / f"{item.id}.jsonl"
+    for run in range(40):
+        receipts = Receipts(service.layout, service.store)  # a new process's receipts
+        for n in range(5):
+            receipts.write_pending([_ticket(observer, run * 5 + n)])
+    tickets = {json.loads(line)["ticket"] for line in path.read_text().splitlines()}
+    assert len(tickets) <= MAX_RECEIPTS_PER_ENTRY + 5
