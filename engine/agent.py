@@ -35,7 +35,15 @@ from engine.events import (
     TurnEndEvent,
     UsageEvent,
 )
-from engine.messages import Message, ToolCall, assistant, model_messages, notice, tool_result
+from engine.messages import (
+    Message,
+    ToolCall,
+    alternating,
+    assistant,
+    model_messages,
+    notice,
+    tool_result,
+)
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -201,9 +209,10 @@ class AgentLoop:
             if prepared.cleared:
                 self.sink(ClearEvent(results_cleared=prepared.cleared))
             self.sink(StateEvent("streaming"))
-            counted = self.counter.count_request(prepared.request, self._schemas())
+            request = alternating(prepared.request)
+            counted = self.counter.count_request(request, self._schemas())
             try:
-                answer = await self._stream(prepared.request)
+                answer = await self._stream(request)
             except ContextOverflow as exc:
                 if overflow_retried or not await self._recover_overflow(exc, overhead):
                     self.sink(ErrorEvent(exc.kind, _overflow_failure(exc)))
@@ -216,7 +225,7 @@ class AgentLoop:
                 return self._outcome(totals, started, iterations, error=exc)
 
             self.conversation.append(assistant(answer.text, answer.calls))
-            truncated = self._land(prepared.request, counted, answer, totals)
+            truncated = self._land(request, counted, answer, totals)
             if truncated and not overflow_retried:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
                 overflow_retried = True

@@ -135,6 +135,23 @@ def model_messages(messages: list[Message]) -> list[Message]:
     return [m for m in messages if not m.is_notice]
 
 
+def alternating(messages: list[Message]) -> list[Message]:
+    """The request as it goes on the wire: consecutive user messages joined into one.
+
+    Strict chat templates (Gemma's, Mistral's) refuse two user turns in a row, and Brim
+    makes them: the ephemeral pressure nudge after the user's message, the journal preamble
+    of a resumed conversation before the next one. Joining is deterministic, so a stable
+    history stays a stable prefix."""
+    out: list[Message] = []
+    for message in messages:
+        previous = out[-1] if out else None
+        if previous is not None and previous.role == "user" and message.role == "user":
+            out[-1] = replace(previous, content=previous.content + "\n\n" + message.content)
+        else:
+            out.append(message)
+    return out
+
+
 def to_openai(message: Message) -> dict[str, Any]:
     """The OpenAI chat-completions shape, which llama-server, vLLM and SGLang all accept."""
     out: dict[str, Any] = {"role": message.role, "content": message.content}

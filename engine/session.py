@@ -591,7 +591,10 @@ class ChatSession:
         # Opened again with no compaction since: the history already carries this preamble,
         # and a second copy would only cost tokens (it stays bounded, as the seed says).
         if preamble and not any(m.content == preamble for m in self._messages):
-            self._append(user(preamble))
+            # Brim's words, not the user's: not a row in the transcript, never a source of
+            # memory, and like compaction's continuation note it goes at the next compaction
+            # (whose summary carries what it said).
+            self._append(Message(role="user", content=preamble, kind="continuation"))
 
     def _append(self, message: Message, emit: bool = False) -> None:
         """Persist first, then keep in memory: a crash never loses a committed message."""
