@@ -16,7 +16,7 @@ from engine.context.constants import (
 
 REASON_PHRASES: dict[str, str] = {
     REASON_PREFLIGHT: "the prompt neared the context window",
-    REASON_OVERFLOW: "the engine rejected the prompt as too long for its window",
+    REASON_OVERFLOW: "the prompt was too long for the engine's window (it refused or cut it)",
     REASON_SESSION_BUDGET: "the run used up its token budget",
     REASON_MANUAL: "you asked for it",
 }

@@ -41,7 +41,7 @@ def test_every_compaction_reason_has_its_own_explanation():
     }
     assert len(lines) == 4
     assert "token budget" in compaction_reason_line(3, "session_budget")
-    assert "rejected" in compaction_reason_line(3, "context_overflow")
+    assert "too long for the engine" in compaction_reason_line(3, "context_overflow")
 
 
 def test_token_counts_print_in_the_receipt_style():
