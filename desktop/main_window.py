@@ -192,6 +192,12 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def cancel_turn(self) -> None:
+        if self.overlay.isVisible():
+            # Esc reached the composer behind an open overlay (the overlay opened while the
+            # window was not active, so the focus stayed put): it closes the overlay, and an
+            # overlay never cancels the turn.
+            self.overlay.close_overlay()
+            return
         if self.bridge.busy:
             self.bridge.cancel()
 
@@ -244,6 +250,7 @@ class MainWindow(QMainWindow):
         self.banner.hide()
         self._turns = 0
         self.header.set_turn(0)
+        self.header.clear_rate()  # the last answer's speed belongs to the conversation left
         self._shown_warnings.clear()
 
     @Slot()
@@ -397,6 +404,8 @@ class MainWindow(QMainWindow):
     def _on_turn_finished(self) -> None:
         self.stream.flush()
         self.transcript.finish_stream()
+        if self.banner.isVisible() and self.banner.kind == "busy":
+            self.banner.hide()  # "a turn is still running" is no longer true
 
     @Slot(bool)
     def _on_busy_changed(self, busy: bool) -> None:

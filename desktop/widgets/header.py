@@ -82,6 +82,9 @@ class HeaderBar(QFrame):
     def set_rate(self, tokens_per_s: float) -> None:
         self.rate_label.setText(format_rate(tokens_per_s))
 
+    def clear_rate(self) -> None:
+        self.rate_label.setText("")
+
     def set_state(self, state: str) -> None:
         background, colour = theme.STATE_COLOURS.get(state, theme.NEUTRAL_STATE)
         self.state_label.setText(state)

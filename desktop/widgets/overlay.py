@@ -25,6 +25,7 @@ from desktop.widgets.context_rail import ContextRail
 from engine.report import ContextReport, UsageReport
 
 CLOSE_HINT = "Esc, q or Ctrl+C closes this; the turn keeps running"
+PANEL_WIDTH = 620  # the panel's usual width; wider content widens it
 
 
 def _closes(event: QKeyEvent) -> bool:
@@ -110,11 +111,17 @@ class Overlay(QWidget):
         if parent is None:
             return
         self.setGeometry(parent.rect())
-        width = min(620, max(360, self.width() - 80))
         content = self.scroll.widget()
         if content is not None:
             content.ensurePolished()
             content.adjustSize()
+        # As wide as the content needs (a /usage table with a long model name), at least
+        # PANEL_WIDTH, never wider than the window leaves: columns are not hidden behind a
+        # scroll bar while there is room to show them.
+        margins = self.panel.layout().contentsMargins()
+        needed = (content.sizeHint().width() if content is not None else 0) + margins.left()
+        needed += margins.right() + self.scroll.verticalScrollBar().sizeHint().width()
+        width = max(360, min(self.width() - 80, max(PANEL_WIDTH, needed)))
         wanted = 110 + (content.sizeHint().height() if content is not None else 400)
         height = min(self.height() - 60, max(240, wanted))
         self.panel.setGeometry(

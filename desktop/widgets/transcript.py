@@ -176,9 +176,7 @@ class TranscriptView(QTextBrowser):
         rows = rows_for(messages)
         if not rows:
             return
-        saved = {(row.kind, row.text) for row in rows}
-        live = [row for row in self._rows if (row.kind, row.text) not in saved]
-        self._rows = rows + live
+        self._rows = merge_live_rows(rows, self._rows)
         self._rebuild()
 
     def scroll_to_message(self, message_id: str, quote: str = "") -> bool:
@@ -383,6 +381,37 @@ class _ScrollKeeper:
     def __exit__(self, *_: object) -> None:
         if self._follow:
             self._bar.setValue(self._bar.maximum())
+
+
+def merge_live_rows(saved: list[Row], live: list[Row]) -> list[Row]:
+    """The saved rows with the live rows the record does not hold (receipts, errors, notices
+    not yet saved) put back where they were shown.
+
+    A live row that followed the Nth user message goes at the end of that turn in the saved
+    rows, so reopening the same conversation (an agent saved in the editor) keeps each
+    receipt under its own answer; rows shown before any user message (start-up notices) go
+    after the history."""
+    keys = {(row.kind, row.text) for row in saved}
+    tool_calls = {row.key for row in saved if row.kind == "tool" and row.key}
+    by_turn: dict[int, list[Row]] = {}
+    turn = 0
+    for row in live:
+        if row.kind == "user":
+            turn += 1
+        if (row.kind, row.text) in keys or (row.kind == "tool" and row.key in tool_calls):
+            continue
+        by_turn.setdefault(turn, []).append(row)
+    merged: list[Row] = []
+    turn = 0
+    for row in saved:
+        if row.kind == "user":
+            if turn:
+                merged.extend(by_turn.pop(turn, []))
+            turn += 1
+        merged.append(row)
+    for _, rest in sorted(by_turn.items(), key=lambda item: item[0] or len(saved) + 1):
+        merged.extend(rest)
+    return merged
 
 
 def rows_for(messages: list[Message]) -> list[Row]:
