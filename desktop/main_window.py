@@ -100,6 +100,9 @@ class MainWindow(QMainWindow):
         self.send_button = QPushButton("Send", objectName="sendButton")
         self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
         self.hint = QLabel(HINT, objectName="hint")
+        # The hint wraps rather than setting the column's minimum width: the window must fit
+        # a small screen (900 px wide) beside the sidebar and the rail.
+        self.hint.setWordWrap(True)
         self.stream = StreamBuffer(parent=self)
         self.sidebar = Sidebar()
         self.sidebar.setMinimumWidth(200)

@@ -8,8 +8,14 @@ a complete command sends it even while the popup offers a longer one (`/work` vs
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QFontMetrics, QKeyEvent, QStandardItem, QStandardItemModel
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import (
+    QFontMetrics,
+    QKeyEvent,
+    QResizeEvent,
+    QStandardItem,
+    QStandardItemModel,
+)
 from PySide6.QtWidgets import QAbstractItemView, QCompleter, QPlainTextEdit, QTreeView, QWidget
 
 from engine.commands import COMMANDS, completions, parse_command
@@ -160,9 +166,29 @@ class Composer(QPlainTextEdit):
         self.clear()
         return text
 
+    def placeholder_lines(self) -> int:
+        """How many lines the placeholder takes at the composer's width (it wraps in a narrow
+        window, and the empty composer must be tall enough to show all of it)."""
+        if not self.document().isEmpty() or not self.placeholderText():
+            return 0
+        metrics = QFontMetrics(self.font())
+        margin = int(self.document().documentMargin() * 2)
+        width = max(1, self.viewport().width() - margin)
+        flags = int(Qt.TextFlag.TextWordWrap)
+        rect = metrics.boundingRect(0, 0, width, 10_000, flags, self.placeholderText())
+        return -(-rect.height() // metrics.lineSpacing())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            # After this resize is laid out: a height set from inside it leaves the
+            # viewport at the old height.
+            QTimer.singleShot(0, self, self._fit_height)
+
     def _fit_height(self, *_: object) -> None:
         metrics = QFontMetrics(self.font())
-        lines = max(MIN_LINES, min(MAX_LINES, int(self.document().size().height())))
+        lines = max(int(self.document().size().height()), self.placeholder_lines())
+        lines = max(MIN_LINES, min(MAX_LINES, lines))
         margins = self.contentsMargins()
         frame = int(self.document().documentMargin() * 2) + margins.top() + margins.bottom()
         self.setFixedHeight(lines * metrics.lineSpacing() + frame + 2)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 
 from tests.desktop.test_agent_editor import open_editor, save_and_wait_for_the_new_session
 from tests.desktop.test_agent_editor import type_into as type_into_field
@@ -113,3 +114,24 @@ def test_a_new_conversation_does_not_show_the_last_answers_speed(qtbot, real_des
     d.window.new_conversation()
     qtbot.waitUntil(lambda: d.app.navigator.conversation_id != before, timeout=10000)
     assert d.window.header.rate_label.text() == ""
+
+
+def test_the_window_fits_a_900_by_600_screen_with_the_composer_readable(qtbot, real_desktop, llama):
+    d = real_desktop(agents=_agent(llama.url))
+    assert d.window.sidebar.isVisible()
+    d.window.resize(900, 600)
+    qtbot.waitUntil(lambda: d.window.width() == 900 and d.window.height() == 600)
+    composer = d.window.composer
+    assert d.window.transcript.width() > 250  # the conversation column is still usable
+    metrics = QFontMetrics(composer.font())
+    rect = metrics.boundingRect(
+        0,
+        0,
+        composer.viewport().width() - int(composer.document().documentMargin() * 2),
+        10_000,
+        int(Qt.TextFlag.TextWordWrap),
+        composer.placeholderText(),
+    )
+    assert rect.height() > metrics.lineSpacing()  # the placeholder wraps at this width…
+    # …and every line of it shows once the layout has settled
+    qtbot.waitUntil(lambda: composer.viewport().height() >= rect.height(), timeout=2000)
