@@ -62,7 +62,9 @@ def highlight_code(code: str, info: str = "") -> str:
     return (
         f'<table width="100%" cellspacing="0" cellpadding="8" '
         f'style="background-color:{theme.CODE_BG}; margin-top:4px; margin-bottom:8px;">'
-        f"<tr><td><pre style=\"font-family:'DejaVu Sans Mono',monospace; margin:0;\">"
+        # pre-wrap: a long line wraps inside its block instead of widening the transcript.
+        f"<tr><td><pre style=\"font-family:'DejaVu Sans Mono',monospace; margin:0; "
+        f'white-space:pre-wrap;">'
         f"{body}</pre></td></tr></table>"
     )
 

@@ -119,3 +119,18 @@ def test_the_model_loading_shows_a_progress_bar_until_ready(qtbot, open_desktop)
     qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=5000)
     assert not d.window.load_progress.isVisible()
     assert seen == [10, 50, 90, 100]
+
+
+def test_a_long_code_line_wraps_in_its_block_instead_of_scrolling_the_transcript(qtbot):
+    from desktop.widgets.transcript import TranscriptView
+    from engine.messages import assistant, user
+
+    view = TranscriptView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    view.show()
+    line = "result = compute(" + ", ".join(f"argument_{i}" for i in range(40)) + ")"
+    view.set_history([user("Show me"), assistant(f"Here:\n\n```python\n{line}\n```\n")])
+    qtbot.wait(50)
+    assert view.horizontalScrollBar().maximum() == 0
+    assert "argument_39" in view.toPlainText()
