@@ -349,7 +349,8 @@ class AgentEditorDialog(QDialog):
         self.cancel_button.clicked.connect(self.reject)
         buttons = QHBoxLayout()
         hint = QLabel(
-            "Enter saves · Esc cancels · Alt+underlined letter jumps to a field",
+            "Enter saves (Ctrl+Enter in the prompt) · Esc cancels · Alt+underlined letter jumps "
+            "to a field",
             objectName="fieldHint",
         )
         buttons.addWidget(hint)
