@@ -15,7 +15,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Slot
 
 from desktop.agent_editor import AgentEditorDialog
-from desktop.bridge import EngineBridge
+from desktop.bridge import EngineBridge, agent_model_label
 from desktop.main_window import MainWindow
 from desktop.navigator import Navigator
 from engine.config import AgentConfig, ConfigError, load_agent
@@ -145,7 +145,7 @@ class AgentEditing(QObject):
             if not self.bridge.reopen(factory):
                 self._pending = config  # a turn started meanwhile: try again after it
                 return
-            self.window.header.set_agent(config.name, config.model)
+            self.window.header.set_agent(config.name, agent_model_label(config))
             navigator.refresh()
 
         self.bridge.session_call(

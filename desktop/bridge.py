@@ -86,6 +86,19 @@ def describe_session(session: ChatSessionLike) -> tuple[str, str]:
     return name, model
 
 
+def agent_model_label(agent: Any) -> str:
+    """The model the header names before the engine has answered: the agent's model (a GGUF
+    by its file name), or for an embedded agent without one the bundled model's name."""
+    model = str(getattr(agent, "model", "") or "")
+    if not model and getattr(agent, "provider", "") == "embedded":
+        from engine.providers.embedded import default_model_path
+
+        model = default_model_path() or "bundled model"
+    if model.lower().endswith(".gguf"):
+        model = Path(model).stem  # as the engine names it once loaded
+    return model
+
+
 class EngineBridge(QObject):
     """Owns one session on the engine thread and speaks for it on the GUI thread."""
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, QPoint, Qt, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog
 
-from desktop.bridge import EngineBridge, SessionFactory, SessionInfo
+from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
 from desktop.main_window import MainWindow
 from engine.config import AgentConfig
 from engine.events import EventSink
@@ -184,7 +184,7 @@ class Navigator(QObject):
         self.agent = agent
         factory = self.make_session(agent, conversation_id, workspace, self.approver)
         self.window.prepare_for_conversation()
-        self.window.header.set_agent(agent.name, agent.model)
+        self.window.header.set_agent(agent.name, agent_model_label(agent))
         if self._session_open:
             self.bridge.reopen(factory)
         else:

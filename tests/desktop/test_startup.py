@@ -104,3 +104,17 @@ def test_an_empty_data_folder_starts_the_default_agent_and_says_so(qtbot, real_d
     assert not d.window.load_progress.isVisible()
     assert seen and max(seen) == 100  # the bar followed the real load to the end
     assert "ctx" in d.window.header.text()
+
+
+def test_the_header_names_the_bundled_model_before_the_engine_has_loaded_it():
+    from pathlib import Path
+
+    from desktop.bridge import agent_model_label
+    from engine.config import default_agent
+    from engine.providers.embedded import default_model_path
+
+    bundled = default_model_path()
+    assert bundled is not None
+    assert agent_model_label(default_agent()) == Path(bundled).stem  # e.g. SmolLM2-135M-…
+    pinned = default_agent().with_changes(model="/models/qwen2.5-7b-instruct-q4_k_m.gguf")
+    assert agent_model_label(pinned) == "qwen2.5-7b-instruct-q4_k_m"
