@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,8 +144,29 @@ def ensure_application() -> QApplication:
     return app
 
 
+NO_DISPLAY = (
+    "brim: there is no display to open the window on (DISPLAY and WAYLAND_DISPLAY are unset).\n"
+    "Start Brim from a desktop session, use `brim chat --headless` in a terminal, or set "
+    "QT_QPA_PLATFORM=offscreen to run the window without a screen."
+)
+
+
+def display_problem(env: Mapping[str, str]) -> str | None:
+    """Why a window cannot open here, before Qt aborts the process with a less helpful line:
+    on Linux without a display server and without an explicit Qt platform."""
+    if not sys.platform.startswith("linux") or env.get("QT_QPA_PLATFORM"):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    return NO_DISPLAY
+
+
 def main(argv: list[str] | None = None, *, session_factory: SessionFactory | None = None) -> int:
     options = parse_args(argv)
+    problem = display_problem(os.environ)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     app = ensure_application()
     if session_factory is not None:
         desktop = DesktopApp(session_factory)

@@ -118,3 +118,25 @@ def test_the_header_names_the_bundled_model_before_the_engine_has_loaded_it():
     assert agent_model_label(default_agent()) == Path(bundled).stem  # e.g. SmolLM2-135M-…
     pinned = default_agent().with_changes(model="/models/qwen2.5-7b-instruct-q4_k_m.gguf")
     assert agent_model_label(pinned) == "qwen2.5-7b-instruct-q4_k_m"
+
+
+def test_without_a_display_the_app_says_so_instead_of_crashing_in_qt(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "--data-dir", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "no display" in result.stderr and "brim chat --headless" in result.stderr
+    assert "Traceback" not in result.stderr and "Qt platform plugin" not in result.stderr
