@@ -31,7 +31,7 @@ run: $(STAMP)
 	$(BIN)/brim
 
 test: $(STAMP) $(SERVER_STAMP)
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --durations=10
 
 lint: $(STAMP)
 	$(BIN)/ruff check engine desktop tests bench packaging
