@@ -11,6 +11,8 @@ user-visible 70% / 90% warnings, and the `/usage` rows.
 
 from __future__ import annotations
 
+import bisect
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO,
 from engine.context.notices import compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions
-from engine.store.records import UsageSummary
+from engine.store.records import MessageRecord, UsageRecord, UsageSummary
 
 # The timeline keeps this many of the most recent requests (the chart is small; the report
 # travels in an event after every request).
@@ -376,6 +378,7 @@ class RequestTracker:
     last_measured: bool = False
     fresh: bool = False  # the last point still describes the live history
     resumed: bool = False
+    acts_here: int = 0  # requests and ladder acts seen live since the reset or restore
     _pending_usage: tuple[int | None, int | None] | None = None
 
     def on_usage(self, prompt_tokens: int | None, cached_tokens: int | None) -> None:
@@ -383,6 +386,7 @@ class RequestTracker:
 
     def on_context(self, used: int, window: int, *, estimated: bool, at: float = 0.0) -> None:
         """A request landed (its usage, if any, arrived just before)."""
+        self.acts_here += 1
         self.requests += 1
         self.points.append(TimelinePoint(self.requests, used, window, estimated, at or time.time()))
         del self.points[:-TIMELINE_POINTS]
@@ -400,6 +404,7 @@ class RequestTracker:
         self.fresh = not estimated
 
     def on_marker(self, kind: str, detail: str = "") -> None:
+        self.acts_here += 1
         self.markers.append(TimelineMarker(self.requests, kind, detail))
         oldest = self.points[0].request - 1 if self.points else self.requests
         self.markers = [m for m in self.markers if m.after >= oldest]
@@ -416,7 +421,24 @@ class RequestTracker:
         self.last_measured = False
         self.fresh = False
         self.resumed = False
+        self.acts_here = 0
         self._pending_usage = None
+
+    def restore(
+        self, points: Sequence[TimelinePoint], markers: Sequence[TimelineMarker], requests: int
+    ) -> None:
+        """A saved conversation opened again: its timeline as the store kept it, so the chart
+        covers the whole conversation and the next request is numbered after the saved ones.
+
+        Only the timeline is restored. The prompt-cache counters stay this process's (seed
+        003: a resumed history's counters start where this process did, and the line says
+        "this process"), and the headline stays an estimate until a request lands here."""
+        self.reset()
+        self.resumed = True
+        self.requests = requests
+        self.points = list(points)[-TIMELINE_POINTS:]
+        oldest = self.points[0].request - 1 if self.points else requests
+        self.markers = [m for m in markers if m.after >= oldest]
 
     def last_used(self) -> int | None:
         """The engine's count of the last request, while it still describes the history."""
@@ -432,6 +454,81 @@ class RequestTracker:
             self.last_cached or 0, self.last_prompt or 0, self.last_cached is not None
         )
         return session, last
+
+
+# -- a saved conversation's timeline --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SavedMark:
+    """A ladder act found in the saved record: when it happened, and what it was."""
+
+    at: float
+    kind: str  # clear | compaction | trim
+    detail: str = ""
+
+
+_COMPACTED = re.compile(r"(\d+) -> (\d+) messages")
+_TRIMMED = re.compile(r"(\d+) older messages?")
+
+
+def saved_marks(records: Sequence[MessageRecord]) -> list[SavedMark]:
+    """The ladder's acts as the store kept them, oldest first.
+
+    Compaction and trimming leave a notice row with its marker (engine/session.py
+    `_ladder_event`), timed by the notice. Clearing leaves no row: a tool result's stored
+    copy gains meta `cleared` in the rewrite that cleared it, so the rewrite's time (when
+    the uncleared copy was archived) dates it, and one rewrite is one marker."""
+    marks: list[SavedMark] = []
+    uncleared: dict[str, float] = {}  # tool result id -> when its uncleared copy was archived
+    cleared_at: dict[float, int] = {}
+    noticed: set[str] = set()
+    for record in records:
+        message = record.message
+        marker = str(message.meta_value("marker", "") or "")
+        if message.is_notice and marker in (MARKER_COMPACTION, MARKER_TRIM, MARKER_CLEAR):
+            if message.id in noticed:
+                continue  # the same notice, carried over by a later rewrite
+            noticed.add(message.id)
+            detail = ""
+            if marker == MARKER_COMPACTION and (found := _COMPACTED.search(message.content)):
+                detail = f"{found.group(1)} -> {found.group(2)} messages"
+            elif marker == MARKER_TRIM and (found := _TRIMMED.search(message.content)):
+                detail = f"{found.group(1)} messages"
+            marks.append(SavedMark(message.created, marker, detail))
+        elif message.role == "tool":
+            if not message.meta_value("cleared"):
+                if record.archived_at is not None:
+                    uncleared[message.id] = record.archived_at
+            elif message.id in uncleared:
+                at = uncleared.pop(message.id)
+                cleared_at[at] = cleared_at.get(at, 0) + 1
+    marks.extend(SavedMark(at, MARKER_CLEAR, f"{n} tool results") for at, n in cleared_at.items())
+    marks.sort(key=lambda mark: mark.at)
+    return marks
+
+
+def saved_timeline(
+    requests: Sequence[UsageRecord], marks: Sequence[SavedMark], window: int
+) -> tuple[list[TimelinePoint], list[TimelineMarker]]:
+    """A saved conversation's timeline: one point per chat request in the order they landed,
+    each ladder act placed after the requests that landed before it.
+
+    The usage rows do not say which window a request was sent to, so every point is drawn
+    against `window`, the one Brim accounts against now (the current marks are drawn against
+    it too). A request whose engine reported no prompt count keeps its number but has no
+    point: the estimate the live chart used for it was never stored."""
+    points = [
+        TimelinePoint(index, row.prompt_tokens, window, at=row.created)
+        for index, row in enumerate(requests, start=1)
+        if row.prompt_tokens is not None
+    ]
+    landed = [row.created for row in requests]
+    markers = [
+        TimelineMarker(bisect.bisect_left(landed, mark.at), mark.kind, mark.detail)
+        for mark in marks
+    ]
+    return points, markers
 
 
 def build_context_report(
@@ -533,6 +630,6 @@ def compaction_row(
         f"{verb} {messages_before} -> {messages_after} messages "
         f"(ctx {format_tokens(used)}/{format_tokens(window)})"
     )
-    return line + "\n" + compaction_reason_line(
-        messages_before, reason, asked_by_agent=asked_by_agent
+    return (
+        line + "\n" + compaction_reason_line(messages_before, reason, asked_by_agent=asked_by_agent)
     )

@@ -73,8 +73,10 @@ from engine.report import (
     build_usage_report,
     categories,
     compaction_row,
+    saved_marks,
+    saved_timeline,
 )
-from engine.store import Store
+from engine.store import Receipt, Store
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import (
     ApprovalRequest,
@@ -92,6 +94,9 @@ from engine.window import WindowResolution, resolve_window
 log = logging.getLogger(__name__)
 
 EventSink = Callable[[Event], None]
+
+# A conversation shows at most this many receipts when it is opened again.
+RECEIPTS_SHOWN = 10_000
 
 
 def provider_for(agent: AgentConfig) -> Provider:
@@ -365,6 +370,23 @@ class ChatSession:
             log.warning("could not read the full record of %s", self.conversation_id)
             return self.history()
 
+    def turn_receipts(self) -> list[Receipt]:
+        """This conversation's turn receipts, oldest first, for a window showing it again.
+
+        The figures are rounded as the live turn_end event rounds them, so a receipt reads
+        the same under its answer live and after the conversation is opened again."""
+        if self._store is None or not self.conversation_id:
+            return []
+        try:
+            saved = self._store.receipts(self.conversation_id, limit=RECEIPTS_SHOWN)
+        except Exception:
+            log.warning("could not read the receipts of %s", self.conversation_id)
+            return []
+        return [
+            replace(r, elapsed_s=round(r.elapsed_s, 3), tokens_per_s=round(r.tokens_per_s, 2))
+            for r in saved
+        ]
+
     async def open_conversation(self, conversation_id: str | None) -> None:
         """Switch to a saved conversation of this agent, or (None) start a new one, keeping
         the engine and its loaded model. Refused while a turn runs."""
@@ -532,6 +554,8 @@ class ChatSession:
             return
         self._window = resolution
         self._loop = None
+        if self._tracker.resumed and not self._tracker.acts_here:
+            self._restore_timeline()  # restored before the window was known: draw against it
         self._emit(
             WindowEvent(
                 window=resolution.window,
@@ -554,6 +578,7 @@ class ChatSession:
                 raise UnknownConversation(self._requested_conversation)
             self.conversation_id = info.id
             self._messages = self._store.messages(info.id)
+            self._restore_timeline()
             self._fold_in_journal()
             if self._memory is not None:
                 self._memory.open()  # the snapshot /learn diffs against
@@ -575,6 +600,21 @@ class ChatSession:
                 )
             )
         )
+
+    def _restore_timeline(self) -> None:
+        """The rail's timeline covers the whole conversation, not only this process's part:
+        seed the tracker from the stored chat requests and the ladder's saved acts."""
+        if self._store is None or not self.conversation_id:
+            return
+        try:
+            requests = self._store.usage_records(self.conversation_id, purpose="chat")
+            marks = saved_marks(self._store.records(self.conversation_id))
+        except Exception:
+            log.warning("could not read the timeline of %s", self.conversation_id)
+            return
+        window = self._window.window if self._window is not None else 0
+        points, markers = saved_timeline(requests, marks, window)
+        self._tracker.restore(points, markers, len(requests))
 
     def _fold_in_journal(self) -> None:
         """Resuming: what compaction dropped is absent, so the journal comes back as a

@@ -8,7 +8,13 @@ from engine.store.errors import (
     StoreTooNew,
     UnknownConversation,
 )
-from engine.store.records import ConversationInfo, MessageRecord, Receipt, UsageSummary
+from engine.store.records import (
+    ConversationInfo,
+    MessageRecord,
+    Receipt,
+    UsageRecord,
+    UsageSummary,
+)
 from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
 from engine.store.store import Store, move_aside
 
@@ -25,6 +31,7 @@ __all__ = [
     "StoreLocked",
     "StoreTooNew",
     "UnknownConversation",
+    "UsageRecord",
     "UsageSummary",
     "move_aside",
 ]

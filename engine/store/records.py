@@ -45,6 +45,17 @@ class UsageSummary:
 
 
 @dataclass(frozen=True)
+class UsageRecord:
+    """One request's usage as stored (None: the engine did not report that figure)."""
+
+    purpose: str  # chat | summary | ...
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    created: float
+
+
+@dataclass(frozen=True)
 class Receipt:
     """What one turn cost: the figures behind the turn_end event."""
 

@@ -35,7 +35,13 @@ from engine.store.errors import (
     StoreTooNew,
     UnknownConversation,
 )
-from engine.store.records import ConversationInfo, MessageRecord, Receipt, UsageSummary
+from engine.store.records import (
+    ConversationInfo,
+    MessageRecord,
+    Receipt,
+    UsageRecord,
+    UsageSummary,
+)
 from engine.store.schema import MIGRATIONS, Migration
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -588,6 +594,33 @@ class Store:
                 prompt_tokens=r["prompt_tokens"],
                 cached_tokens=r["cached_tokens"],
                 completion_tokens=r["completion_tokens"],
+            )
+            for r in rows
+        ]
+
+    def usage_records(
+        self, conversation_id: str, purpose: str | None = "chat"
+    ) -> list[UsageRecord]:
+        """One conversation's requests in the order they landed (`purpose` None: every kind);
+        what a reopened conversation's context timeline is rebuilt from."""
+        sql = (
+            "SELECT purpose, prompt_tokens, completion_tokens, cached_tokens, created FROM usage"
+            " WHERE conversation_id = ?"
+        )
+        params: list[Any] = [conversation_id]
+        if purpose is not None:
+            sql += " AND purpose = ?"
+            params.append(purpose)
+        sql += " ORDER BY created, pk"
+        with self._read() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [
+            UsageRecord(
+                purpose=r["purpose"],
+                prompt_tokens=r["prompt_tokens"],
+                completion_tokens=r["completion_tokens"],
+                cached_tokens=r["cached_tokens"],
+                created=r["created"],
             )
             for r in rows
         ]
