@@ -30,6 +30,7 @@ from desktop.engine_thread import EngineThread
 from desktop.errors import EngineStopped
 from engine.events import DeltaEvent, ErrorEvent, Event, EventSink
 from engine.messages import Message
+from engine.store.records import Receipt
 
 
 class ChatSessionLike(Protocol):
@@ -49,6 +50,7 @@ class ChatSessionLike(Protocol):
 
 
 # Optional session methods, used when present: transcript() (the full record to show),
+# turn_receipts() (the saved receipts shown under their answers),
 # retry(), answer_command(text), open_conversation(id | None).
 
 SessionFactory = Callable[[EventSink], ChatSessionLike]
@@ -62,13 +64,16 @@ class SessionInfo:
     agent_name: str = ""
     model: str = ""
     history: list[Message] = field(default_factory=list)
+    receipts: list[Receipt] = field(default_factory=list)  # the saved turns' receipts
 
 
 def session_info(session: ChatSessionLike) -> SessionInfo:
     name, model = describe_session(session)
     transcript = getattr(session, "transcript", None)
     history = transcript() if callable(transcript) else session.history()
-    return SessionInfo(session.conversation_id, name, model, list(history))
+    saved_receipts = getattr(session, "turn_receipts", None)
+    receipts = saved_receipts() if callable(saved_receipts) else []
+    return SessionInfo(session.conversation_id, name, model, list(history), list(receipts))
 
 
 def describe_session(session: ChatSessionLike) -> tuple[str, str]:

@@ -274,7 +274,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(title)
         if info.conversation_id != self._conversation:
             self._conversation = info.conversation_id
-        self.transcript.set_history(info.history)
+        self.transcript.set_history(info.history, info.receipts)
         self._turns = sum(1 for m in info.history if m.role == "user" and m.kind == "chat")
         self.header.set_turn(self._turns)
 

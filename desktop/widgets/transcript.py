@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from PySide6.QtCore import QUrl, Signal, Slot
@@ -29,8 +30,10 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop import theme
+from desktop.format import format_receipt
 from desktop.markdown import MarkdownRenderer
 from engine.messages import Message
+from engine.store.records import Receipt
 
 ROW_GAP = 6  # pixels between rows
 TOGGLE_SCHEME = "toggle"
@@ -168,12 +171,13 @@ class TranscriptView(QTextBrowser):
         self._stream_frame = None
         self._refill(row)
 
-    def set_history(self, messages: list[Message]) -> None:
-        """Show the saved conversation above anything already shown live.
+    def set_history(self, messages: list[Message], receipts: Sequence[Receipt] = ()) -> None:
+        """Show the saved conversation above anything already shown live, each saved
+        receipt under the answer it belongs to.
 
         Notices emitted while the session started are also saved in it; each is shown once,
         in its saved place."""
-        rows = rows_for(messages)
+        rows = rows_for(messages, receipts)
         if not rows:
             return
         self._rows = merge_live_rows(rows, self._rows)
@@ -393,12 +397,22 @@ def merge_live_rows(saved: list[Row], live: list[Row]) -> list[Row]:
     after the history."""
     keys = {(row.kind, row.text) for row in saved}
     tool_calls = {row.key for row in saved if row.kind == "tool" and row.key}
+    # A turn whose receipt was saved shows that one; the live copy may read a minute apart.
+    receipt_turns: set[int] = set()
+    turn = 0
+    for row in saved:
+        if row.kind == "user":
+            turn += 1
+        elif row.kind == "receipt":
+            receipt_turns.add(turn)
     by_turn: dict[int, list[Row]] = {}
     turn = 0
     for row in live:
         if row.kind == "user":
             turn += 1
         if (row.kind, row.text) in keys or (row.kind == "tool" and row.key in tool_calls):
+            continue
+        if row.kind == "receipt" and turn in receipt_turns:
             continue
         by_turn.setdefault(turn, []).append(row)
     merged: list[Row] = []
@@ -414,12 +428,47 @@ def merge_live_rows(saved: list[Row], live: list[Row]) -> list[Row]:
     return merged
 
 
-def rows_for(messages: list[Message]) -> list[Row]:
-    """The rows a saved conversation shows. System prompts and the continuation nudge are
-    not shown; a tool call and its result are one row."""
+def receipt_row(receipt: Receipt) -> Row:
+    """A saved receipt, reading exactly as the live one did under its answer."""
+    text = format_receipt(
+        receipt.elapsed_s,
+        receipt.prompt_tokens,
+        receipt.completion_tokens,
+        receipt.tokens_per_s,
+        finished_at=receipt.finished_at,
+    )
+    return Row("receipt", text)
+
+
+def place_receipts(
+    rows: Sequence[Row], times: Sequence[float], receipts: Sequence[Receipt]
+) -> list[Row]:
+    """Each receipt after the last row written before its turn finished: under the turn's
+    answer (and the notices the turn wrote), before the next user message. `times[i]` is
+    when the message behind `rows[i]` was written."""
+    pending = sorted(receipts, key=lambda r: r.finished_at)
+    out: list[Row] = []
+    index = 0
+    for row, at in zip(rows, times, strict=True):
+        while index < len(pending) and pending[index].finished_at < at:
+            out.append(receipt_row(pending[index]))
+            index += 1
+        out.append(row)
+    out.extend(receipt_row(r) for r in pending[index:])
+    return out
+
+
+def rows_for(messages: list[Message], receipts: Sequence[Receipt] = ()) -> list[Row]:
+    """The rows a saved conversation shows, its saved receipts under their answers. System
+    prompts and the continuation nudge are not shown; a tool call and its result are one
+    row."""
     rows: list[Row] = []
+    times: list[float] = []
     calls: dict[str, Row] = {}
+    written = 0.0  # when the message behind the rows added last was written
     for message in messages:
+        times.extend([written] * (len(rows) - len(times)))
+        written = message.created
         if message.is_notice:
             rows.append(
                 Row(
@@ -448,7 +497,10 @@ def rows_for(messages: list[Message]) -> list[Row]:
             if row is not None:
                 row.text = message.content[:2_000]
                 row.status = f"{len(message.content):,} chars"
-    return rows
+    if not receipts:
+        return rows
+    times.extend([written] * (len(rows) - len(times)))
+    return place_receipts(rows, times, receipts)
 
 
 def _notice_look(row: Row) -> tuple[str, str]:
