@@ -67,6 +67,9 @@ STATE_HINTS = {
 OVERLAY_COMMANDS = ("/context", "/usage", "/work", "/work clear")
 
 
+LOAD_FORMAT = "Loading model… %p%"
+
+
 class MainWindow(QMainWindow):
     closing = Signal()  # the user closed the window (settings are saved on it)
     agent_editor_requested = Signal()  # `/agent`: edit the current agent
@@ -92,7 +95,7 @@ class MainWindow(QMainWindow):
         self.banner = Banner()
         self.load_progress = QProgressBar(objectName="loadProgress")
         self.load_progress.setRange(0, 0)
-        self.load_progress.setFormat("Loading model… %p%")
+        self.load_progress.setFormat(LOAD_FORMAT)
         self.load_progress.setTextVisible(True)
         self.load_progress.hide()
         self.transcript = TranscriptView()
@@ -319,9 +322,7 @@ class MainWindow(QMainWindow):
             case StateEvent():
                 self._on_state(event.state)
             case LoadProgressEvent():
-                self.load_progress.setRange(0, 100)
-                self.load_progress.setValue(round(event.fraction * 100))
-                self.load_progress.show()
+                self._show_load_progress(event.fraction)
             case ToolCallEvent():
                 self.transcript.finish_stream()
                 self.transcript.add_tool_call(event.id, event.name, event.arguments)
@@ -359,6 +360,18 @@ class MainWindow(QMainWindow):
                 report.source,
                 estimated=report.estimated,
             )
+
+    def _show_load_progress(self, fraction: float) -> None:
+        """The weights' share read; once all are in, the engine still sets up its context,
+        so the bar turns busy and says so rather than sitting at 100%."""
+        if fraction >= 1.0:
+            self.load_progress.setRange(0, 0)
+            self.load_progress.setFormat("Model loaded; preparing its context…")
+        else:
+            self.load_progress.setRange(0, 100)
+            self.load_progress.setFormat(LOAD_FORMAT)
+            self.load_progress.setValue(round(fraction * 100))
+        self.load_progress.show()
 
     def _on_state(self, state: str) -> None:
         self.header.set_state(state)
