@@ -365,8 +365,8 @@ class MainWindow(QMainWindow):
         """The weights' share read; once all are in, the engine still sets up its context,
         so the bar turns busy and says so rather than sitting at 100%."""
         if fraction >= 1.0:
-            self.load_progress.setRange(0, 0)
             self.load_progress.setFormat("Model loaded; preparing its context…")
+            self.load_progress.setRange(0, 0)
         else:
             self.load_progress.setRange(0, 100)
             self.load_progress.setFormat(LOAD_FORMAT)

