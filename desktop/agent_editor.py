@@ -7,7 +7,9 @@ loader would refuse, with the same reason, next to the field. Probe asks the eng
 engine thread (engine/agent_probe.py) and shows its answer for the agent as saved and as
 edited, side by side, with every warning; the rules behind the figures are the engine's.
 Save rewrites the agent's file keeping its comments and layout, and refuses to overwrite an
-edit another program made meanwhile.
+edit another program made meanwhile. The fields are built in desktop/agent_fields.py and the
+engine's answer is drawn by desktop/probe_panel.py; this module arranges them and runs the
+model list, probe and save flows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 
 import shiboken6
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QFont, QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -27,23 +29,19 @@ from PySide6.QtWidgets import (
     QFrame,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
-    QProgressBar,
     QPushButton,
-    QSizePolicy,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import theme
+from desktop.agent_fields import SettingField, align_labels, make_field, show_field_problems
+from desktop.probe_panel import ProbePanel
 from engine.agent_probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
 from engine.config import (
-    FIELDS_BY_NAME,
     AgentConfig,
     AgentConfigError,
     AgentFileChanged,
@@ -54,33 +52,6 @@ from engine.config import (
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
 from engine.window import WindowResolution
 
-# The settings the editor shows, in order; every other setting in the file is kept as it is.
-EDITED_FIELDS: tuple[str, ...] = (
-    "provider",
-    "base_url",
-    "model",
-    "system_prompt",
-    "num_ctx",
-    "max_context_tokens",
-    "summarizer_model",
-    "compaction_ratio",
-    "compaction_reserve_tokens",
-    "max_iterations",
-)
-# The letter each field's label underlines (Alt+letter focuses it). Probe, Save and the
-# model list's refresh button take P, S and F.
-MNEMONICS: dict[str, str] = {
-    "provider": "E",
-    "base_url": "U",
-    "model": "M",
-    "system_prompt": "y",
-    "num_ctx": "w",
-    "max_context_tokens": "g",
-    "summarizer_model": "z",
-    "compaction_ratio": "r",
-    "compaction_reserve_tokens": "v",
-    "max_iterations": "I",
-}
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Engine", ("provider", "base_url", "model")),
     ("Context window", ("num_ctx", "max_context_tokens")),
@@ -89,17 +60,6 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("System prompt", ("system_prompt",)),
 )
 DIALOG_SIZE = (1040, 720)
-FAILURE_HEADLINES: dict[str, str] = {
-    "unreachable": "The engine did not answer.",
-    "timeout": "The engine did not answer in time.",
-    "model_not_found": "The engine does not have this model.",
-}
-SOURCE_LEGEND = (
-    "Window source: <b>server</b> what the engine serves now · <b>pinned</b> your num_ctx · "
-    "<b>ceiling</b> your max_context_tokens · <b>model-max</b> the model's training length · "
-    "<b>catalog</b> a published figure for the model's name · <b>fallback</b> a guess, "
-    "nothing reported. Nothing is saved by probing."
-)
 
 EDITOR_STYLE = f"""
 QDialog#agentEditor {{ background: {theme.WINDOW_BG}; }}
@@ -142,71 +102,6 @@ class EngineCalls(Protocol):
     ) -> bool: ...
 
 
-def with_mnemonic(label: str, letter: str) -> str:
-    """`label` with `&` before the first `letter` (case-insensitive), for Alt+letter."""
-    index = label.lower().find(letter.lower())
-    if index < 0:
-        return f"&{label}"
-    return label[:index] + "&" + label[index:]
-
-
-def format_cell(value: int | str | None, unset: str) -> str:
-    if value is None:
-        return unset
-    if isinstance(value, int):
-        return f"{value:,}"
-    return value
-
-
-class _Field:
-    """One setting's editor widget, its problem label and its schema entry."""
-
-    def __init__(self, name: str, widget: QWidget, problem: QLabel) -> None:
-        self.name = name
-        self.spec = FIELDS_BY_NAME[name]
-        self.widget = widget
-        self.problem = problem
-        self.label: QLabel | None = None
-
-    def text(self) -> str:
-        widget = self.widget
-        if isinstance(widget, QPlainTextEdit):
-            return widget.toPlainText()
-        if isinstance(widget, QComboBox):
-            return widget.currentText()
-        assert isinstance(widget, QLineEdit)
-        return widget.text()
-
-    def set_text(self, text: str) -> None:
-        widget = self.widget
-        if isinstance(widget, QPlainTextEdit):
-            widget.setPlainText(text)
-        elif isinstance(widget, QComboBox):
-            if widget.isEditable():
-                widget.setEditText(text)
-            else:
-                widget.setCurrentIndex(max(0, widget.findText(text)))
-        else:
-            assert isinstance(widget, QLineEdit)
-            widget.setText(text)
-
-    def parse(self) -> Any:
-        """The value as AgentConfig holds it, or `FieldProblem`."""
-        return self.spec.parse_text(self.text())
-
-    def show_problem(self, message: str | None) -> None:
-        self.problem.setText(message or "")
-        self.problem.setVisible(bool(message))
-        # A wrapped label in a form gets one line unless it asks for more.
-        width = max(self.widget.width(), 240)
-        self.problem.setMinimumHeight(self.problem.heightForWidth(width) if message else 0)
-        target = self.widget
-        if target.property("invalid") != bool(message):
-            target.setProperty("invalid", bool(message))
-            target.style().unpolish(target)
-            target.style().polish(target)
-
-
 class AgentEditorDialog(QDialog):
     """Edit one agent loaded from its file. `saved` carries the config as written."""
 
@@ -226,7 +121,7 @@ class AgentEditorDialog(QDialog):
         self.original = agent
         self._engine = engine
         self._live = live
-        self._fields: dict[str, _Field] = {}
+        self._fields: dict[str, SettingField] = {}
         self._probe_token = 0
         self._models_token = 0
         self._saving = False
@@ -279,59 +174,13 @@ class AgentEditorDialog(QDialog):
 
         right = QVBoxLayout()
         right.setSpacing(6)
-        probe_box = QGroupBox("What the engine says")
-        probe_layout = QVBoxLayout(probe_box)
-        probe_layout.setSpacing(8)
-        self.probe_button = QPushButton("&Probe")
-        self.probe_button.setAutoDefault(False)
-        self.probe_button.setToolTip(
-            "Ask the engine what it serves for these settings (nothing is saved)"
-        )
-        self.probe_button.clicked.connect(self.probe)
-        self.busy = QProgressBar(objectName="loadProgress")
-        self.busy.setRange(0, 0)
-        self.busy.setTextVisible(False)
-        self.busy.setFixedHeight(8)
-        self.busy.hide()
-        self.probe_status = QLabel(
-            "Probe asks the engine what window it serves with these settings, before saving.",
-            objectName="probeStatus",
-        )
-        self.probe_status.setWordWrap(True)
-        top = QHBoxLayout()
-        top.addWidget(self.probe_button)
-        top.addWidget(self.probe_status, 1)
-        self.table = QTableWidget(0, 3, objectName="probeTable")
-        self.table.setHorizontalHeaderLabels(["", "Saved", "These settings"])
-        self.table.verticalHeader().hide()
-        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.table.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
-        self.table.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        self.table.setWordWrap(False)
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
-        self.table.hide()
-        self.failure = QLabel("", objectName="probeFailure")
-        self.failure.setWordWrap(True)
-        self.failure.hide()
-        self.warnings_box = QVBoxLayout()
-        self.warnings_box.setSpacing(6)
-        self.notes = QLabel("", objectName="probeNote")
-        self.notes.setWordWrap(True)
-        self.notes.hide()
-        probe_layout.addLayout(top)
-        probe_layout.addWidget(self.busy)
-        probe_layout.addWidget(self.failure)
-        probe_layout.addWidget(self.table)
-        probe_layout.addLayout(self.warnings_box)
-        probe_layout.addWidget(self.notes)
-        probe_layout.addStretch(1)
-        legend = QLabel(SOURCE_LEGEND, objectName="probeNote")
-        legend.setWordWrap(True)
-        probe_layout.addWidget(legend)
-        right.addWidget(probe_box, 1)
+        self.probe_panel = ProbePanel()
+        self.probe_panel.button.clicked.connect(self.probe)
+        # The panel's parts the dialog's tests and tab order reach for.
+        self.probe_button = self.probe_panel.button
+        self.table = self.probe_panel.table
+        self.failure = self.probe_panel.failure
+        right.addWidget(self.probe_panel, 1)
 
         columns = QHBoxLayout()
         columns.setSpacing(12)
@@ -368,7 +217,7 @@ class AgentEditorDialog(QDialog):
 
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self._save_if_valid)
         QShortcut(QKeySequence("Ctrl+Enter"), self, activated=self._save_if_valid)
-        self._align_labels()
+        align_labels(self._fields.values())
         self._set_tab_order()
         self._connect_fields()
 
@@ -401,53 +250,14 @@ class AgentEditorDialog(QDialog):
             else:
                 column.addWidget(field.widget)
             column.addWidget(field.problem)
-            label = QLabel(with_mnemonic(field.spec.label, MNEMONICS[name]))
-            label.setBuddy(field.widget)
-            label.setToolTip(field.spec.description)
-            field.label = label
+            label = field.make_label()
             if name == "system_prompt":
                 form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)
-                label.setText(with_mnemonic("The agent's own instructions", MNEMONICS[name]))
             form.addRow(label, holder)
         return box
 
-    def _make_field(self, name: str) -> _Field:
-        spec = FIELDS_BY_NAME[name]
-        widget: QWidget
-        if spec.type == "choice":
-            combo = QComboBox()
-            combo.addItems(list(spec.choices))
-            widget = combo
-        elif name in ("model", "summarizer_model"):
-            combo = QComboBox()
-            combo.setEditable(True)
-            combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-            combo.setSizeAdjustPolicy(
-                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
-            )
-            combo.setMinimumContentsLength(18)
-            combo.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-            if spec.nullable and combo.lineEdit() is not None:
-                combo.lineEdit().setPlaceholderText(f"blank: {spec.unset}")
-            widget = combo
-        elif spec.type == "text":
-            edit = QPlainTextEdit()
-            edit.setTabChangesFocus(True)
-            edit.setMinimumHeight(90)
-            widget = edit
-        else:
-            line = QLineEdit()
-            if spec.nullable:
-                line.setPlaceholderText(f"blank: {spec.unset}")
-            elif spec.default is not None:
-                line.setPlaceholderText(f"blank: {spec.format_text(spec.default)}")
-            widget = line
-        widget.setObjectName(f"field_{name}")
-        widget.setToolTip(spec.description)
-        problem = QLabel("", objectName="fieldProblem")
-        problem.setWordWrap(True)
-        problem.hide()
-        field = _Field(name, widget, problem)
+    def _make_field(self, name: str) -> SettingField:
+        field = make_field(name)
         self._fields[name] = field
         return field
 
@@ -460,14 +270,6 @@ class AgentEditorDialog(QDialog):
                 widget.editTextChanged.connect(self._changed)
             elif isinstance(widget, QPlainTextEdit | QLineEdit):
                 widget.textChanged.connect(self._changed)
-
-    def _align_labels(self) -> None:
-        """One label column across the sections, so the fields line up."""
-        labels = [f.label for f in self._fields.values() if f.label is not None]
-        width = max(label.sizeHint().width() for label in labels)
-        for field in self._fields.values():
-            if field.label is not None and field.name != "system_prompt":
-                field.label.setMinimumWidth(width)
 
     def _set_tab_order(self) -> None:
         chain: list[QWidget] = []
@@ -512,16 +314,7 @@ class AgentEditorDialog(QDialog):
 
     def validate(self) -> bool:
         """Check every field, show each refusal next to its field; Save only when all pass."""
-        ok = True
-        for field in self._fields.values():
-            try:
-                field.parse()
-            except FieldProblem as exc:
-                reason = str(exc)
-                field.show_problem(reason[:1].upper() + reason[1:])
-                ok = False
-            else:
-                field.show_problem(None)
+        ok = show_field_problems(self._fields.values())
         message = ""
         if ok:
             try:
@@ -537,8 +330,8 @@ class AgentEditorDialog(QDialog):
     @Slot()
     def _changed(self) -> None:
         self.validate()
-        if self.comparison is not None and not self.table.isHidden():
-            self.probe_status.setText("Settings changed since the probe: probe again.")
+        if self.comparison is not None:
+            self.probe_panel.mark_stale()
 
     @Slot()
     def _on_provider_changed(self) -> None:
@@ -624,9 +417,7 @@ class AgentEditorDialog(QDialog):
         self._probe_token += 1
         token = self._probe_token
         where = agent.effective_base_url or "this machine"
-        self.probe_status.setText(f"Asking {agent.provider} at {where}…")
-        self.busy.show()
-        self.probe_button.setEnabled(False)
+        self.probe_panel.asking(agent.provider, where)
         original, live = self.original, self._live
 
         def done(result: ProbeComparison | ProbeFailure) -> None:
@@ -643,76 +434,15 @@ class AgentEditorDialog(QDialog):
 
     def probing(self) -> bool:
         """A probe is in flight (its busy bar shows)."""
-        return not self.busy.isHidden()
+        return self.probe_panel.probing()
 
     def show_comparison(self, result: ProbeComparison | ProbeFailure) -> None:
         self.comparison = result
-        self.busy.hide()
-        self.probe_button.setEnabled(True)
-        self._clear_warnings()
-        if isinstance(result, ProbeFailure):
-            self.table.hide()
-            self.notes.hide()
-            self.failure.setText(
-                f"<b>{FAILURE_HEADLINES.get(result.kind, 'The probe failed.')}</b><br>"
-                f"{html.escape(result.message)}"
-            )
-            self.failure.show()
-            self.probe_status.setText(
-                "Check that the engine runs at that address, then probe again."
-            )
-            return
-        self.failure.hide()
-        rows = result.rows()
-        has_saved = result.saved is not None
-        self.table.setColumnHidden(1, not has_saved)
-        self.table.setRowCount(len(rows))
-        bold = QFont(self.font())
-        bold.setWeight(QFont.Weight.DemiBold)
-        for index, row in enumerate(rows):
-            label = QTableWidgetItem(row.label)
-            saved = QTableWidgetItem(format_cell(row.saved, row.unset) if has_saved else "")
-            edited = QTableWidgetItem(format_cell(row.edited, row.unset))
-            for item in (saved, edited):
-                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            if row.key in ("window", "source") or (has_saved and row.saved != row.edited):
-                edited.setFont(bold)
-            self.table.setItem(index, 0, label)
-            self.table.setItem(index, 1, saved)
-            self.table.setItem(index, 2, edited)
-        self.table.resizeRowsToContents()
-        height = self.table.horizontalHeader().height() + 4
-        height += sum(self.table.rowHeight(i) for i in range(len(rows)))
-        self.table.setFixedHeight(height)
-        self.table.show()
-        for warning in result.warnings:
-            label = QLabel(f"⚠ {warning}", objectName="probeWarning")
-            label.setTextFormat(Qt.TextFormat.PlainText)
-            label.setWordWrap(True)
-            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            self.warnings_box.addWidget(label)
-        self.notes.setText(" ".join(result.notes))
-        self.notes.setVisible(bool(result.notes))
-        count = len(result.warnings)
-        self.probe_status.setText(
-            f"{result.provider}: effective window {result.window:,} ({result.source})"
-            + (f" · {count} warning{'s' if count != 1 else ''}" if count else " · no warnings")
-        )
+        self.probe_panel.show_comparison(result)
 
     def warning_texts(self) -> list[str]:
         """The warnings the probe shows now."""
-        texts = []
-        for i in range(self.warnings_box.count()):
-            widget = self.warnings_box.itemAt(i).widget()
-            if isinstance(widget, QLabel):
-                texts.append(widget.text().removeprefix("⚠ "))
-        return texts
-
-    def _clear_warnings(self) -> None:
-        while self.warnings_box.count():
-            widget = self.warnings_box.takeAt(0).widget()
-            if widget is not None:
-                widget.deleteLater()
+        return self.probe_panel.warning_texts()
 
     # -- saving ------------------------------------------------------------------------------
 
