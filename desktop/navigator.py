@@ -17,6 +17,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog
 
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
+from desktop.drafts import Drafts
 from desktop.main_window import MainWindow
 from engine.config import AgentConfig
 from engine.events import EventSink
@@ -86,6 +87,12 @@ class Navigator(QObject):
         self.agent: AgentConfig | None = None
         self.conversation_id: str | None = None
         self._session_open = False
+        self.drafts = Drafts(
+            window.composer,
+            library.settings,
+            library.save_settings,
+            lambda: self.conversation_id,
+        )
         sidebar = window.sidebar
         sidebar.open_requested.connect(self.open)
         sidebar.rename_requested.connect(self.rename)
@@ -162,7 +169,9 @@ class Navigator(QObject):
             )
             return
         if self.agent is not None and agent_name == self.agent.name and self._session_open:
+            self.drafts.save_now()
             if self.bridge.switch_conversation(conversation_id):
+                self.drafts.leave()
                 self.window.prepare_for_conversation()
             return
         entry = self.listing.agent(agent_name) if self.listing else None
@@ -183,6 +192,7 @@ class Navigator(QObject):
     ) -> None:
         self.agent = agent
         factory = self.make_session(agent, conversation_id, workspace, self.approver)
+        self.drafts.leave()
         self.window.prepare_for_conversation()
         self.window.header.set_agent(agent.name, agent_model_label(agent))
         if self._session_open:
@@ -194,6 +204,7 @@ class Navigator(QObject):
     @Slot(object)
     def _on_opened(self, info: SessionInfo) -> None:
         self.conversation_id = info.conversation_id
+        self.drafts.restore(info.conversation_id)
         if self.agent is not None:
             self.window.sidebar.set_current(self.agent.name, info.conversation_id)
             self.library.save_settings(
@@ -266,6 +277,7 @@ class Navigator(QObject):
 
     @Slot()
     def save_window(self) -> None:
+        self.drafts.save_now()
         window = self.window
         normal = window.normalGeometry() if window.isMaximized() else window.geometry()
         geometry = {
