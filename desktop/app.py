@@ -182,6 +182,8 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory | Non
         from desktop.screenshot import ScriptedCapture
 
         capture = ScriptedCapture(desktop.window, desktop.bridge, options.screenshot, options.send)
+        if desktop.navigator is not None:  # no session will open: capture the banner
+            desktop.navigator.startup_failed.connect(capture.capture_soon)
     elif options.send:
         sent = False
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QPoint, Qt, Slot
+from PySide6.QtCore import QObject, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog
 
@@ -66,6 +66,8 @@ def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> Ma
 
 
 class Navigator(QObject):
+    startup_failed = Signal(str)  # the library could not open: the banner says why
+
     def __init__(
         self,
         window: MainWindow,
@@ -137,6 +139,14 @@ class Navigator(QObject):
                 f"{count} {noun} could not be loaded",
                 "\n".join(listing.problems) + "\nThe other agents work; fix the file and restart.",
             )
+        elif self.library.recovered_from is not None:
+            self.window.setup_banner.show_message(
+                "warning",
+                "The conversation database could not be read",
+                f"It was moved aside to {self.library.recovered_from} (nothing was deleted) "
+                "and a new one was started. Agents and memory are files of their own and are "
+                "untouched.",
+            )
         elif listing.created_default is not None:
             self.window.setup_banner.show_message(
                 "info",
@@ -157,6 +167,7 @@ class Navigator(QObject):
     def _startup_failed(self, message: str) -> None:
         self.window.banner.show_error("startup", message)
         self.window.header.set_state("not started")
+        self.startup_failed.emit(message)
 
     # -- switching -------------------------------------------------------------------------
 

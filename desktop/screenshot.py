@@ -54,7 +54,7 @@ class ScriptedCapture(QObject):
         self.error: str | None = None
         bridge.opened.connect(self._on_opened)
         bridge.event.connect(self._on_event)
-        bridge.turn_finished.connect(self._capture_soon)
+        bridge.turn_finished.connect(self.capture_soon)
 
     @Slot(object)
     def _on_opened(self, _: SessionInfo) -> None:
@@ -62,15 +62,15 @@ class ScriptedCapture(QObject):
             self._window.composer.setPlainText(self._send)
             self._window.composer.submit()
         else:
-            self._capture_soon()
+            self.capture_soon()
 
     @Slot(object)
     def _on_event(self, event: Event) -> None:
         if isinstance(event, ErrorEvent) and not self._window.bridge.busy:
-            self._capture_soon()  # the session did not open: capture the banner that says why
+            self.capture_soon()  # the session did not open: capture the banner that says why
 
     @Slot()
-    def _capture_soon(self) -> None:
+    def capture_soon(self) -> None:
         QTimer.singleShot(self._settle_ms, self._capture)
 
     @Slot()

@@ -71,11 +71,15 @@ class Library:
         self.paths = paths
         self._store: Store | None = None
         self._created_default: Path | None = None
+        self.recovered_from: Path | None = None  # where a damaged database was moved aside
 
     def open(self) -> None:
+        """A damaged database is moved aside (never deleted) and a new one started, so the
+        window opens and says where the old one went; a locked or too-new one raises."""
         paths = self.paths.ensure()
         self._created_default = ensure_default_agent(paths)
-        self._store = Store.open(paths.db_path)
+        self._store = Store.open(paths.db_path, recover=True)
+        self.recovered_from = self._store.recovered_from
 
     def close(self) -> None:
         if self._store is not None:

@@ -142,3 +142,48 @@ def test_without_a_display_the_app_says_so_instead_of_crashing_in_qt(tmp_path):
     assert result.returncode == 2
     assert "no display" in result.stderr and "brim chat --headless" in result.stderr
     assert "Traceback" not in result.stderr and "Qt platform plugin" not in result.stderr
+
+
+def test_a_damaged_database_is_moved_aside_and_the_window_opens_on_a_new_one(
+    qtbot, real_desktop, tmp_path
+):
+    from engine.paths import BrimPaths
+    from tests.desktop.conftest import agent_toml
+    from tests.helpers.fake_engines import FakeLlamaServer
+
+    home = tmp_path / "home"
+    paths = BrimPaths.under(home).ensure()
+    paths.db_path.write_bytes(b"not a database at all " * 50)
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)}, home=home)
+        qtbot.waitUntil(lambda: d.window.setup_banner.isVisible(), timeout=10000)
+        text = d.window.setup_banner.text()
+        assert "could not be read" in text and "moved aside" in text
+        (aside,) = paths.db_path.parent.glob("brim.sqlite3.corrupt-*")
+        assert str(aside) in text.replace("\n", "")
+        assert aside.read_bytes().startswith(b"not a database")  # kept, not deleted
+        d.window.composer.setPlainText("Still here?")
+        qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+        assert "Still here?" in d.window.transcript.toPlainText()
+
+
+def test_a_database_that_cannot_be_opened_is_captured_not_waited_on(tmp_path):
+    """`--screenshot` with a database from a newer Brim: the banner is captured, no hang."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from engine.paths import BrimPaths
+
+    paths = BrimPaths.under(tmp_path / "home").ensure()
+    with sqlite3.connect(paths.db_path) as conn:
+        conn.execute("PRAGMA user_version = 999")
+    shot = tmp_path / "shot.png"
+    result = subprocess.run(
+        [sys.executable, "-m", "desktop", "--data-dir", str(tmp_path / "home"),
+         "--send", "hi", "--screenshot", str(shot)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert shot.exists() and shot.stat().st_size > 10_000
