@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
+import os
+import signal
 import sys
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.config import AgentConfig, AgentConfigError, default_agent, load_agents
-from engine.events import ErrorEvent, Event
+from engine.events import ErrorEvent, Event, NoticeEvent
 from engine.paths import BrimPaths
 from engine.providers.base import PROVIDER_KINDS
 from engine.providers.errors import ProviderError
@@ -21,6 +26,27 @@ from engine.store.errors import StoreError
 
 EXIT_UNREACHABLE = 2
 EXIT_USAGE = 64
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl+C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: whoever read stdout went away (`| head -1`)
+
+
+def _folder(value: str) -> Path:
+    """An empty `--data-dir ""` (an unset shell variable) would mean the current folder."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("is empty; give the folder Brim should keep its files in")
+    return Path(value)
+
+
+def _data_dir_flag(parser: argparse.ArgumentParser) -> None:
+    """`--data-dir` is accepted after any subcommand too, as scripts write it both ways."""
+    parser.add_argument(
+        "--data-dir",
+        type=_folder,
+        dest="local_data_dir",
+        default=argparse.SUPPRESS,
+        help="keep every Brim file under DIR",
+    )
 
 
 def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
@@ -33,18 +59,19 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brim", description=__doc__)
-    parser.add_argument("--data-dir", type=Path, help="keep every Brim file under DIR")
+    parser.add_argument("--data-dir", type=_folder, help="keep every Brim file under DIR")
     sub = parser.add_subparsers(dest="command")
 
     probe = sub.add_parser("probe", help="ask an engine what window it really serves")
     _add_engine_flags(probe)
+    _data_dir_flag(probe)
     probe.add_argument("--json", action="store_true", help="print one JSON object")
 
     chat = sub.add_parser("chat", help="chat with an agent")
     chat.add_argument("--headless", action="store_true", help="JSON Lines on stdout")
     chat.add_argument("--agent")
     _add_engine_flags(chat)
-    chat.add_argument("--data-dir", type=Path, dest="chat_data_dir")
+    _data_dir_flag(chat)
     chat.add_argument("--workspace", type=Path)
     chat.add_argument("--conversation")
     chat.add_argument("--max-tokens", type=int)
@@ -66,13 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     conv_sub = conv.add_subparsers(dest="conv_command", required=True)
     conv_list = conv_sub.add_parser("list")
     conv_list.add_argument("--json", action="store_true")
+    _data_dir_flag(conv_list)
     conv_export = conv_sub.add_parser("export")
     conv_export.add_argument("id")
     conv_export.add_argument("--json", action="store_true")
+    _data_dir_flag(conv_export)
 
     from engine.memory.cli import add_memory_parser
 
-    add_memory_parser(sub, _add_engine_flags)
+    add_memory_parser(sub, _add_engine_flags, _data_dir_flag)
     return parser
 
 
@@ -150,17 +179,63 @@ def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
 # -- chat --headless ---------------------------------------------------------------------
 
 
-def _write_event(event: Event) -> None:
-    sys.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+class _HeadlessOutput:
+    """stdout as JSON Lines. When its reader goes away (`brim chat --headless | head -3`),
+    the chat must stop rather than keep the engine generating for nobody: `closed` turns
+    true and `on_close` runs once (it cancels the turn; the partial answer is kept)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.on_close: Callable[[], None] | None = None
+
+    def write(self, event: Event) -> None:
+        if self.closed:
+            return
+        try:
+            sys.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):  # ValueError: the stream itself was closed
+            self.closed = True
+            _silence_stdout()
+            if self.on_close is not None:
+                self.on_close()
 
 
-async def _read_lines(queue: asyncio.Queue[str | None]) -> None:
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that what is still buffered, flushed at exit,
+    does not end the run with 'Exception ignored … BrokenPipeError'."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+@dataclass(frozen=True)
+class _InputLine:
+    text: str
+    replaced: bool  # the bytes were not UTF-8: undecodable ones became U+FFFD
+
+
+def _decode_line(raw: bytes) -> _InputLine:
+    """One line of stdin. Bytes that are not UTF-8 would otherwise reach the engine as lone
+    surrogates that no JSON encoder accepts, killing the whole run on the first request."""
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+    try:
+        return _InputLine(raw.decode("utf-8"), False)
+    except UnicodeDecodeError:
+        return _InputLine(raw.decode("utf-8", errors="replace"), True)
+
+
+async def _read_lines(queue: asyncio.Queue[_InputLine | None]) -> None:
     loop = asyncio.get_running_loop()
 
     def pump() -> None:
-        for line in sys.stdin:
-            loop.call_soon_threadsafe(queue.put_nowait, line.rstrip("\n"))
+        with contextlib.suppress(OSError, ValueError):
+            for raw in sys.stdin.buffer:
+                loop.call_soon_threadsafe(queue.put_nowait, _decode_line(raw))
         loop.call_soon_threadsafe(queue.put_nowait, None)
 
     threading.Thread(target=pump, name="brim-stdin", daemon=True).start()
@@ -170,10 +245,11 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
     from engine.session import ChatSession, UnknownConversation
     from engine.tools import AutoApprove, DenyAll
 
+    output = _HeadlessOutput()
     session = ChatSession(
         agent,
         paths,
-        _write_event,
+        output.write,
         conversation_id=args.conversation,
         workspace=args.workspace,
         ephemeral=args.ephemeral,
@@ -181,21 +257,62 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
         memory=not args.no_memory,
         reflect_on_close=args.reflect_on_close,
     )
+    queue: asyncio.Queue[_InputLine | None] = asyncio.Queue()
+
+    def reader_gone() -> None:
+        session.cancel()
+        queue.put_nowait(None)
+
+    output.on_close = reader_gone
+    terminated = _cancel_on_sigterm()
     try:
-        await session.start()
-    except UnknownConversation as exc:
-        _write_event(ErrorEvent("unknown_conversation", str(exc)))
-        return 1
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
-    await _read_lines(queue)
-    try:
-        while (line := await queue.get()) is not None:
-            if not line.strip():
-                continue
-            await session.send(line)
-    finally:
-        await session.close()
-    return 0
+        try:
+            await session.start()
+        except UnknownConversation as exc:
+            output.write(ErrorEvent("unknown_conversation", str(exc)))
+            print(f"brim: {exc}", file=sys.stderr)
+            return 1
+        await _read_lines(queue)
+        try:
+            while not output.closed and (line := await queue.get()) is not None:
+                if output.closed:
+                    break
+                if line.replaced:
+                    output.write(
+                        NoticeEvent(
+                            "warning",
+                            "That line was not valid UTF-8; the bytes that could not be read "
+                            "were replaced with \ufffd.",
+                        )
+                    )
+                if not line.text.strip():
+                    continue
+                await session.send(line.text)
+        finally:
+            await session.close()
+    except asyncio.CancelledError:
+        if not terminated():
+            raise  # Ctrl+C: asyncio.run turns it into KeyboardInterrupt (exit 130)
+        return EXIT_TERMINATED
+    return EXIT_OUTPUT_CLOSED if output.closed else 0
+
+
+def _cancel_on_sigterm() -> Callable[[], bool]:
+    """SIGTERM (`timeout`, a service manager, the desktop quitting) ends a headless chat the
+    way Ctrl+C does: the turn is cancelled and its partial answer saved, instead of the
+    process dying with the answer lost. Returns whether SIGTERM arrived."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    seen: list[bool] = []
+
+    def on_term() -> None:
+        seen.append(True)
+        if task is not None:
+            task.cancel()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGTERM, on_term)
+    return lambda: bool(seen)
 
 
 def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
@@ -208,7 +325,7 @@ def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
 
 
 def _desktop_argv(args: argparse.Namespace) -> list[str]:
-    data_dir = getattr(args, "chat_data_dir", None) or args.data_dir
+    data_dir = _data_dir(args)
     argv = ["--data-dir", str(data_dir)] if data_dir else []
     if getattr(args, "workspace", None):
         argv += ["--workspace", str(args.workspace)]  # the folder new conversations work in
@@ -256,27 +373,57 @@ def cmd_conversations(args: argparse.Namespace, paths: BrimPaths) -> int:
 # -- entry point -------------------------------------------------------------------------
 
 
+def _data_dir(args: argparse.Namespace) -> Path | None:
+    local: Path | None = getattr(args, "local_data_dir", None)
+    return local or args.data_dir
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Scripts read stderr line by line: a best-effort step that failed and logged its
+    exception (the memory extractor, a listener) is one line naming the exception, not a
+    traceback that reads like a crash."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            message = f"{message}: {type(exc).__name__}: {exc}"
+        return f"brim: {message}"
+
+
+def _dispatch(args: argparse.Namespace, paths: BrimPaths, data_dir: Path | None) -> int | None:
+    if args.command is None:
+        from desktop.app import main as desktop_main
+
+        return desktop_main(["--data-dir", str(data_dir)] if data_dir else [])
+    if args.command == "probe":
+        return cmd_probe(args, paths)
+    if args.command == "chat":
+        return cmd_chat(args, paths)
+    if args.command == "conversations":
+        return cmd_conversations(args, paths)
+    if args.command == "memory":
+        from engine.memory.cli import cmd_memory
+
+        return cmd_memory(args, paths)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="brim: %(message)s")
-    data_dir = getattr(args, "chat_data_dir", None) or args.data_dir
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLineFormatter())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    data_dir = _data_dir(args)
     paths = BrimPaths.resolve(data_dir)
     try:
-        if args.command is None:
-            from desktop.app import main as desktop_main
-
-            return desktop_main(["--data-dir", str(data_dir)] if data_dir else [])
-        if args.command == "probe":
-            return cmd_probe(args, paths)
-        if args.command == "chat":
-            return cmd_chat(args, paths)
-        if args.command == "conversations":
-            return cmd_conversations(args, paths)
-        if args.command == "memory":
-            from engine.memory.cli import cmd_memory
-
-            return cmd_memory(args, paths)
+        if data_dir is not None and data_dir.exists() and not data_dir.is_dir():
+            raise CliError(f"--data-dir {data_dir} is a file, not a folder")
+        code = _dispatch(args, paths, data_dir)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+        if code is not None:
+            return code
     except (CliError, AgentConfigError) as exc:
         print(f"brim: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -286,7 +433,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"brim: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _silence_stdout()  # `brim … | head -1`: the reader has all it wanted
+        return EXIT_OUTPUT_CLOSED
+    except OSError as exc:
+        # A folder Brim cannot create or write (a file in the way, no permission, disk full)
+        print(f"brim: {exc}", file=sys.stderr)
+        return 1
     parser.print_help()
     return EXIT_USAGE
 

@@ -25,16 +25,36 @@ if TYPE_CHECKING:
 EngineFlags = Callable[[argparse.ArgumentParser], None]
 
 
-def add_memory_parser(sub: Any, engine_flags: EngineFlags) -> None:
+def _page_size(value: str) -> int:
+    """0 used to mean the default and a negative size reviewed nothing, silently."""
+    try:
+        size = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {value!r}") from None
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {size}")
+    return size
+
+
+def add_memory_parser(
+    sub: Any, engine_flags: EngineFlags, data_dir_flag: EngineFlags | None = None
+) -> None:
     memory = sub.add_parser("memory", help="review and manage memory")
     msub = memory.add_subparsers(dest="memory_command", required=True)
+    _add_memory_commands(msub, engine_flags)
+    if data_dir_flag is not None:
+        for command in msub.choices.values():
+            data_dir_flag(command)
+
+
+def _add_memory_commands(msub: Any, engine_flags: EngineFlags) -> None:
 
     listing = msub.add_parser("list", help="the suggestions waiting for review")
     listing.add_argument("--entries", action="store_true", help="list memory entries instead")
     listing.add_argument("--json", action="store_true")
 
     review = msub.add_parser("review", help="accept or reject waiting suggestions, page by page")
-    review.add_argument("--page-size", type=int, default=None)
+    review.add_argument("--page-size", type=_page_size, default=None)
 
     for name, text in (("accept", "write suggestions to memory"), ("reject", "drop suggestions")):
         cmd = msub.add_parser(name, help=text)
@@ -102,7 +122,14 @@ def cmd_memory(args: argparse.Namespace, paths: BrimPaths) -> int:
     if command == "explain":
         return _explain(service, args)
     if command in ("reflect", "learn"):
-        return _with_log_file(paths, lambda: asyncio.run(_reflect(args, paths, command)))
+        from engine.providers.errors import ProviderError
+
+        try:
+            return _with_log_file(paths, lambda: asyncio.run(_reflect(args, paths, command)))
+        except ProviderError as exc:
+            # The engine is down or lacks the model: one line, as `brim probe` says it
+            print(f"brim memory {command}: {exc.message}", file=sys.stderr)
+            return 2 if exc.kind == "unreachable" else 1
     return 64
 
 
