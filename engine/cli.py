@@ -320,6 +320,10 @@ def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
         from desktop.app import main as desktop_main
 
         return desktop_main(_desktop_argv(args))
+    workspace: Path | None = args.workspace
+    if workspace is not None and not workspace.is_dir():
+        what = "is not a folder" if workspace.exists() else "does not exist"
+        raise CliError(f"--workspace {workspace} {what}")
     agent = agent_from_flags(args, paths)
     return asyncio.run(_headless(agent, paths, args))
 

@@ -105,7 +105,10 @@ class Provider(ABC):
     kind: str = ""
 
     def __init__(self, base_url: str | None = None) -> None:
-        self.base_url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
+        url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
+        # `http://host:8000/v1` is what OpenAI-style docs tell people to paste; every path
+        # Brim asks for (/v1/models, /props, /api/tags) hangs off the server's root.
+        self.base_url = url.removesuffix("/v1")
 
     @abstractmethod
     async def list_models(self) -> list[ModelInfo]: ...

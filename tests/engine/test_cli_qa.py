@@ -280,3 +280,36 @@ def test_a_failing_memory_extractor_leaves_one_line_on_stderr_not_a_traceback(tm
     assert run.returncode == 0
     assert "Traceback" not in run.stderr
     assert len(run.of_type("turn_end")) >= 1
+
+
+def test_a_workspace_that_does_not_exist_is_refused_before_the_chat_starts(tmp_path: Path):
+    with _llama() as fake:
+        run = run_brim(
+            [
+                "chat",
+                "--headless",
+                "--provider",
+                "llamacpp",
+                "--base-url",
+                fake.url,
+                "--workspace",
+                str(tmp_path / "typo"),
+            ],
+            data_dir=tmp_path / "home",
+            stdin="list my files\n",
+        )
+        chats = len(fake.chat_requests)
+    assert run.returncode != 0 and chats == 0
+    assert "Traceback" not in run.stderr
+    assert "--workspace" in run.stderr and "typo" in run.stderr
+
+
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/"])
+def test_a_base_url_pasted_with_v1_reaches_the_same_server(tmp_path: Path, suffix: str):
+    with _llama() as fake:
+        run = run_brim(
+            ["probe", "--json", "--provider", "llamacpp", "--base-url", fake.url + suffix],
+            data_dir=tmp_path,
+        )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["window"] == 4096
