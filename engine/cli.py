@@ -38,12 +38,23 @@ def _folder(value: str) -> Path:
     return Path(value)
 
 
+def conversation_id(value: str) -> str:
+    """Bytes that are not UTF-8 (arrive as lone surrogates) can name no conversation, and
+    SQLite refuses to even look them up."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(f"{value!a} is not UTF-8 text") from None
+    return value
+
+
 def _data_dir_flag(parser: argparse.ArgumentParser) -> None:
     """`--data-dir` is accepted after any subcommand too, as scripts write it both ways."""
     parser.add_argument(
         "--data-dir",
         type=_folder,
         dest="local_data_dir",
+        metavar="DIR",
         default=argparse.SUPPRESS,
         help="keep every Brim file under DIR",
     )
@@ -59,7 +70,9 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="brim", description=__doc__)
-    parser.add_argument("--data-dir", type=_folder, help="keep every Brim file under DIR")
+    parser.add_argument(
+        "--data-dir", type=_folder, metavar="DIR", help="keep every Brim file under DIR"
+    )
     sub = parser.add_subparsers(dest="command")
 
     probe = sub.add_parser("probe", help="ask an engine what window it really serves")
@@ -73,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_flags(chat)
     _data_dir_flag(chat)
     chat.add_argument("--workspace", type=Path)
-    chat.add_argument("--conversation")
+    chat.add_argument("--conversation", type=conversation_id)
     chat.add_argument("--max-tokens", type=int)
     chat.add_argument(
         "--approve",
@@ -95,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv_list.add_argument("--json", action="store_true")
     _data_dir_flag(conv_list)
     conv_export = conv_sub.add_parser("export")
-    conv_export.add_argument("id")
+    conv_export.add_argument("id", type=conversation_id)
     conv_export.add_argument("--json", action="store_true")
     _data_dir_flag(conv_export)
 

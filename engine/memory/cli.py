@@ -48,6 +48,7 @@ def add_memory_parser(
 
 
 def _add_memory_commands(msub: Any, engine_flags: EngineFlags) -> None:
+    from engine.cli import conversation_id
 
     listing = msub.add_parser("list", help="the suggestions waiting for review")
     listing.add_argument("--entries", action="store_true", help="list memory entries instead")
@@ -75,6 +76,7 @@ def _add_memory_commands(msub: Any, engine_flags: EngineFlags) -> None:
         cmd = msub.add_parser(name, help=text)
         cmd.add_argument(
             "--conversation",
+            type=conversation_id,
             required=True,
             action="append",
             help="repeat for several: they share one engine (one model load)",

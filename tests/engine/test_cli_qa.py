@@ -313,3 +313,28 @@ def test_a_base_url_pasted_with_v1_reaches_the_same_server(tmp_path: Path, suffi
         )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["window"] == 4096
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["conversations", "export", "\udcff\udcfe"],
+        ["chat", "--headless", "--provider", "llamacpp", "--conversation", "\udcff"],
+        ["memory", "reflect", "--provider", "llamacpp", "--conversation", "\udcff"],
+    ],
+)
+def test_a_conversation_id_that_is_not_utf8_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, args: list[str]
+):
+    env = dict(os.environ)
+    env.pop("BRIM_HOME", None)
+    argv = [a.encode("utf-8", "surrogateescape") for a in args]  # bytes as a shell passes them
+    result = subprocess.run(
+        [sys.executable.encode(), b"-m", b"engine.cli", b"--data-dir", bytes(tmp_path), *argv],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode != 0
+    assert b"Traceback" not in result.stderr and b"not UTF-8" in result.stderr
