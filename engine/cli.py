@@ -246,10 +246,13 @@ async def _read_lines(queue: asyncio.Queue[_InputLine | None]) -> None:
     loop = asyncio.get_running_loop()
 
     def pump() -> None:
-        with contextlib.suppress(OSError, ValueError):
+        try:
             for raw in sys.stdin.buffer:
                 loop.call_soon_threadsafe(queue.put_nowait, _decode_line(raw))
-        loop.call_soon_threadsafe(queue.put_nowait, None)
+        except (OSError, ValueError):
+            pass  # stdin went away: that is the end of input, like EOF
+        finally:  # whatever happened, the chat must learn that input ended
+            loop.call_soon_threadsafe(queue.put_nowait, None)
 
     threading.Thread(target=pump, name="brim-stdin", daemon=True).start()
 
@@ -426,7 +429,19 @@ def _dispatch(args: argparse.Namespace, paths: BrimPaths, data_dir: Path | None)
     return None
 
 
+def _reopen_closed_streams() -> None:
+    """A stream the shell closed (`brim … >&-`, `<&-`) is None in Python: treat it as the
+    null device, as if the user had written `> /dev/null`, instead of failing on it."""
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the run
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+
 def main(argv: list[str] | None = None) -> int:
+    _reopen_closed_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)

@@ -338,3 +338,39 @@ def test_a_conversation_id_that_is_not_utf8_is_a_usage_error_not_a_traceback(
     )
     assert result.returncode != 0
     assert b"Traceback" not in result.stderr and b"not UTF-8" in result.stderr
+
+
+def _in_shell(script: str, data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`brim` with the shell redirections a user might write (`<&-`, `>&-`)."""
+    env = dict(os.environ)
+    env.pop("BRIM_HOME", None)
+    command = f'echo hi | "$0" -m engine.cli "$@" {script}'
+    return subprocess.run(
+        ["sh", "-c", command, sys.executable, "--data-dir", str(data_dir), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+ENGINE = ("--provider", "llamacpp", "--base-url")
+
+
+def test_a_headless_chat_with_stdin_closed_ends_at_once_instead_of_hanging(tmp_path: Path):
+    with _llama() as fake:
+        run = _in_shell("<&-", tmp_path, "chat", "--headless", *ENGINE, fake.url)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr
+    assert json.loads(run.stdout.splitlines()[-1])["type"] == "state"
+
+
+def test_commands_with_stdout_closed_run_as_if_it_were_dev_null(tmp_path: Path):
+    with _llama() as fake:
+        chat = _in_shell(">&-", tmp_path, "chat", "--headless", *ENGINE, fake.url)
+        probe = _in_shell(">&-", tmp_path, "probe", *ENGINE, fake.url)
+        listing = _in_shell(">&-", tmp_path, "conversations", "list", "--json")
+    for run in (chat, probe, listing):
+        assert run.returncode == 0, run.stderr
+        assert "Traceback" not in run.stderr and "failed" not in run.stderr
+    assert _saved_answer(tmp_path).startswith("word0 word1")
