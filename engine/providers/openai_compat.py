@@ -137,6 +137,11 @@ class OpenAICompatProvider(HttpProvider):
         card = by_id.get(model)
         if card is None:
             served = ", ".join(sorted(by_id)) or "nothing"
+            if not model:
+                raise ModelNotFound(
+                    f"no model named for {self.where}: set `model` in the agent file (or pass "
+                    f"--model); it serves: {served}"
+                )
             raise ModelNotFound(f"{self.where} does not serve {model!r} (it serves: {served})")
         warnings: list[str] = []
         owner = card.get("owned_by")

@@ -56,6 +56,20 @@ async def test_an_unknown_model_names_what_the_server_does_serve(anyio_backend):
     assert QWEN in str(caught.value)
 
 
+async def test_no_model_named_says_to_set_one_and_lists_what_is_served(anyio_backend):
+    with FakeVllm(QWEN) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            with pytest.raises(ModelNotFound) as caught:
+                await provider.report("")
+        finally:
+            await provider.aclose()
+
+    message = str(caught.value)
+    assert "set `model`" in message and QWEN in message
+    assert "''" not in message
+
+
 async def test_a_vllm_agent_pointed_at_sglang_is_warned(anyio_backend):
     with FakeSglang(LLAMA) as fake:
         provider = VllmProvider(fake.url)
