@@ -280,7 +280,7 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
         queue.put_nowait(None)
 
     output.on_close = reader_gone
-    terminated = _cancel_on_sigterm()
+    stopped_by = _cancel_on_signals()
     try:
         try:
             await session.start()
@@ -304,31 +304,40 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
                 if not line.text.strip():
                     continue
                 await session.send(line.text)
+                if stopped_by() is not None:
+                    break  # the signal landed where the turn absorbed its cancellation
         finally:
             await session.close()
     except asyncio.CancelledError:
-        if not terminated():
-            raise  # Ctrl+C: asyncio.run turns it into KeyboardInterrupt (exit 130)
-        return EXIT_TERMINATED
+        if stopped_by() is None:
+            raise
+    code = stopped_by()
+    if code is not None:
+        return code
     return EXIT_OUTPUT_CLOSED if output.closed else 0
 
 
-def _cancel_on_sigterm() -> Callable[[], bool]:
-    """SIGTERM (`timeout`, a service manager, the desktop quitting) ends a headless chat the
-    way Ctrl+C does: the turn is cancelled and its partial answer saved, instead of the
-    process dying with the answer lost. Returns whether SIGTERM arrived."""
+def _cancel_on_signals() -> Callable[[], int | None]:
+    """Ctrl+C (SIGINT) and SIGTERM (`timeout`, a service manager, the desktop quitting) end a
+    headless chat the same way: the turn is cancelled and its partial answer saved, then the
+    process exits 130 or 143. Returns the exit code of the signal that arrived, or None.
+
+    Brim's own handler, not asyncio.run's: a cancellation that lands while the turn is
+    finishing can be absorbed by it, and the signal must still end the chat."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    seen: list[bool] = []
+    seen: list[int] = []
 
-    def on_term() -> None:
-        seen.append(True)
+    def on_signal(code: int) -> None:
+        if not seen:
+            seen.append(code)
         if task is not None:
             task.cancel()
 
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGTERM, on_term)
-    return lambda: bool(seen)
+    for sig, code in ((signal.SIGINT, EXIT_INTERRUPTED), (signal.SIGTERM, EXIT_TERMINATED)):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal, code)
+    return lambda: seen[0] if seen else None
 
 
 def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
