@@ -200,11 +200,10 @@ class ChatSession:
         if self._turn_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
-        if self._provider is not None and self.agent.provider == "embedded":
-            await self._provider.aclose()  # the model's memory is free before one loads again
-        await self._reflect_on_leaving(closing=True)
         if self._provider is not None:
+            # Closed first: an embedded model's memory is free before a reflection loads one.
             await self._provider.aclose()
+        await self._reflect_on_leaving(closing=True)
         if self._store is not None:
             self._store.close()
             self._store = None

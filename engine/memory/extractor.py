@@ -185,6 +185,23 @@ _SUMMARY_HEAD = "Summary of the conversation so far:"
 _LATER_HEAD = "Later in the conversation (after the part to scan):"
 
 
+def _newest_that_fit(
+    messages: Sequence[Message], count_text: CountText, budget: int, used: int
+) -> tuple[list[str], int]:
+    """The newest messages' context lines that still fit `budget` after `used`, in order."""
+    lines: list[str] = []
+    for message in reversed(list(messages)):
+        line = render_context_message(message)
+        if line is None:
+            continue
+        cost = count_text(line)
+        if used + cost > budget:
+            break
+        lines.insert(0, line)
+        used += cost
+    return lines, used
+
+
 def build_context_block(inp: ScanInput, count_text: CountText, budget: int) -> str:
     """The context block, at most `budget` tokens: the summary first, then the newest later
     messages, then the newest earlier ones; shown in conversation order."""
@@ -200,26 +217,8 @@ def build_context_block(inp: ScanInput, count_text: CountText, budget: int) -> s
             summary = summary[: max(0, keep)].rstrip()
             cost = count_text(summary) if summary else 0
         used += cost
-    later: list[str] = []
-    for message in reversed(list(inp.later)):
-        line = render_context_message(message)
-        if line is None:
-            continue
-        cost = count_text(line)
-        if used + cost > budget:
-            break
-        later.insert(0, line)
-        used += cost
-    earlier: list[str] = []
-    for message in reversed(list(inp.earlier)):
-        line = render_context_message(message)
-        if line is None:
-            continue
-        cost = count_text(line)
-        if used + cost > budget:
-            break
-        earlier.insert(0, line)
-        used += cost
+    later, used = _newest_that_fit(inp.later, count_text, budget, used)
+    earlier, used = _newest_that_fit(inp.earlier, count_text, budget, used)
     parts: list[str] = []
     if earlier:
         parts.append(_EARLIER_HEAD + "\n" + "\n".join(earlier))

@@ -234,6 +234,15 @@ async def _scan_claim(
     return len(read)
 
 
+def _note_claim(report: PassReport, claim: Claim) -> None:
+    """What the pass claimed: how many messages, from which watermark through which."""
+    report.claimed, report.previous, report.through = (
+        len(claim.messages),
+        claim.previous,
+        claim.through,
+    )
+
+
 async def reflect_conversation(
     records: Sequence[MessageRecord],
     conversation_id: str,
@@ -252,11 +261,7 @@ async def reflect_conversation(
     except ClaimUnavailable:
         report.nothing_new = True
         return report
-    report.claimed, report.previous, report.through = (
-        len(claim.messages),
-        claim.previous,
-        claim.through,
-    )
+    _note_claim(report, claim)
     try:
         await _scan_claim(
             claim,
@@ -299,11 +304,7 @@ async def learn_conversation(
         report.nothing_new = True
     try:
         if claim is not None:
-            report.claimed, report.previous, report.through = (
-                len(claim.messages),
-                claim.previous,
-                claim.through,
-            )
+            _note_claim(report, claim)
             parts = await _scan_claim(
                 claim,
                 report,
