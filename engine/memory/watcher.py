@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,12 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 log = logging.getLogger(__name__)
+
+# When a folder is made with its parents in one go (a new agent's memory), watchdog adds
+# watches for the new tree and then again for each inner folder inotify reports, and warns
+# that it is re-using its own callback. The warning is harmless and says nothing to a user.
+SELF_OVERWRITE_WARNING = r"Callback with id .* already exists for watch"
+warnings.filterwarnings("ignore", message=SELF_OVERWRITE_WARNING, category=RuntimeWarning)
 
 DEFAULT_DEBOUNCE_S = 0.25
 

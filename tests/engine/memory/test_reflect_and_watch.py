@@ -112,3 +112,32 @@ def test_the_watcher_ignores_lock_files(service: MemoryService, tmp_path: Path):
         (service.root / ".memory.lock").write_text("", encoding="utf-8")
         threading.Event().wait(0.5)
     assert changed == []
+
+
+def test_the_watcher_keeps_working_while_nested_folders_appear_in_bursts(
+    service: MemoryService,
+):
+    """A new agent's folder is made with its parents in one go; the observer adds watches for
+    the new tree while inotify also reports each inner folder, which watchdog answers with a
+    RuntimeWarning. That must neither stop the observer nor reach the user's terminal."""
+    service.root.mkdir(parents=True)
+    seen: set[str] = set()
+    lock = threading.Lock()
+    wanted = {f"agents/a{i}/notes/n{i}/fact.md" for i in range(40)} | {"global/late.md"}
+    done = threading.Event()
+
+    def on_change(paths: list[str]) -> None:
+        with lock:
+            seen.update(paths)
+            if wanted <= seen:
+                done.set()
+
+    with MemoryWatcher(service.root, on_change, debounce_s=0.05):
+        for i in range(40):
+            folder = service.root / "agents" / f"a{i}" / "notes" / f"n{i}"
+            folder.mkdir(parents=True)
+            (folder / "fact.md").write_text("x\n", encoding="utf-8")
+        threading.Event().wait(0.3)
+        (service.root / "global").mkdir()
+        (service.root / "global" / "late.md").write_text("y\n", encoding="utf-8")
+        assert done.wait(10), sorted(wanted - seen)[:5]
