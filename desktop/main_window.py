@@ -321,6 +321,10 @@ class MainWindow(QMainWindow):
                 self._notice(event.text, event.level, event.marker)
             case StateEvent():
                 self._on_state(event.state)
+                if event.step > 0:
+                    self.header.set_step(event.step, event.max_steps)
+                elif event.state == "ready":  # the run is over (a compaction keeps the step)
+                    self.header.set_step(0, None)
             case LoadProgressEvent():
                 self._show_load_progress(event.fraction)
             case ToolCallEvent():

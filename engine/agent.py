@@ -208,7 +208,7 @@ class AgentLoop:
                 self.conversation.replace(prepared.history)
             if prepared.cleared:
                 self.sink(ClearEvent(results_cleared=prepared.cleared))
-            self.sink(StateEvent("streaming"))
+            self.sink(StateEvent("streaming", step=iterations, max_steps=cap))
             request = alternating(prepared.request)
             counted = self.counter.count_request(request, self._schemas())
             try:

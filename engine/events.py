@@ -93,6 +93,10 @@ class StateEvent(Event):
 
     type: ClassVar[str] = "state"
     state: str
+    # While a run streams: which request of the run this is, and the run's iteration cap
+    # (None: no cap). 0 outside a run.
+    step: int = 0
+    max_steps: int | None = None
 
 
 @dataclass

@@ -22,6 +22,9 @@ class HeaderBar(QFrame):
         self._percent: float | None = None
         self._warnings: list[str] = []
         self._context_plain = ""
+        self._turn = 0
+        self._step = 0
+        self._max_steps: int | None = None
 
         self.agent_label = QLabel("Brim", objectName="agentName")
         self.model_label = QLabel("", objectName="modelName")
@@ -63,7 +66,25 @@ class HeaderBar(QFrame):
         self.model_label.setToolTip(model)
 
     def set_turn(self, turn: int) -> None:
-        self.turn_label.setText(f"turn {turn}" if turn > 0 else "")
+        self._turn = turn
+        self._step, self._max_steps = 0, None
+        self._render_turn()
+
+    def set_step(self, step: int, max_steps: int | None) -> None:
+        """The running request of this turn against the run's iteration cap: `step 12/50`.
+
+        Shown while a run goes on when the run has a cap (how close the limit is) or once it
+        takes more than one request; cleared when the agent is back to ready."""
+        self._step, self._max_steps = step, max_steps
+        self._render_turn()
+
+    def _render_turn(self) -> None:
+        parts = [f"turn {self._turn}"] if self._turn > 0 else []
+        if self._step > 0 and self._max_steps:
+            parts.append(f"step {self._step}/{self._max_steps}")
+        elif self._step > 1:
+            parts.append(f"step {self._step}")
+        self.turn_label.setText(" · ".join(parts))
 
     def set_window(self, window: int, source: str, warnings: list[str]) -> None:
         self._window = window

@@ -184,6 +184,30 @@ def test_the_header_and_rail_update_as_each_request_lands_not_only_at_turn_end(
         assert d.app.bridge.busy
         assert f"ctx {format_tokens(first.used)}/8K" in d.window.header.text()
         assert "Worked for" not in d.window.transcript.toPlainText()
+        # The header counts the run's requests: the read was step 1, the answer is step 2.
+        qtbot.waitUntil(lambda: "turn 1 · step 2" in d.window.header.text(), timeout=10000)
         qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=20000)
+        qtbot.waitUntil(lambda: d.window.header.state() == "ready")
+        assert "step" not in d.window.header.text()
         assert len(contexts) == 2 and contexts[1].used > first.used
         assert d.window.rail.report().used == contexts[1].used
+
+
+def test_a_capped_run_shows_its_step_against_the_iteration_cap_while_it_works(
+    qtbot, real_desktop, tmp_path
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.md").write_text("alpha\n", encoding="utf-8")
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.script_reply(tool_calls=[FakeToolCall("read_file", {"path": "a.md"})])
+        fake.script_reply(tool_calls=[FakeToolCall("read_file", {"path": "a.md"})])
+        fake.script_reply("Done reading. " * 30, token_delay=0.05)
+        d = real_desktop(
+            agents={"chat.toml": agent_toml("chat", fake.url, max_iterations=10)}, workspace=ws
+        )
+        _send(qtbot, d.window, "Read a.md twice")
+        qtbot.waitUntil(lambda: "turn 1 · step 3/10" in d.window.header.text(), timeout=10000)
+        qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=20000)
+        qtbot.waitUntil(lambda: d.window.header.state() == "ready")
+        assert d.window.header.turn_label.text() == "turn 1"
