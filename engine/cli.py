@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AgentConfig, AgentConfigError, default_agent, load_agents
-from engine.events import ErrorEvent, Event, NoticeEvent
+from engine.events import ErrorEvent, Event, NoticeEvent, TurnEndEvent
 from engine.paths import BrimPaths
 from engine.providers.base import PROVIDER_KINDS
 from engine.providers.errors import ProviderError
@@ -200,8 +200,15 @@ class _HeadlessOutput:
     def __init__(self) -> None:
         self.closed = False
         self.on_close: Callable[[], None] | None = None
+        # The error the chat last ended on (the engine could not be reached, the model is
+        # not there, ...); a later turn that finishes clears it. A script reads it as exit 1.
+        self.failure: ErrorEvent | None = None
 
     def write(self, event: Event) -> None:
+        if isinstance(event, ErrorEvent):
+            self.failure = event
+        elif isinstance(event, TurnEndEvent):
+            self.failure = None
         if self.closed:
             return
         try:
@@ -314,7 +321,12 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
     code = stopped_by()
     if code is not None:
         return code
-    return EXIT_OUTPUT_CLOSED if output.closed else 0
+    if output.closed:
+        return EXIT_OUTPUT_CLOSED
+    if output.failure is not None:
+        print(f"brim: {output.failure.message}", file=sys.stderr)
+        return EXIT_UNREACHABLE if output.failure.kind == "unreachable" else 1
+    return 0
 
 
 def _cancel_on_signals() -> Callable[[], int | None]:

@@ -32,7 +32,7 @@ from engine.providers.base import (
     Usage,
 )
 from engine.providers.classify import classify_http, classify_payload, classify_transport
-from engine.providers.errors import ProviderError, ServerError
+from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
@@ -154,9 +154,28 @@ class OllamaProvider(HttpProvider):
             out.append(ModelInfo(id=name, model_max=as_int(details.get("context_length"))))
         return out
 
+    async def _installed(self) -> str:
+        """The models this Ollama has, for an error that says what to pick instead."""
+        try:
+            names = sorted(info.id for info in await self.list_models())
+        except ProviderError:
+            return "its model list did not load"
+        return "it has: " + (", ".join(names) if names else "no models yet")
+
     async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        if not model:
+            raise ModelNotFound(
+                f"no model named for {self.where}: set `model` in the agent file (or pass "
+                f"--model); {await self._installed()}"
+            )
         # Raw JSON: the client's ShowResponse requires `model_info`, which older servers omit.
-        show = await self._post_json("/api/show", {"model": model}, model=model)
+        try:
+            show = await self._post_json("/api/show", {"model": model}, model=model)
+        except ModelNotFound as exc:
+            raise ModelNotFound(
+                f"{exc}; pull it with `ollama pull {model}`; {await self._installed()}",
+                status=exc.status,
+            ) from exc
         if not isinstance(show, dict):
             raise self._protocol_error("an /api/show answer that is not a JSON object")
         try:

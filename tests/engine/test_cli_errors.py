@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from tests.helpers.cli import run_brim
-from tests.helpers.fake_engines import FakeOllama, OllamaModel
+from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, OllamaModel, Reply
 
 
 def _closed_port() -> int:
@@ -81,8 +81,11 @@ def test_a_headless_chat_with_an_unreachable_engine_reports_it_and_keeps_reading
         data_dir=tmp_path,
         stdin="first\nsecond\n",
     )
-    assert run.returncode == 0
+    assert run.returncode == 2  # a script can tell "not reachable" from other failures
     assert "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"brim: cannot reach llama-server at {url}: connection refused"
+    ]
     errors = run.of_type("error")
     # one at start, then one per message: the process read both lines
     assert len(errors) >= 2 and all(e["kind"] == "unreachable" for e in errors)
@@ -116,3 +119,36 @@ def test_an_unknown_model_is_named_in_the_error(tmp_path: Path):
     kinds = {e["kind"] for e in chat.of_type("error")}
     assert "model_not_found" in kinds
     assert "Traceback" not in chat.stderr
+    assert chat.returncode == 1
+    # The error says what to do and what there is to pick from.
+    assert "`ollama pull nope:1b`" in chat.stderr and "it has: llama3.1:8b" in chat.stderr
+
+
+def test_an_ollama_agent_without_a_model_is_told_to_set_one_and_what_is_installed(
+    tmp_path: Path,
+):
+    with FakeOllama([OllamaModel("qwen2.5:7b"), OllamaModel("llama3.1:8b")]) as fake:
+        chat = run_brim(
+            ["chat", "--headless", "--provider", "ollama", "--base-url", fake.url],
+            data_dir=tmp_path,
+            stdin="hello\n",
+        )
+    assert chat.returncode == 1
+    message = chat.of_type("error")[0]["message"]
+    assert "set `model` in the agent file (or pass --model)" in message
+    assert "it has: llama3.1:8b, qwen2.5:7b" in message
+    assert "''" not in message
+
+
+def test_a_chat_that_recovers_after_a_failed_turn_ends_with_status_zero(tmp_path: Path):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        fake.script(Reply(fail="http500"))
+        fake.script_reply("Back again.")
+        run = run_brim(
+            ["chat", "--headless", "--provider", "llamacpp", "--base-url", fake.url],
+            data_dir=tmp_path,
+            stdin="first\nsecond\n",
+        )
+    assert run.of_type("error"), "the first turn should have failed"
+    assert run.of_type("turn_end"), "the second turn should have answered"
+    assert run.returncode == 0, run.stderr
