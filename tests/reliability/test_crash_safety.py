@@ -73,6 +73,14 @@ def _start(home: Path, url: str, conversation: str | None, turns: list[str]) -> 
     return proc
 
 
+def _wait_for_growth(db: Path, conversation: str, count: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(_committed(db, conversation)) > count:
+            return
+        time.sleep(0.02)
+
+
 def _assert_files_read(home: Path) -> None:
     journals = list((home / "data" / "work").glob("*/*/journal.jsonl"))
     for path in journals:
@@ -109,7 +117,13 @@ def test_a_run_killed_at_random_moments_keeps_every_committed_message_and_readab
             if n % 4 == 0:
                 turns[0] = f"Turn {n}: {PREF} {FILLER}"
             proc = _start(home, fake.url, conversation, turns)
-            time.sleep(rng.uniform(0.15, 1.4))
+            if n % 3 == 0:
+                # Every third kill waits for this run's first commit, however slow the
+                # machine is to start Python, so that many kills land mid-turn.
+                _wait_for_growth(db, conversation, len(committed), proc)
+                time.sleep(rng.uniform(0.0, 0.6))
+            else:
+                time.sleep(rng.uniform(0.15, 1.4))
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
