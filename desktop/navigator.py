@@ -20,6 +20,7 @@ from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_mode
 from desktop.drafts import Drafts
 from desktop.main_window import MainWindow
 from engine.config import AgentConfig
+from engine.conversation_claim import open_elsewhere
 from engine.events import EventSink
 from engine.library import LAST_AGENT, LAST_CONVERSATION, WORKSPACE, Choice, Library, Listing
 from engine.paths import BrimPaths
@@ -147,6 +148,13 @@ class Navigator(QObject):
                 "and a new one was started. Agents and memory are files of their own and are "
                 "untouched.",
             )
+        elif choice is not None and choice.skipped_open_elsewhere:
+            self.window.setup_banner.show_message(
+                "info",
+                "The last conversation is open in another Brim window",
+                "This window started a new conversation; close the other window to continue "
+                "that one here.",
+            )
         elif listing.created_default is not None:
             self.window.setup_banner.show_message(
                 "info",
@@ -177,6 +185,16 @@ class Navigator(QObject):
         if self.bridge.busy:
             self.window.banner.show_error(
                 "busy", "A turn is still running; wait or cancel it first."
+            )
+            return
+        if (
+            conversation_id
+            and conversation_id != self.conversation_id
+            and open_elsewhere(self.library.paths.open_dir, conversation_id)
+        ):  # asked before anything closes: the window stays on what it has
+            self.window.banner.show_error(
+                "conversation_busy",
+                "That conversation is open in another Brim window or chat; close it there first.",
             )
             return
         if self.agent is not None and agent_name == self.agent.name and self._session_open:

@@ -265,6 +265,7 @@ async def _read_lines(queue: asyncio.Queue[_InputLine | None]) -> None:
 
 
 async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespace) -> int:
+    from engine.conversation_claim import ConversationBusy
     from engine.session import ChatSession, UnknownConversation
     from engine.tools import AutoApprove, DenyAll
 
@@ -293,6 +294,10 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
             await session.start()
         except UnknownConversation as exc:
             output.write(ErrorEvent("unknown_conversation", str(exc)))
+            print(f"brim: {exc}", file=sys.stderr)
+            return 1
+        except ConversationBusy as exc:
+            output.write(ErrorEvent("conversation_busy", str(exc)))
             print(f"brim: {exc}", file=sys.stderr)
             return 1
         await _read_lines(queue)

@@ -14,6 +14,7 @@ from typing import Any
 
 from engine.config import AgentConfig, ensure_default_agent, load_agents
 from engine.config.settings import load_settings, update_settings
+from engine.conversation_claim import open_elsewhere
 from engine.paths import BrimPaths
 from engine.store import Store
 from engine.store.records import ConversationInfo
@@ -56,6 +57,8 @@ class Choice:
 
     agent: AgentConfig
     conversation_id: str | None = None
+    # The last conversation, passed over because another Brim process has it open.
+    skipped_open_elsewhere: str | None = None
 
 
 def _shown(info: ConversationInfo, keep: str | None) -> bool:
@@ -134,7 +137,8 @@ class Library:
 
     def choose(self, settings: dict[str, Any] | None = None) -> Choice | None:
         """The last conversation when it and its agent still exist; else a new one with the
-        last agent, the default agent or the first usable one; None when no agent loads."""
+        last agent, the default agent or the first usable one; None when no agent loads.
+        When another Brim process has the last conversation open, a new one with its agent."""
         settings = self.settings() if settings is None else settings
         configs, _ = load_agents(self.paths.agents_dir)
         by_name = {c.name: c for c in configs}
@@ -142,7 +146,10 @@ class Library:
         if isinstance(last, str) and last:
             info = self.store.get_conversation(last)
             if info is not None and info.agent in by_name:
-                return Choice(by_name[info.agent], info.id)
+                if not open_elsewhere(self.paths.open_dir, info.id):
+                    return Choice(by_name[info.agent], info.id)
+                # A second window: a new conversation with the same agent, not a refusal.
+                return Choice(by_name[info.agent], skipped_open_elsewhere=info.id)
         for name in (settings.get(LAST_AGENT), "default"):
             if isinstance(name, str) and name in by_name:
                 return Choice(by_name[name])

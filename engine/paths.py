@@ -136,5 +136,10 @@ class BrimPaths:
         Not created here; callers that write create it (`mkdir(parents=True)`)."""
         return self.work_dir / safe_component(agent) / safe_component(conversation_id)
 
+    @property
+    def open_dir(self) -> Path:
+        """Where a session marks the conversation it has open (engine/conversation_claim.py)."""
+        return self.data_dir / "open"
+
     def tool_results_dir(self, agent: str, conversation_id: str) -> Path:
         return self.conversation_dir(agent, conversation_id) / "tool-results"

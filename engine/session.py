@@ -30,6 +30,7 @@ from engine.context import (
 from engine.context.compaction import CompactionPlan
 from engine.context.constants import REASON_MANUAL
 from engine.context.work_state import work_folder_files
+from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     ClearEvent,
     CompactionEvent,
@@ -176,6 +177,7 @@ class ChatSession:
         self._had_turn = False  # a turn ran in this conversation in this session
         self._to_reflect: list[str] = []  # left with a turn, not yet reflected on
         self._manual_compaction = False  # /compact does not extract
+        self._conversation_claim: ConversationClaim | None = None  # no other process writes
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -207,6 +209,9 @@ class ChatSession:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._conversation_claim is not None:
+            self._conversation_claim.release()
+            self._conversation_claim = None
 
     def history(self) -> list[Message]:
         return list(self._messages)
@@ -393,8 +398,12 @@ class ChatSession:
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
         await self._reflect_on_leaving()
-        self._requested_conversation = conversation_id
-        self._open_conversation()
+        previous, self._requested_conversation = self._requested_conversation, conversation_id
+        try:
+            self._open_conversation()
+        except (UnknownConversation, ConversationBusy):
+            self._requested_conversation = previous  # still on the conversation it had
+            raise
         self._loop = None
         self.approver.forget()
         if self._window is not None:
@@ -566,15 +575,25 @@ class ChatSession:
         for warning in resolution.warnings:
             self._append(notice(warning, "warning"), emit=True)
 
+    def _claim(self, conversation_id: str) -> None:
+        """Hold `conversation_id` against other Brim processes (ConversationBusy if one has
+        it), then let go of the conversation this session had open."""
+        claim = ConversationClaim.take(self.paths.open_dir, conversation_id)
+        if self._conversation_claim is not None:
+            self._conversation_claim.release()
+        self._conversation_claim = claim
+
     def _open_conversation(self) -> None:
         assert self._store is not None
-        self._tracker.reset()
-        self._fill_warnings = FillWarnings()
-        self._tracker.resumed = bool(self._requested_conversation)
         if self._requested_conversation:
             info = self._store.get_conversation(self._requested_conversation)
             if info is None:
                 raise UnknownConversation(self._requested_conversation)
+            self._claim(info.id)  # before anything changes: a refusal leaves all as it was
+        self._tracker.reset()
+        self._fill_warnings = FillWarnings()
+        self._tracker.resumed = bool(self._requested_conversation)
+        if self._requested_conversation:
             self.conversation_id = info.id
             self._messages = self._store.messages(info.id)
             self._restore_timeline()
@@ -588,6 +607,7 @@ class ChatSession:
         self.conversation_id = self._store.create_conversation(
             self.agent.name, workspace=str(self.workspace) if self.workspace else None
         )
+        self._claim(self.conversation_id)
         self._messages = []
         workspace = self.workspace.resolve() if self.workspace else None
         if self._memory is not None:

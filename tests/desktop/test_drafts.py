@@ -26,7 +26,9 @@ def test_a_draft_typed_before_a_crash_is_back_after_the_restart(qtbot, real_desk
         _chat(qtbot, first, "Hello")
         QTest.keyClicks(first.window.composer, DRAFT)
         qtbot.waitUntil(lambda: DRAFT in str(first.app.library.settings().get("drafts")))
-        # A crash: nothing else is saved. A new app on the same data folder.
+        # A crash: nothing else is saved, and the kernel lets go of the conversation the
+        # process had open. A new app on the same data folder.
+        first.app.bridge._session._conversation_claim.release()
         second = real_desktop(home=first.paths.root)
         qtbot.waitUntil(lambda: second.window.composer.toPlainText() == DRAFT, timeout=10000)
 
