@@ -92,14 +92,56 @@ def normalize_checkpoint(text: str) -> str:
     return render_checkpoint(sections)
 
 
+# A long pass covers hundreds of files; written one full path per line, the list alone can
+# outgrow a small window. So the files of one folder, from GROUP_AT on, share a line that
+# still names each exactly: "in `src/api/`: `a.py`, `b.py`, `c.py`". Reading expands it.
+GROUP_AT = 3
+_GROUP = re.compile(r"^in `(?P<folder>[^`]*/)`\s*:\s*(?P<names>.+)$")
+_BARE_PATH = re.compile(r"`(?P<path>[^`]*/[^`/]+)`")
+
+
+def _expand(item: str) -> list[str]:
+    """One entry as read, a folder line expanded into one entry per file."""
+    match = _GROUP.match(item)
+    if match is None:
+        return [item]
+    names = re.findall(r"`([^`/]+)`", match.group("names"))
+    if not names:
+        return [item]
+    return [f"`{match.group('folder')}{name}`" for name in names]
+
+
+def render_covered(items: list[str]) -> list[str]:
+    """The section's lines: entries in order, a folder's bare file paths on one line once
+    there are GROUP_AT of them (the line sits where the folder's first file was)."""
+    folders: dict[str, list[str]] = {}
+    for item in items:
+        bare = _BARE_PATH.fullmatch(item)
+        if bare is not None:
+            folder, name = bare.group("path").rsplit("/", 1)
+            folders.setdefault(folder + "/", []).append(name)
+    lines: list[str] = []
+    written: set[str] = set()
+    for item in items:
+        bare = _BARE_PATH.fullmatch(item)
+        folder = bare.group("path").rsplit("/", 1)[0] + "/" if bare is not None else ""
+        if bare is None or len(folders[folder]) < GROUP_AT:
+            lines.append(f"- {item}")
+        elif folder not in written:
+            written.add(folder)
+            names = ", ".join(f"`{name}`" for name in folders[folder])
+            lines.append(f"- in `{folder}`: {names}")
+    return lines
+
+
 def covered_items(checkpoint: str) -> list[str]:
-    """The entries of Covered So Far, bullets removed."""
+    """The entries of Covered So Far, bullets removed, a folder line read as its files."""
     _, sections = parse_checkpoint(checkpoint)
     items = []
     for line in sections.get(COVERED_SECTION, []):
         if not line.strip() or _is_empty_marker(line):
             continue
-        items.append(_BULLET.sub("", line).strip())
+        items.extend(_expand(_BULLET.sub("", line).strip()))
     return items
 
 
@@ -134,7 +176,7 @@ def merge_covered(checkpoint: str, priors: Iterable[str], paths: Iterable[str]) 
         if path and item_key(f"`{path}`") not in keys:
             items.append(f"`{path}`")
             keys.add(item_key(f"`{path}`"))
-    sections[COVERED_SECTION] = [f"- {i}" for i in items]
+    sections[COVERED_SECTION] = render_covered(items)
     return render_checkpoint(sections)
 
 

@@ -1,6 +1,6 @@
 import asyncio
 
-from engine.context.checkpoint import covered_keys, normalize_checkpoint
+from engine.context.checkpoint import covered_keys, merge_covered, normalize_checkpoint
 from engine.context.compaction import compact, plan_compaction
 from engine.context.constants import SUMMARY_HEADINGS
 from engine.messages import Message, assistant, system, user
@@ -304,3 +304,16 @@ def test_a_summary_no_smaller_than_what_it_replaces_is_refused():
     fake = FakeSummarizer(text=text(4_000))
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert result.status == "refused" and result.messages == msgs
+
+
+def test_a_long_pass_over_one_folder_keeps_every_path_on_a_line_per_folder():
+    read = [f"services/billing/handlers/h{i:03}.py" for i in range(200)] + ["README.md"]
+    checkpoint = merge_covered("## Covered So Far\n- `docs/`\n", [], read)
+    section = checkpoint.split("## Covered So Far\n", 1)[1].split("\n\n", 1)[0]
+    lines = section.splitlines()
+    assert lines[0] == "- `docs/`" and lines[-1] == "- `README.md`"
+    assert lines[1].startswith("- in `services/billing/handlers/`: `h000.py`, `h001.py`")
+    assert len(lines) == 3  # not 202
+    assert {p.lower() for p in read} <= covered_keys(checkpoint)
+    # The folder's path is written once, not 200 times.
+    assert section.count("services/billing/handlers/") == 1

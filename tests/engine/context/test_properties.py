@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine.context.budget import ContextBudget, overflow_trim_budget, recent_tail_tokens
-from engine.context.checkpoint import covered_keys
+from engine.context.checkpoint import covered_items, covered_keys, merge_covered
 from engine.context.clearing import clear_tool_results, protected_window_start
 from engine.context.compaction import compact
 from engine.context.history import group_units, is_fixed, is_turn_start
@@ -195,3 +195,21 @@ def test_the_prepared_request_is_valid_keeps_the_task_and_fits_when_it_can(
     if minimal_cost(history) + overhead <= budget.trim_threshold:
         assert total(history) + overhead <= budget.trim_threshold
     assert len([e for e in events if getattr(e, "phase", "") == "started"]) <= 1
+
+
+_segment = st.text("abcxyz_.-", min_size=1, max_size=6).filter(lambda s: s.strip(".") != "")
+
+
+@given(
+    st.lists(st.lists(_segment, min_size=1, max_size=4).map("/".join), max_size=40),
+    st.lists(st.lists(_segment, min_size=1, max_size=4).map("/".join), max_size=40),
+)
+def test_covered_so_far_names_every_path_however_it_is_grouped_and_merging_again_is_stable(
+    first, second
+):
+    once = merge_covered("## Covered So Far\n- (none)\n", [], first)
+    twice = merge_covered("## Covered So Far\n- (none)\n", [once], second)
+    keys = covered_keys(twice)
+    assert {p.lower() for p in first + second} <= keys
+    assert len(covered_items(twice)) == len(keys)  # each source once
+    assert merge_covered(twice, [twice], first) == twice
