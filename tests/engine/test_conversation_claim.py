@@ -16,7 +16,7 @@ from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import ErrorEvent, Event
 from engine.paths import BrimPaths
 from engine.session import ChatSession
-from tests.helpers.cli import run_brim
+from tests.helpers.cli import CliRun, run_brim
 from tests.helpers.fake_engines import FakeLlamaServer
 
 
@@ -25,6 +25,10 @@ def _resume_args(url: str, conversation: str) -> list[str]:
         *("chat", "--headless", "--provider", "llamacpp", "--model", "fake"),
         *("--base-url", url, "--conversation", conversation),
     ]
+
+
+def _resume(home: Path, url: str, conversation: str, text: str) -> CliRun:
+    return run_brim(_resume_args(url, conversation), data_dir=home, stdin=text + "\n")
 
 
 def _first_conversation(home: Path, url: str) -> str:
@@ -66,11 +70,7 @@ def test_a_second_chat_on_an_open_conversation_is_refused_and_the_first_goes_on(
         conversation = _first_conversation(home, fake.url)
         first = _resume_held_open(home, fake.url, conversation)
         try:
-            second = run_brim(
-                _resume_args(fake.url, conversation),
-                data_dir=home,
-                stdin="Me too.\n",
-            )
+            second = _resume(home, fake.url, conversation, "Me too.")
             assert second.returncode == 1
             assert second.stderr.strip() == (
                 f"brim: conversation {conversation!r} is open in another Brim "
@@ -85,11 +85,7 @@ def test_a_second_chat_on_an_open_conversation_is_refused_and_the_first_goes_on(
                 first.kill()
                 first.communicate()
         # Once the first has finished, the conversation opens again.
-        again = run_brim(
-            _resume_args(fake.url, conversation),
-            data_dir=home,
-            stdin="Now me.\n",
-        )
+        again = _resume(home, fake.url, conversation, "Now me.")
     assert again.returncode == 0, again.stderr
 
 
@@ -100,11 +96,7 @@ def test_a_killed_chat_does_not_leave_its_conversation_locked(tmp_path: Path):
         held = _resume_held_open(home, fake.url, conversation)
         held.send_signal(signal.SIGKILL)
         held.communicate(timeout=30)
-        again = run_brim(
-            _resume_args(fake.url, conversation),
-            data_dir=home,
-            stdin="Still there?\n",
-        )
+        again = _resume(home, fake.url, conversation, "Still there?")
     assert again.returncode == 0, again.stderr
 
 
