@@ -1,0 +1,108 @@
+"""The small objects a session hands the agent loop and the tools in its own place.
+
+The loop and the tool layer take narrow protocols (a conversation, a tool runner, an
+approver); these adapters meet them from a session's state without giving either the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.agent import ToolRun
+from engine.context import WorkState
+from engine.events import EventSink, StateEvent
+from engine.memory import SessionMemory
+from engine.messages import Message, ToolCall, model_messages
+from engine.tools import (
+    ApprovalRequest,
+    Approver,
+    CompactHook,
+    Decision,
+    ToolContext,
+    ToolRegistry,
+    default_registry,
+)
+
+
+class AnnouncingApprover:
+    """Tells the window the turn is waiting on a person while an approval is open."""
+
+    def __init__(self, inner: Approver, emit: EventSink) -> None:
+        self.inner = inner
+        self._emit = emit
+
+    async def approve(self, request: ApprovalRequest) -> Decision:
+        self._emit(StateEvent("waiting for approval"))
+        try:
+            return await self.inner.approve(request)
+        finally:
+            self._emit(StateEvent("streaming"))
+
+
+class RegistryRunner:
+    """The agent loop's tool runner over a tool registry and one conversation's context."""
+
+    def __init__(self, registry: ToolRegistry, ctx: ToolContext) -> None:
+        self.registry = registry
+        self.ctx = ctx
+        self._schemas = registry.schemas()
+
+    def schemas(self) -> list[dict[str, object]]:
+        return self._schemas
+
+    async def run(self, call: ToolCall) -> ToolRun:
+        outcome = await self.registry.call(call.name, call.arguments, self.ctx, call_id=call.id)
+        return ToolRun(outcome.content, outcome.chars, outcome.truncated, outcome.is_error)
+
+
+def workspace_tools(
+    workspace: Path | None,
+    *,
+    results_dir: Path,
+    state: WorkState,
+    approver: Approver,
+    compact: CompactHook,
+    memory: SessionMemory | None,
+    messages: Callable[[], list[Message]],
+) -> RegistryRunner | None:
+    """Tools need a workspace to stay inside; without one the agent only chats. With memory
+    on, its tools join the default registry, reading the conversation's live messages."""
+    if workspace is None:
+        return None
+    ctx = ToolContext(
+        workspace=workspace.resolve(),
+        tool_results_dir=results_dir,
+        work_state=state,
+        approver=approver,
+        compact=compact,
+    )
+    registry = default_registry()
+    if memory is not None:
+        for tool in memory.tools(lambda: model_messages(messages())):
+            registry.register(tool)
+    return RegistryRunner(registry, ctx)
+
+
+class SessionConversation:
+    """The loop's view of the session's conversation: its live messages, read afresh on each
+    call, and the session's own append (persist first) and replace (archive the old rows)."""
+
+    def __init__(
+        self,
+        messages: Callable[[], list[Message]],
+        append: Callable[[Message], None],
+        replace: Callable[[list[Message]], None],
+    ) -> None:
+        self._messages = messages
+        self._append = append
+        self._replace = replace
+
+    def live(self) -> list[Message]:
+        return list(self._messages())
+
+    def append(self, message: Message) -> None:
+        self._append(message)
+
+    def replace(self, model_history: list[Message]) -> None:
+        self._replace(model_history)

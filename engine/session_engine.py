@@ -1,0 +1,99 @@
+"""The session's dealings with the engine itself, apart from the chat turn: which provider an
+agent names, what window the engine serves, and the summarizer compaction calls.
+
+They live apart from `ChatSession` because the CLI's probes (`brim agents`, `brim memory`)
+need the same provider and window resolution without opening a conversation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from engine.catalog import catalog_window
+from engine.config import AgentConfig
+from engine.context import SummaryRequest, SummaryResult
+from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
+from engine.providers.registry import make_provider
+from engine.store import Store
+from engine.window import WindowResolution, resolve_window
+
+log = logging.getLogger(__name__)
+
+
+def provider_for(agent: AgentConfig) -> Provider:
+    """Build the provider an agent names (the embedded one gets its model path and pin)."""
+    if agent.provider == "embedded":
+        return make_provider(
+            "embedded",
+            model_path=agent.model or None,
+            n_ctx=agent.num_ctx,
+            n_threads=agent.n_threads,
+        )
+    if agent.request_timeout_s is not None:
+        return make_provider(agent.provider, agent.base_url, timeout=agent.request_timeout_s)
+    return make_provider(agent.provider, agent.base_url)
+
+
+async def probe_window(provider: Provider, agent: AgentConfig) -> WindowResolution:
+    """Ask the engine what it serves and resolve the window Brim will account against."""
+    report: EngineReport = await provider.report(agent.model, num_ctx=agent.num_ctx)
+    return resolve_window(
+        report,
+        pinned=agent.num_ctx,
+        ceiling=agent.max_context_tokens,
+        catalog_max=catalog_window(report.model or agent.model),
+    )
+
+
+async def summarize(
+    provider: Provider,
+    agent: AgentConfig,
+    request: SummaryRequest,
+    on_done: Callable[[str, StreamDone], None],
+) -> SummaryResult:
+    """The summarizer: the agent's summarizer model on the same engine, else its own.
+    `on_done` hears the model asked and the stream's end (its usage)."""
+    model = agent.summarizer_model or agent.model
+    parts: list[str] = []
+    finish: str | None = None
+    options = ChatOptions(
+        max_tokens=request.max_tokens,
+        temperature=0.2,
+        num_ctx=agent.num_ctx if provider.kind == "ollama" else None,
+        stop=list(request.stop),
+    )
+    async for item in provider.stream_chat(model, request.messages, options):
+        if isinstance(item, TextDelta):
+            parts.append(item.text)
+        elif isinstance(item, StreamDone):
+            finish = item.finish_reason
+            on_done(model, item)
+    return SummaryResult("".join(parts), finish)
+
+
+def record_summary_usage(
+    store: Store | None,
+    provider: Provider | None,
+    *,
+    agent: str,
+    conversation_id: str,
+    model: str,
+    done: StreamDone,
+) -> None:
+    """Summaries cost requests too; `/usage` counts them (purpose "summary")."""
+    if store is None or provider is None:
+        return
+    try:
+        store.record_usage(
+            conversation_id,
+            agent=agent,
+            provider=provider.kind,
+            model=model or "default",
+            prompt_tokens=done.usage.prompt_tokens,
+            completion_tokens=done.usage.completion_tokens,
+            cached_tokens=done.usage.cached_tokens,
+            purpose="summary",
+        )
+    except Exception:
+        log.exception("could not record the summary's usage")
