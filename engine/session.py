@@ -386,6 +386,9 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
     def _claim(self, conversation_id: str) -> None:
         """Hold `conversation_id` against other Brim processes (ConversationBusy if one has
         it), then let go of the conversation this session had open."""
+        held = self._conversation_claim
+        if held is not None and held.held and held.conversation_id == conversation_id:
+            return  # reopening its own conversation: the lock is this session's already
         claim = ConversationClaim.take(self.paths.open_dir, conversation_id)
         if self._conversation_claim is not None:
             self._conversation_claim.release()

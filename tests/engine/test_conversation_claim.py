@@ -125,6 +125,7 @@ def test_switching_to_a_conversation_open_elsewhere_keeps_the_current_one(tmp_pa
                 await session.send("Still this one.")  # the session goes on where it was
             finally:
                 elsewhere.release()
+            await session.open_conversation(mine)  # its own conversation opens again
             await session.open_conversation(other.conversation_id)  # free again: it opens
             now = session.conversation_id
             await session.close()
