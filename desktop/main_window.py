@@ -23,10 +23,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop import theme
+from desktop import shortcuts, theme
 from desktop.approval import ApprovalDialog, ApprovalTicket, DialogApprover
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
+from desktop.shortcuts import add_shortcut
 from desktop.stream_buffer import StreamBuffer
 from desktop.widgets.banner import Banner
 from desktop.widgets.composer import Composer
@@ -192,6 +193,15 @@ class MainWindow(QMainWindow):
         if approver is not None:
             approver.asked.connect(self._on_approval_asked)
             approver.withdrawn.connect(self._on_approval_withdrawn)
+        add_shortcut(
+            self, "New conversation", shortcuts.NEW_CONVERSATION, self.sidebar.new_for_current
+        )
+        add_shortcut(self, "Back to the composer", shortcuts.FOCUS_COMPOSER, self.composer.setFocus)
+        add_shortcut(
+            self, "Rename conversation", shortcuts.RENAME_CONVERSATION, self.sidebar.rename_current
+        )
+        add_shortcut(self, "Edit agent", shortcuts.EDIT_AGENT, self.sidebar.edit_current)
+        add_shortcut(self, "Quit", shortcuts.QUIT, self.close)
         self.composer.setFocus()
 
     # -- intents ----------------------------------------------------------------------------

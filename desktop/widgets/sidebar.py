@@ -12,6 +12,7 @@ import time
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QBrush, QColor, QFont, QKeyEvent
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -62,13 +63,13 @@ class Sidebar(QFrame):
 
         title = QLabel("AGENTS", objectName="sectionTitle")
         self.new_button = QPushButton("+  New conversation", objectName="flat")
-        self.new_button.setToolTip("Start a new conversation with the current agent (/new)")
-        self.new_button.clicked.connect(self._new_for_current)
+        self.new_button.setToolTip("Start a new conversation with the current agent (Ctrl+N, /new)")
+        self.new_button.clicked.connect(self.new_for_current)
         self.edit_button = QPushButton("Edit agent…", objectName="flat")
         self.edit_button.setToolTip(
-            "Engine, model, window pin and ceiling of the current agent (/agent)"
+            "Engine, model, window pin and ceiling of the current agent (Ctrl+, or /agent)"
         )
-        self.edit_button.clicked.connect(self._edit_current)
+        self.edit_button.clicked.connect(self.edit_current)
         self.tree = _Tree(objectName="agents")
         self.tree.setHeaderHidden(True)
         self.tree.setIndentation(14)
@@ -77,6 +78,8 @@ class Sidebar(QFrame):
         self.tree.itemActivated.connect(self._activated)
         self.tree.itemClicked.connect(self._activated)
         self.tree.itemChanged.connect(self._changed)
+        self._waiting_listing: tuple[Listing, str | None] | None = None
+        self.tree.itemDelegate().closeEditor.connect(self._editor_closed)
         self.tree.delete_pressed.connect(self._delete_item)
 
         self.undo_bar = QFrame(objectName="undoBar")
@@ -114,6 +117,12 @@ class Sidebar(QFrame):
     # -- what it shows ---------------------------------------------------------------------
 
     def set_listing(self, listing: Listing, current: str | None = None) -> None:
+        if self.tree.state() == QAbstractItemView.State.EditingState:
+            # The user is typing a new title: rebuilding the list now would throw the edit
+            # away. The newest listing waits until the editor closes.
+            self._waiting_listing = (listing, current)
+            return
+        self._waiting_listing = None
         self._listing = listing
         if current is not None:
             self._current = current
@@ -235,6 +244,16 @@ class Sidebar(QFrame):
         if kind == "conversation" and usable and key != self._current:
             self.open_requested.emit(self.agent_of(item), key)
 
+    @Slot()
+    def _editor_closed(self) -> None:
+        if self._waiting_listing is not None:  # after the edit's own rename is asked for
+            QTimer.singleShot(0, self._show_waiting_listing)
+
+    def _show_waiting_listing(self) -> None:
+        waiting, self._waiting_listing = self._waiting_listing, None
+        if waiting is not None:
+            self.set_listing(*waiting)
+
     @Slot(QTreeWidgetItem, int)
     def _changed(self, item: QTreeWidgetItem, _column: int) -> None:
         if self._filling:
@@ -269,7 +288,16 @@ class Sidebar(QFrame):
         self._undo_timer.stop()
 
     @Slot()
-    def _new_for_current(self) -> None:
+    def rename_current(self) -> None:
+        """Edit the open conversation's title in place (F2); Enter keeps it, Esc drops it."""
+        item = self.item_for(self._current) if self._current else None
+        if item is None or not item.flags() & Qt.ItemFlag.ItemIsEditable:
+            return
+        self.tree.scrollToItem(item)
+        self.tree.editItem(item, 0)
+
+    @Slot()
+    def new_for_current(self) -> None:
         agent = self._current_agent
         if agent is None and self._listing is not None:
             agent = next((a.name for a in self._listing.agents if a.usable), None)
@@ -277,7 +305,7 @@ class Sidebar(QFrame):
             self.open_requested.emit(agent, None)
 
     @Slot()
-    def _edit_current(self) -> None:
+    def edit_current(self) -> None:
         agent = self._current_agent
         if agent is None and self._listing is not None:
             agent = next((a.name for a in self._listing.agents if a.usable), None)
