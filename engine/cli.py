@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--data-dir", type=_folder, metavar="DIR", help="keep every Brim file under DIR"
     )
+    parser.add_argument(
+        "--workspace",
+        type=Path,
+        metavar="DIR",
+        dest="window_workspace",
+        help="the window's folder for new conversations (the agent's tools work inside it)",
+    )
     sub = parser.add_subparsers(dest="command")
 
     probe = sub.add_parser("probe", help="ask an engine what window it really serves")
@@ -362,12 +369,17 @@ def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
         from desktop.app import main as desktop_main
 
         return desktop_main(_desktop_argv(args))
-    workspace: Path | None = args.workspace
-    if workspace is not None and not workspace.is_dir():
-        what = "is not a folder" if workspace.exists() else "does not exist"
-        raise CliError(f"--workspace {workspace} {what}")
+    if args.workspace is not None:
+        _existing_folder(args.workspace)
     agent = agent_from_flags(args, paths)
     return asyncio.run(_headless(agent, paths, args))
+
+
+def _existing_folder(workspace: Path) -> Path:
+    if not workspace.is_dir():
+        what = "is not a folder" if workspace.exists() else "does not exist"
+        raise CliError(f"--workspace {workspace} {what}")
+    return workspace
 
 
 def _desktop_argv(args: argparse.Namespace) -> list[str]:
@@ -441,7 +453,10 @@ def _dispatch(args: argparse.Namespace, paths: BrimPaths, data_dir: Path | None)
     if args.command is None:
         from desktop.app import main as desktop_main
 
-        return desktop_main(["--data-dir", str(data_dir)] if data_dir else [])
+        argv = ["--data-dir", str(data_dir)] if data_dir else []
+        if args.window_workspace is not None:
+            argv += ["--workspace", str(_existing_folder(args.window_workspace))]
+        return desktop_main(argv)
     if args.command == "probe":
         return cmd_probe(args, paths)
     if args.command == "chat":

@@ -187,3 +187,30 @@ def test_a_database_that_cannot_be_opened_is_captured_not_waited_on(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_brim_with_a_workspace_opens_the_window_on_it_and_a_missing_one_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    base = [sys.executable, "-m", "engine.cli", "--data-dir", str(tmp_path / "home")]
+    missing = subprocess.run(
+        [*base, "--workspace", str(tmp_path / "nope")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 64
+    assert missing.stderr.strip() == f"brim: --workspace {tmp_path / 'nope'} does not exist"
+    # A real folder is taken (no usage error): the window starts, here without a display.
+    found = subprocess.run(
+        [*base, "--workspace", str(tmp_path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert found.returncode == 2 and "no display" in found.stderr
