@@ -251,6 +251,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                     conversation=self.conversation_id,
                 )
             )
+            self._say_tools_are_unavailable(self._window)
         self._emit_report()
         self._emit(StateEvent("ready"))
 
@@ -382,6 +383,21 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         )
         for warning in resolution.warnings:
             self._append(notice(warning, "warning"), emit=True)
+        self._say_tools_are_unavailable(resolution)
+
+    def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
+        """A folder was given for the agent to work in, but the model cannot call tools:
+        say so once per conversation, before the model pretends it read a file."""
+        if self.workspace is None or resolution.tool_calls is not False:
+            return
+        text = (
+            f"{resolution.model} cannot call tools (its chat template has none), so the agent "
+            f"can neither read files in {self.workspace} nor run commands. For work on files, "
+            "pick a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
+        )
+        if any(m.kind == "notice" and m.content == text for m in self._messages):
+            return
+        self._append(notice(text, "warning"), emit=True)
 
     def _claim(self, conversation_id: str) -> None:
         """Hold `conversation_id` against other Brim processes (ConversationBusy if one has

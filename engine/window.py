@@ -34,6 +34,7 @@ class WindowResolution:
     ceiling: int | None
     slots: int | None
     warnings: list[str] = field(default_factory=list)
+    tool_calls: bool | None = None  # from the engine's report; None: not known
 
     def to_probe_json(self) -> dict[str, Any]:
         """Exactly the fields of the `brim probe --json` contract."""
@@ -99,6 +100,7 @@ def resolve_window(
         ceiling=cap,
         slots=_known(report.slots),
         warnings=warnings,
+        tool_calls=report.tool_calls,
     )
 
 

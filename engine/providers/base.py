@@ -45,6 +45,9 @@ class EngineReport:
     unified_pool: bool = False  # llama-server slots share one KV pool
     loaded: bool | None = None  # Ollama: the model is in /api/ps
     modelfile_num_ctx: int | None = None  # Ollama: PARAMETER num_ctx in the Modelfile
+    # Whether the model can call tools at all (the embedded engine reads its chat template);
+    # None: the engine does not say, and Brim sends the tools and lets it answer.
+    tool_calls: bool | None = None
     warnings: list[str] = field(default_factory=list)
 
 

@@ -391,6 +391,7 @@ class EmbeddedProvider(Provider):
             model_max=model_max,
             slots=1,
             loaded=True,
+            tool_calls=bool(info.get("supports_tools", True)),
             warnings=warnings,
         )
 
