@@ -47,6 +47,7 @@ from engine.events import (
     LoadProgressEvent,
     NoticeEvent,
     StateEvent,
+    StepEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
@@ -331,10 +332,10 @@ class MainWindow(QMainWindow):
                 self._notice(event.text, event.level, event.marker)
             case StateEvent():
                 self._on_state(event.state)
-                if event.step > 0:
-                    self.header.set_step(event.step, event.max_steps)
-                elif event.state == "ready":  # the run is over (a compaction keeps the step)
+                if event.state == "ready":  # the run is over (a compaction keeps the step)
                     self.header.set_step(0, None)
+            case StepEvent():
+                self.header.set_step(event.step, event.max_steps)
             case LoadProgressEvent():
                 self._show_load_progress(event.fraction)
             case ToolCallEvent():

@@ -30,6 +30,7 @@ from engine.events import (
     Event,
     NoticeEvent,
     StateEvent,
+    StepEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
@@ -208,7 +209,8 @@ class AgentLoop:
                 self.conversation.replace(prepared.history)
             if prepared.cleared:
                 self.sink(ClearEvent(results_cleared=prepared.cleared))
-            self.sink(StateEvent("streaming", step=iterations, max_steps=cap))
+            self.sink(StepEvent(iterations, cap))
+            self.sink(StateEvent("streaming"))
             request = alternating(prepared.request)
             counted = self.counter.count_request(request, self._schemas())
             try:

@@ -93,9 +93,15 @@ class StateEvent(Event):
 
     type: ClassVar[str] = "state"
     state: str
-    # While a run streams: which request of the run this is, and the run's iteration cap
-    # (None: no cap). 0 outside a run.
-    step: int = 0
+
+
+@dataclass
+class StepEvent(Event):
+    """A run sends its next request: which one of the run it is, against the run's iteration
+    cap (None: no cap). The header shows `turn 3 · step 12/50` until the agent is ready."""
+
+    type: ClassVar[str] = "step"
+    step: int
     max_steps: int | None = None
 
 
