@@ -8,12 +8,14 @@ that names the process holding it. The kernel drops the lock when its process ex
 or not, so a crash never leaves a conversation locked. The lock files stay (deleting one
 while another process opens it would let two holders in); they are a few bytes each.
 
-On a platform without `fcntl` the claim is not enforced.
+On a platform without `fcntl`, or a file system without locks (some network mounts), the
+claim is not enforced: the conversation opens, and the log says so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 
@@ -23,6 +25,8 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - not on the platforms Brim ships for
     fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
 
 
 class ConversationBusy(Exception):
@@ -50,15 +54,23 @@ class ConversationClaim:
         """Claim the conversation, or raise ConversationBusy naming who holds it."""
         if fcntl is None:
             return cls(conversation_id, None)
-        folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{safe_component(conversation_id)}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            log.warning("conversation %s opened without a lock (%s)", conversation_id, exc)
+            return cls(conversation_id, None)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _read_pid(fd)
             os.close(fd)
             raise ConversationBusy(conversation_id, holder) from None
+        except OSError as exc:  # a file system without locks (some network mounts)
+            os.close(fd)
+            log.warning("conversation %s opened without a lock (%s)", conversation_id, exc)
+            return cls(conversation_id, None)
         except BaseException:
             os.close(fd)
             raise

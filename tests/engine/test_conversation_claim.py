@@ -152,3 +152,25 @@ def test_closing_a_session_lets_its_conversation_go(tmp_path: Path):
             ConversationClaim.take(home.open_dir, session.conversation_id).release()
 
         asyncio.run(scenario())
+
+
+def test_a_data_folder_that_cannot_hold_locks_still_opens_the_conversation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    home = BrimPaths.resolve(tmp_path / "home").ensure()
+    home.open_dir.write_text("not a folder", encoding="utf-8")  # no lock file can go there
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        agent = default_agent().with_changes(
+            name="chat", provider="llamacpp", base_url=fake.url, model=fake.model
+        )
+        events: list[Event] = []
+
+        async def scenario() -> None:
+            session = ChatSession(agent, home, events.append)
+            await session.start()
+            await session.send("Hello there.")
+            await session.close()
+
+        asyncio.run(scenario())
+    assert not [e for e in events if isinstance(e, ErrorEvent)]
+    assert "opened without a lock" in caplog.text
