@@ -287,8 +287,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             journal = None if self.ephemeral else Journal(work / "journal.jsonl")
             state = WorkState(work / "state.json")
             results_dir = self.paths.tool_results_dir(self.agent.name, self.conversation_id)
+            # A model that cannot call tools gets none: Ollama refuses the whole request.
+            can_call = self._window.tool_calls is not False
             self._tools = workspace_tools(
-                self.workspace,
+                self.workspace if can_call else None,
                 results_dir=results_dir,
                 state=state,
                 approver=self.approver,
@@ -391,9 +393,9 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         if self.workspace is None or resolution.tool_calls is not False:
             return
         text = (
-            f"{resolution.model} cannot call tools (its chat template has none), so the agent "
-            f"can neither read files in {self.workspace} nor run commands. For work on files, "
-            "pick a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
+            f"{resolution.model} cannot call tools (so its engine reports), so the agent can "
+            f"neither read files in {self.workspace} nor run commands. For work on files, pick "
+            "a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
         )
         if any(m.kind == "notice" and m.content == text for m in self._messages):
             return

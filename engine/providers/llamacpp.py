@@ -113,6 +113,8 @@ class LlamaCppProvider(OpenAICompatProvider):
                 "pool and can starve this one. Start it with an explicit --parallel N for a "
                 "guaranteed per-slot window."
             )
+        caps = props.get("chat_template_caps")
+        tools = caps.get("supports_tools") if isinstance(caps, dict) else None
         return EngineReport(
             provider=self.kind,
             model=model or str(card.get("id") or "") if card else model,
@@ -120,6 +122,8 @@ class LlamaCppProvider(OpenAICompatProvider):
             model_max=model_max,
             slots=slots,
             unified_pool=unified,
+            # What the model's chat template can render (newer builds); absent: not known.
+            tool_calls=tools if isinstance(tools, bool) else None,
             warnings=warnings,
         )
 

@@ -67,6 +67,14 @@ def training_length(model_info: Any) -> int | None:
     return None
 
 
+def _calls_tools(capabilities: Any) -> bool | None:
+    """`capabilities` of /api/show lists `tools` for a model that calls them; older servers
+    send no list (then: not known, and the tools are sent)."""
+    if not isinstance(capabilities, list) or not capabilities:
+        return None
+    return "tools" in capabilities
+
+
 def same_model(requested: str, listed: str | None) -> bool:
     """Ollama names default to the `latest` tag: `llama3.1` is `llama3.1:latest`."""
     if not listed:
@@ -195,6 +203,7 @@ class OllamaProvider(HttpProvider):
             model_max=training_length(show.get("model_info")),
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
+            tool_calls=_calls_tools(show.get("capabilities")),
         )
 
     async def stream_chat(

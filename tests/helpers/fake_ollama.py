@@ -192,6 +192,11 @@ class FakeOllama(FakeServer):
             return
         body = req.body
         name = _full_name(body["model"])
+        if body.get("tools") and "tools" not in m.capabilities:  # Ollama's answer, before a load
+            ex.send_json(
+                400, {"error": f"registry.ollama.ai/library/{name} does not support tools"}
+            )
+            return
         options = body.get("options") or {}
         window = self.window_for(m, options)
         if self.loaded.get(name) != window:

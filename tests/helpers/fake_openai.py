@@ -245,8 +245,16 @@ class FakeLlamaServer(FakeOpenAIServer):
         default_system_prompt: str | None = None,
         overflow_style: OverflowStyle = "http400",
         token_delay: float = 0.0,
+        # /props `chat_template_caps`: None gives a tool-calling template's; {} leaves the
+        # field out, as older builds do.
+        template_caps: dict[str, bool] | None = None,
     ) -> None:
         super().__init__(model, token_delay=token_delay)
+        self.template_caps = (
+            {"supports_tools": True, "supports_system_role": True}
+            if template_caps is None
+            else template_caps
+        )
         self.n_ctx = n_ctx
         self.slots = slots
         self.kv_unified = kv_unified
@@ -374,6 +382,7 @@ class FakeLlamaServer(FakeOpenAIServer):
                 "model_alias": self.model,
                 "model_path": f"/models/{self.model}.gguf",
                 "chat_template": "{{- bos_token }}...",
+                **({"chat_template_caps": self.template_caps} if self.template_caps else {}),
                 "bos_token": "<s>",
                 "eos_token": "</s>",
                 "build_info": "b7123-fake",
