@@ -53,7 +53,7 @@ from engine.providers.base import (
     ToolCallsReady,
     Usage,
 )
-from engine.providers.errors import ContextOverflow, ProviderError
+from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
 from engine.store import Store
 from engine.tokens import TokenCounter, detect_silent_truncation
 from engine.window import WindowResolution
@@ -149,6 +149,16 @@ class AgentLoop:
 
     # -- requests ------------------------------------------------------------------------
 
+    def _go_without_tools(self, refusal: ToolsUnsupported) -> None:
+        """The engine refused the tools: this conversation goes on without them (the same
+        request again, tool-less), and the user learns why and how to get them back."""
+        self.tools = None
+        self._notice(
+            f"{refusal.message}. Brim sends no tools for the rest of this conversation, so the "
+            f"agent can neither read files nor run commands; to give it tools, {refusal.hint}.",
+            "warning",
+        )
+
     def _schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas() if self.tools is not None else []
 
@@ -220,6 +230,13 @@ class AgentLoop:
                     self.sink(ErrorEvent(exc.kind, _overflow_failure(exc)))
                     return self._outcome(totals, started, iterations, error=exc)
                 overflow_retried = True
+                iterations -= 1
+                continue
+            except ToolsUnsupported as exc:
+                if self.tools is None:  # nothing to take away: the refusal is the answer
+                    self.sink(ErrorEvent(exc.kind, exc.message))
+                    return self._outcome(totals, started, iterations, error=exc)
+                self._go_without_tools(exc)
                 iterations -= 1
                 continue
             except ProviderError as exc:

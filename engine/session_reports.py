@@ -98,7 +98,8 @@ class SessionReportsMixin:
         if self._window is None or self._provider is None:
             return build_context_report(budget=None, source="", estimate=0, tracker=self._tracker)
         loop = self._agent_loop()
-        schemas = self._tools.schemas() if self._tools is not None else []
+        # The loop's own tools: it drops them when the engine refuses them.
+        schemas = loop.tools.schemas() if loop.tools is not None else []
         counter = self._counter
         assert counter is not None
         live = model_messages(self._messages)
@@ -266,7 +267,8 @@ class SessionReportsMixin:
     def _estimate_now(self) -> int:
         if self._counter is None:
             return 0
-        schemas = self._tools.schemas() if self._tools is not None else []
+        tools = self._loop.tools if self._loop is not None else self._tools
+        schemas = tools.schemas() if tools is not None else []
         return self._counter.count_request(model_messages(self._messages), schemas)
 
     def _emit_report(self) -> None:

@@ -23,6 +23,21 @@ from engine.providers.errors import (
     ProtocolError,
     ProviderError,
     ServerError,
+    ToolsUnsupported,
+)
+
+# Each engine's refusal of a request that carries tools, and what would make it take them.
+TOOLS_REFUSALS: tuple[tuple[str, str], ...] = (
+    # vLLM without tool calling switched on (`"auto" tool choice requires …`)
+    (
+        "enable-auto-tool-choice",
+        "start vLLM with --enable-auto-tool-choice and the --tool-call-parser for this model",
+    ),
+    ("tool-call-parser", "start the server with the --tool-call-parser for this model"),
+    # llama-server started without its Jinja chat templates
+    ("requires --jinja", "start llama-server with --jinja"),
+    # Ollama, for a model whose template has no tools
+    ("does not support tools", "pick a model that lists tools in `ollama show`"),
 )
 
 # Wording each engine has used (across versions) for "the prompt is longer than the window".
@@ -189,6 +204,11 @@ def classify_payload(
             window=window,
         )
     lowered = message.lower()
+    for pattern, hint in TOOLS_REFUSALS:
+        if pattern in lowered and (status is None or 400 <= status < 600):
+            return ToolsUnsupported(
+                f"{where} will not take tools for this model ({message})", hint=hint, status=status
+            )
     mentions_model = "model" in lowered and any(p in lowered for p in MODEL_MISSING_PATTERNS)
     if status == 404 or (mentions_model and status in (None, 200, 400, 422)):
         name = f" {model!r}" if model else ""

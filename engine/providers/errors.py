@@ -4,6 +4,7 @@
      ├── EngineUnreachable     the URL does not answer (refused, DNS, timeout, engine died)
      ├── ModelNotFound         the engine answers but does not have the model
      ├── ContextOverflow       the engine rejected the prompt as longer than its window
+     ├── ToolsUnsupported      the engine refused the request because it carried tools
      ├── ServerError           the engine failed (HTTP 5xx, an error line mid-stream, a crash)
      └── ProtocolError         the engine answered something Brim cannot read
 
@@ -45,6 +46,18 @@ class ContextOverflow(ProviderError):
         super().__init__(message, status=status)
         self.prompt_tokens = prompt_tokens
         self.window = window
+
+
+class ToolsUnsupported(ProviderError):
+    """The engine will not take tools for this model as it runs now; `hint` says how to
+    change that (a server flag, another model)."""
+
+    kind = "tools_unsupported"
+    retryable = False
+
+    def __init__(self, message: str, *, hint: str, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.hint = hint
 
 
 class ServerError(ProviderError):

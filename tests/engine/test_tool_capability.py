@@ -3,11 +3,14 @@ cannot touch the folder; engines that do not say keep getting the tools."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from engine.providers.classify import classify_http
+from engine.providers.errors import ToolsUnsupported
 from tests.helpers.cli import CliRun, run_brim
-from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, OllamaModel
+from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, FakeVllm, OllamaModel
 
 
 def _chat(tmp_path: Path, provider: str, url: str, model: str) -> tuple[CliRun, Path]:
@@ -62,3 +65,47 @@ def test_llama_server_template_caps_decide_whether_tools_are_sent(tmp_path: Path
         sent = fake.chat_requests
     assert sent and all(r.body.get("tools") for r in sent)
     assert _tool_notices(run) == []
+
+
+def test_a_vllm_started_without_tool_calling_is_asked_again_without_tools_and_says_how(
+    tmp_path: Path,
+):
+    with FakeVllm(auto_tool_choice=False) as fake:
+        fake.script_reply("It adds two numbers.")
+        fake.script_reply("Still here.")
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        run = run_brim(
+            [
+                *("chat", "--headless", "--provider", "vllm", "--base-url", fake.url),
+                *("--model", fake.model, "--workspace", str(ws)),
+            ],
+            data_dir=tmp_path / "home",
+            stdin="Read calc.py.\nAnd again?\n",
+        )
+        chats = fake.chat_requests
+    assert run.returncode == 0, run.stderr
+    assert run.of_type("error") == []
+    assert len(run.of_type("turn_end")) == 2
+    # The refused request, then the same one without tools, then the next turn without them.
+    assert [bool(r.body.get("tools")) for r in chats] == [True, False, False]
+    (notice,) = [n for n in run.of_type("notice") if "will not take tools" in n["text"]]
+    assert "--enable-auto-tool-choice" in notice["text"] and notice["level"] == "warning"
+
+
+def test_each_engines_refusal_of_tools_is_recognised_with_what_to_do():
+    cases = {
+        '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set': (
+            "--enable-auto-tool-choice"
+        ),
+        "tools param requires --jinja flag": "--jinja",
+        "registry.ollama.ai/library/gemma3:1b does not support tools": "ollama show",
+    }
+    for message, hint in cases.items():
+        error = classify_http(
+            400, json.dumps({"error": message}), engine="X", url="http://127.0.0.1:1"
+        )
+        assert isinstance(error, ToolsUnsupported), message
+        assert hint in error.hint and message in error.message
+    other = classify_http(400, json.dumps({"error": "bad temperature"}), engine="X", url="u")
+    assert not isinstance(other, ToolsUnsupported)

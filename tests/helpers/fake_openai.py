@@ -95,12 +95,20 @@ class FakeOpenAIServer(FakeServer):
 
     # -- the chat endpoint ----------------------------------------------------------------
 
+    def tools_refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """(status, body) when this server, as started, refuses a request carrying tools."""
+        return None
+
     def _chat(self, ex: Exchange, req: RecordedRequest) -> None:
         if not self.before_chat(ex):
             return
         body = req.body if isinstance(req.body, dict) else {}
         if not self.knows_model(body.get("model")):
             ex.send_json(404, self.model_missing_body(body.get("model")))
+            return
+        refusal = self.tools_refusal(body)
+        if refusal is not None:
+            ex.send_json(*refusal)
             return
         tokens = self.prompt_tokens(body)
         prompt = len(tokens)
@@ -448,8 +456,10 @@ class FakeVllm(FakeOpenAIServer):
         error_envelope: ErrorEnvelope = "new",
         prompt_tokens_details: bool = False,  # --enable-prompt-tokens-details
         token_delay: float = 0.0,
+        auto_tool_choice: bool = True,  # --enable-auto-tool-choice --tool-call-parser …
     ) -> None:
         super().__init__(model, token_delay=token_delay)
+        self.auto_tool_choice = auto_tool_choice
         self.max_model_len = max_model_len
         self.lora = dict(lora or {})
         self.error_envelope = error_envelope
@@ -471,6 +481,16 @@ class FakeVllm(FakeOpenAIServer):
 
     def usage_details(self, cached: int) -> dict[str, Any] | None:
         return {"cached_tokens": cached} if self.prompt_tokens_details else None
+
+    def tools_refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        if self.auto_tool_choice or not body.get("tools"):
+            return None
+        if body.get("tool_choice", "auto") not in ("auto", None):
+            return None
+        message = (
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+        )
+        return 400, self.error_body(400, message, "BadRequestError")
 
     def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
         error = {"message": message, "type": type_, "param": None, "code": status}

@@ -81,7 +81,7 @@ def test_an_overflow_inside_a_200_stream_is_still_an_overflow():
 def test_a_plain_bad_request_is_not_mistaken_for_an_overflow():
     error = classify_http(
         400,
-        '{"error": {"message": "tools param requires --jinja flag"}}',
+        '{"error": {"message": "\\"n_probs\\" must be a non-negative integer"}}',
         engine="llama-server",
         url=URL,
     )
