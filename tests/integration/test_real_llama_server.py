@@ -92,3 +92,31 @@ def test_brims_count_matches_what_llama_server_reports(
 
     counted, reported = asyncio.run(scenario())
     assert counted is not None and counted == reported
+
+
+def test_a_workspace_on_a_model_whose_template_has_no_tools_is_told_and_sent_none(
+    llama_server: RealLlamaServer, tmp_path: Path
+):
+    """The real server reports `chat_template_caps.supports_tools: false` for SmolLM2 and
+    would drop the tools unseen: Brim sends none, counts none, and says so once."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "calc.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
+    run = run_brim(
+        [
+            *("chat", "--headless", "--provider", "llamacpp", "--base-url", llama_server.url),
+            *("--max-tokens", "8", "--workspace", str(ws)),
+        ],
+        data_dir=tmp_path / "home",
+        stdin="What does calc.py do?\n",
+    )
+    assert run.returncode == 0, run.stderr
+    (notice,) = [n for n in run.of_type("notice") if "cannot call tools" in n["text"]]
+    assert str(ws) in notice["text"]
+    (usage,) = run.of_type("usage")
+    (context,) = run.of_type("context")
+    # Brim's count of what it sent (no tool schemas) is what the server evaluated.
+    assert context["used"] == usage["prompt_tokens"] and context["estimated"] is False
+    report = run.of_type("context_report")[-1]
+    (tools_row,) = [c for c in report["categories"] if c["name"] == "Tool schemas"]
+    assert tools_row["tokens"] == 0
