@@ -265,6 +265,9 @@ class Sidebar(QFrame):
         if title == item.data(0, TITLE_ROLE):
             return  # a change of look (font, selection), not of the title
         item.setData(0, TITLE_ROLE, title)
+        # A listing that waited for this edit predates the rename; the rename's own refresh
+        # follows, so showing the waiting one would flash the old title back.
+        self._waiting_listing = None
         self.rename_requested.emit(key, title)
 
     @Slot(object)

@@ -8,14 +8,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QLineEdit
 
 from engine.store import Store
-from tests.desktop.conftest import agent_toml
+from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.fake_engines import FakeLlamaServer
-
-
-def _chat(qtbot: Any, d: Any, text: str) -> None:
-    d.window.composer.setPlainText(text)
-    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
 
 
 def test_ctrl_n_starts_a_new_conversation_and_ctrl_l_returns_to_the_composer(
@@ -23,7 +17,7 @@ def test_ctrl_n_starts_a_new_conversation_and_ctrl_l_returns_to_the_composer(
 ):
     with FakeLlamaServer(n_ctx=4096) as fake:
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
-        _chat(qtbot, d, "Plan the garden")
+        chat_and_wait(qtbot, d, "Plan the garden")
         garden = d.app.navigator.conversation_id
         d.window.sidebar.tree.setFocus()  # the shortcut works away from the composer too
         qtbot.keyClick(d.window.sidebar.tree, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
@@ -38,7 +32,7 @@ def test_ctrl_n_starts_a_new_conversation_and_ctrl_l_returns_to_the_composer(
 def test_f2_renames_the_open_conversation_in_place(qtbot: Any, real_desktop: Any):
     with FakeLlamaServer(n_ctx=4096) as fake:
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
-        _chat(qtbot, d, "Plan the garden")
+        chat_and_wait(qtbot, d, "Plan the garden")
         conversation = d.app.navigator.conversation_id
         qtbot.keyClick(d.window.composer, Qt.Key.Key_F2)
         qtbot.waitUntil(lambda: isinstance(QApplication.focusWidget(), QLineEdit))
@@ -55,7 +49,7 @@ def test_f2_renames_the_open_conversation_in_place(qtbot: Any, real_desktop: Any
                 return store.get_conversation(conversation).title
 
         qtbot.waitUntil(lambda: saved() == "Garden plan", timeout=5000)
-        assert d.window.sidebar.conversation_titles("chat") == ["Garden plan"]
+        qtbot.waitUntil(lambda: d.window.sidebar.conversation_titles("chat") == ["Garden plan"])
 
 
 def test_ctrl_comma_opens_the_agent_editor_and_ctrl_q_closes_the_window(
