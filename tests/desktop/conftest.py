@@ -106,6 +106,15 @@ class RealDesktop:
         return self.app.window
 
 
+def chat_and_wait(qtbot: Any, d: Any, text: str) -> None:
+    """Type `text` into a desktop's composer, send it with Enter, wait for the turn to end."""
+    from PySide6.QtCore import Qt
+
+    d.window.composer.setPlainText(text)
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
+
+
 def agent_toml(name: str, url: str, provider: str = "llamacpp", **extra: Any) -> str:
     lines = [
         f'name = "{name}"',

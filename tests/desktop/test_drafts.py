@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from tests.desktop.conftest import agent_toml
+from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.fake_engines import FakeLlamaServer
 
 DRAFT = "Refactor the parser so that errors carry their line numbers"
-
-
-def _chat(qtbot: Any, d: Any, text: str) -> None:
-    d.window.composer.setPlainText(text)
-    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
 
 
 def test_a_draft_typed_before_a_crash_is_back_after_the_restart(qtbot, real_desktop, tmp_path):
     with FakeLlamaServer(n_ctx=4096) as fake:
         agents = {"chat.toml": agent_toml("chat", fake.url)}
         first = real_desktop(agents=agents)
-        _chat(qtbot, first, "Hello")
+        chat_and_wait(qtbot, first, "Hello")
         QTest.keyClicks(first.window.composer, DRAFT)
         qtbot.waitUntil(lambda: DRAFT in str(first.app.library.settings().get("drafts")))
         # A crash: nothing else is saved, and the kernel lets go of the conversation the
@@ -36,13 +28,13 @@ def test_a_draft_typed_before_a_crash_is_back_after_the_restart(qtbot, real_desk
 def test_each_conversation_keeps_its_own_draft_and_sending_clears_it(qtbot, real_desktop):
     with FakeLlamaServer(n_ctx=4096) as fake:
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
-        _chat(qtbot, d, "Plan the garden")
+        chat_and_wait(qtbot, d, "Plan the garden")
         garden = d.app.navigator.conversation_id
         QTest.keyClicks(d.window.composer, "Tomatoes go")
         qtbot.mouseClick(d.window.sidebar.new_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: d.app.navigator.conversation_id != garden)
         assert d.window.composer.toPlainText() == ""  # the new one starts empty
-        _chat(qtbot, d, "Fix the bike")
+        chat_and_wait(qtbot, d, "Fix the bike")
         item = d.window.sidebar.item_for(garden)
         d.window.sidebar.tree.itemClicked.emit(item, 0)
         qtbot.waitUntil(lambda: d.window.composer.toPlainText() == "Tomatoes go", timeout=10000)

@@ -5,16 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-
-from tests.desktop.conftest import agent_toml
+from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.fake_engines import FakeLlamaServer
-
-
-def _chat(qtbot: Any, d: Any, text: str) -> None:
-    d.window.composer.setPlainText(text)
-    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
 
 
 def test_a_second_window_starts_a_new_conversation_and_will_not_open_the_busy_one(
@@ -22,7 +14,7 @@ def test_a_second_window_starts_a_new_conversation_and_will_not_open_the_busy_on
 ):
     with FakeLlamaServer(n_ctx=4096) as fake:
         first = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
-        _chat(qtbot, first, "Plan the garden")
+        chat_and_wait(qtbot, first, "Plan the garden")
         garden = first.app.navigator.conversation_id
         assert garden
 
@@ -42,6 +34,6 @@ def test_a_second_window_starts_a_new_conversation_and_will_not_open_the_busy_on
         qtbot.waitUntil(lambda: second.window.banner.isVisible())
         assert "open in another Brim window or chat" in second.window.banner.text()
         assert second.app.navigator.conversation_id == mine
-        _chat(qtbot, second, "Fix the bike")  # the second window still works
+        chat_and_wait(qtbot, second, "Fix the bike")  # the second window still works
         assert "Fix the bike" in second.window.transcript.toPlainText()
         assert "Fix the bike" not in first.window.transcript.toPlainText()
