@@ -105,9 +105,7 @@ def open_elsewhere(folder: Path, conversation_id: str) -> bool:
         ConversationClaim.take(folder, conversation_id).release()
     except ConversationBusy:
         return True
-    except OSError:
-        return False  # an unwritable data folder: opening will say what is wrong
-    return False
+    return False  # free, or a folder that cannot hold locks (take() logs that and goes on)
 
 
 def _read_pid(fd: int) -> int | None:
