@@ -12,7 +12,13 @@ A message id is unique among a conversation's live rows only (archived copies ma
 
 from __future__ import annotations
 
-Migration = tuple[str, ...]
+import sqlite3
+from collections.abc import Callable
+
+from engine.store.text import repair_text_columns
+
+# A step is SQL, or a function of the connection for what SQL cannot say.
+Migration = tuple[str | Callable[[sqlite3.Connection], None], ...]
 
 MIGRATIONS: tuple[Migration, ...] = (
     (
@@ -37,7 +43,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             id              TEXT NOT NULL,      -- Message.id
             role            TEXT NOT NULL,
             kind            TEXT NOT NULL,
-            content         TEXT NOT NULL,      -- BLOB (UTF-8 with surrogates) if not valid text
+            content         TEXT NOT NULL,      -- v1 kept a BLOB here for unencodable text
             tool_calls      TEXT,               -- JSON [[id, name, arguments], ...] or NULL
             tool_call_id    TEXT,
             name            TEXT,
@@ -79,6 +85,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         "CREATE INDEX receipts_by_conversation ON receipts(conversation_id, finished_at)",
     ),
+    # 2: text an older Brim kept as BLOBs (lone surrogates from a broken stream) made clean.
+    (repair_text_columns,),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

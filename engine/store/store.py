@@ -43,6 +43,7 @@ from engine.store.records import (
     UsageSummary,
 )
 from engine.store.schema import MIGRATIONS, Migration
+from engine.store.text import decoded_column, repair_surrogates
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_S = 5.0
@@ -79,22 +80,13 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
 # --- encoding --------------------------------------------------------------------------
 
 
-def _text_in(value: str | None) -> str | bytes | None:
-    """Text for a TEXT column; a string SQLite cannot hold as UTF-8 (lone surrogates from a
-    broken model stream) is kept exactly as a BLOB instead of failing the write."""
-    if value is None:
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "surrogatepass")
-    return value
+def _text_in(value: str | None) -> str | None:
+    """Text for a TEXT column, with any lone surrogates of a broken stream repaired."""
+    return None if value is None else repair_surrogates(value)
 
 
 def _text_out(value: str | bytes | None) -> str | None:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "surrogatepass")
-    return value
+    return decoded_column(value)
 
 
 def _message_row(message: Message) -> tuple[Any, ...]:
@@ -120,8 +112,16 @@ def _message_row(message: Message) -> tuple[Any, ...]:
     )
 
 
+def _clean_arguments(arguments: Any) -> Any:
+    # JSON keeps a lone surrogate as an escape that loads back unencodable.
+    return repair_surrogates(arguments) if isinstance(arguments, str) else arguments
+
+
 def _message_from(row: sqlite3.Row) -> Message:
-    calls = tuple(ToolCall(i, n, a) for i, n, a in json.loads(row["tool_calls"] or "[]"))
+    calls = tuple(
+        ToolCall(repair_surrogates(i), repair_surrogates(n), _clean_arguments(a))
+        for i, n, a in json.loads(row["tool_calls"] or "[]")
+    )
     meta = tuple((k, v) for k, v in json.loads(row["meta"] or "[]"))
     return Message(
         role=row["role"],
@@ -143,20 +143,13 @@ def _title_from(message: Message) -> str:
 
 # --- opening ---------------------------------------------------------------------------
 
+ONE_LINE_CHARS = 200
 
-def _foreign_file(path: Path) -> str | None:
-    """Why `path` is clearly not a SQLite database, or None (missing and empty files are
-    fine: SQLite starts a new database in them)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise StoreError(f"{path}: cannot read the database: {exc.strerror or exc}") from None
-    if head and head != SQLITE_HEADER:
-        return "not a SQLite file"
-    return None
+
+def _one_line(exc: BaseException) -> str:
+    """An error's text as one short line (an integrity report can run to hundreds)."""
+    text = " ".join(str(exc).split()) or exc.__class__.__name__
+    return text if len(text) <= ONE_LINE_CHARS else text[: ONE_LINE_CHARS - 1] + "…"
 
 
 def move_aside(path: Path, stamp: str | None = None) -> Path:
@@ -188,8 +181,11 @@ def migrate(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration
             # Re-read inside the write lock: another process may have migrated meanwhile.
             current = conn.execute("PRAGMA user_version").fetchone()[0]
             if current < number:
-                for statement in migrations[number - 1]:
-                    conn.execute(statement)
+                for step in migrations[number - 1]:
+                    if callable(step):
+                        step(conn)
+                    else:
+                        conn.execute(step)
                 conn.execute(f"PRAGMA user_version = {int(number)}")
             conn.execute("COMMIT")
         except BaseException:
@@ -243,9 +239,11 @@ class Store:
     def _open(
         cls, path: Path, busy_timeout_s: float, check: bool, migrations: Sequence[Migration]
     ) -> Store:
-        reason = _foreign_file(path)
-        if reason is not None:
-            raise StoreCorrupt(path, reason, move_aside(path))
+        # The file is never opened here except through SQLite: POSIX locks belong to the
+        # process, and closing any other descriptor on the database drops the locks that
+        # this process's live connections hold on it, so another process would take itself
+        # for the last connection and delete the -wal and -shm files from under them.
+        # A file that is not a database is SQLite's SQLITE_NOTADB on the first read.
         try:
             conn = sqlite3.connect(
                 path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
@@ -272,8 +270,16 @@ class Store:
             if _is_busy(exc):
                 raise StoreLocked(path, busy_timeout_s) from None
             if _is_corrupt(exc) or exc.__class__ is sqlite3.DatabaseError:
-                raise StoreCorrupt(path, str(exc), move_aside(path)) from None
-            raise StoreError(f"{path}: {exc}") from None
+                raise StoreCorrupt(path, _one_line(exc), move_aside(path)) from None
+            raise StoreError(f"{path}: {_one_line(exc)}") from None
+        except StoreTooNew:
+            conn.close()
+            raise
+        except Exception as exc:
+            # Anything else while opening (a damaged schema makes SQLite's own error text
+            # undecodable: UnicodeDecodeError) is damage too: one line, the file kept aside.
+            conn.close()
+            raise StoreCorrupt(path, _one_line(exc), move_aside(path)) from None
         except BaseException:
             conn.close()
             raise

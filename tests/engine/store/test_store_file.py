@@ -1,5 +1,6 @@
 """The database file itself: migrations, damage, locks and two processes at once."""
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -258,3 +259,83 @@ def test_a_path_that_cannot_be_a_database_is_an_error_not_moved_aside(tmp_path):
         Store.open(folder)
     assert not isinstance(caught.value, StoreCorrupt)
     assert folder.is_dir()
+
+
+def _schema_byte_smashed(path):
+    """A database whose schema text holds one byte that is not UTF-8 (a bit flip in the
+    first page): SQLite's own error message about it is then not UTF-8 either."""
+    with Store.open(path) as store:
+        store.create_conversation("coder")
+    data = bytearray(path.read_bytes())
+    at = data.find(b"CREATE TABLE conversations")
+    assert at > 0
+    data[at + 7] = 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_byte_in_the_schema_is_corrupt_in_one_line_with_the_original_kept(tmp_path):
+    path = tmp_path / "brim.sqlite3"
+    _schema_byte_smashed(path)
+    damaged = path.read_bytes()
+    with pytest.raises(StoreCorrupt) as caught:
+        Store.open(path)
+    assert "\n" not in str(caught.value)
+    assert len(str(caught.value)) < 600
+    assert caught.value.moved_to is not None
+    assert caught.value.moved_to.read_bytes() == damaged
+    with Store.open(path) as store:
+        assert store.list_conversations() == []
+
+
+def test_an_integrity_report_of_many_lines_is_one_short_line(tmp_path):
+    path = tmp_path / "brim.sqlite3"
+    with Store.open(path) as store:
+        for i in range(300):
+            conversation = store.create_conversation("coder", title=f"c{i}")
+            store.append_message(conversation, user("x" * 300))
+    data = bytearray(path.read_bytes())
+    for page in range(3, len(data) // 4096, 2):  # every other page after the schema
+        data[page * 4096 + 8 : page * 4096 + 40] = b"\x00\xff" * 16
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreCorrupt) as caught:
+        Store.open(path)
+    assert "\n" not in str(caught.value)
+    assert len(str(caught.value)) < 600
+
+
+def test_text_an_older_brim_kept_as_blobs_is_repaired_on_open(tmp_path):
+    """Version 1 stored a lone surrogate from a broken stream as a BLOB that decoded back to
+    an unencodable string: export and resume died on it."""
+    path = tmp_path / "brim.sqlite3"
+    with Store.open(path, migrations=MIGRATIONS[:1]) as store:
+        conversation = store.create_conversation("coder")
+        store.append_message(conversation, user("ok"))
+    conn = sqlite3.connect(path)
+    broken = "half an emoji \ud83d then a lone \ud800 and a pair \ud83d\ude00".encode(
+        "utf-8", "surrogatepass"
+    )
+    conn.execute(
+        "INSERT INTO messages (conversation_id, seq, id, role, kind, content, created)"
+        " VALUES (?, 2, 'm2', 'assistant', 'chat', ?, 0)",
+        (conversation, broken),
+    )
+    conn.execute("UPDATE conversations SET title = ? WHERE id = ?", (broken, conversation))
+    conn.commit()
+    conn.close()
+    with Store.open(path) as store:
+        texts = [m.content for m in store.messages(conversation)]
+        title = store.get_conversation(conversation).title
+    assert texts[1] == "half an emoji \ufffd then a lone \ufffd and a pair 😀"
+    assert title == texts[1]
+    json.dumps(texts, ensure_ascii=False).encode("utf-8")  # exportable
+    conn = sqlite3.connect(path)
+    kinds = conn.execute("SELECT typeof(content) FROM messages").fetchall()
+    conn.close()
+    assert kinds == [("text",), ("text",)]
+
+
+def test_a_message_with_lone_surrogates_is_stored_as_clean_text(tmp_path):
+    with Store.open(tmp_path / "brim.sqlite3") as store:
+        conversation = store.create_conversation("coder")
+        store.append_message(conversation, user("split \ud83d\ude00 and lone \udc00"))
+        assert store.messages(conversation)[0].content == "split 😀 and lone \ufffd"
