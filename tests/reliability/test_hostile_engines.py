@@ -1,0 +1,314 @@
+"""Hostile engines end to end: a stream no real engine should send (a chunk of the wrong
+shape, bytes that are not UTF-8, a NUL, a 10 MB line, JSON nested 100,000 deep, a token
+count of 1e308) ends that turn with one `protocol_error` naming the engine, and the next line
+is answered; half an emoji or a lone surrogate is repaired (pairs split across events
+joined, a lone half U+FFFD). Afterwards the conversation resumes with `--conversation ID`
+and exports, nothing in it unencodable.
+
+One real headless `brim` per engine kind takes every case as one line of input, against a
+loopback double that serves the engine's real model and window answers and then the raw
+bytes of each case as its chat stream (tests/helpers/fake_hostile.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.cli import run_brim
+from tests.helpers.fake_engines import (
+    FakeLlamaServer,
+    FakeOllama,
+    FakeServer,
+    FakeSglang,
+    FakeVllm,
+    OllamaModel,
+)
+from tests.helpers.fake_hostile import hostile, raw
+from tests.reliability.headless import Headless, answered, errors
+
+OK = "Hello from the fake engine."
+DEEP = 100_000
+TEN_MB = 10_000_000
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    body: list[bytes]
+    # None: a protocol_error ends the turn; else the answer the user must see, repaired.
+    answer: str | None = None
+
+
+# -- OpenAI-compatible SSE (llama-server, vLLM, SGLang) -----------------------------------
+
+
+def _sse(*events: dict[str, Any] | bytes) -> list[bytes]:
+    """Events as `data:` lines; a dict is JSON as the engines write it (non-ASCII escaped)."""
+    out = []
+    for event in events:
+        data = event if isinstance(event, bytes) else json.dumps(event).encode()
+        out.append(b"data: " + data + b"\n\n")
+    return out
+
+
+def _delta(delta: Any, finish: Any = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-hostile",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def _text(text: str) -> dict[str, Any]:
+    return _delta({"content": text})
+
+
+_STOP = _delta({}, "stop")
+_USAGE = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3}}
+_DONE = b"[DONE]"
+_START = _delta({"role": "assistant", "content": ""})
+
+
+def _openai_broken(event: dict[str, Any] | bytes) -> list[bytes]:
+    """Some text, then the bad event, then an end as if nothing had happened."""
+    return _sse(_START, _text("Partial "), event, _STOP, _USAGE, _DONE)
+
+
+def _openai_answer(*pieces: str) -> list[bytes]:
+    return _sse(_START, *(_text(p) for p in pieces), _STOP, _USAGE, _DONE)
+
+
+def _openai_usage(**usage: Any) -> list[bytes]:
+    return _sse(_START, _text("Partial "), _STOP, {"choices": [], "usage": usage}, _DONE)
+
+
+OPENAI_CASES = [
+    Case("delta is a string", _openai_broken(b'{"choices":[{"delta":"abc"}]}')),
+    Case("choices is a number", _openai_broken(b'{"choices":5}')),
+    Case("a choice is a string", _openai_broken(b'{"choices":["abc"]}')),
+    Case("the event is a list", _openai_broken(b"[1, 2, 3]")),
+    Case("content is a number", _openai_broken(_delta({"content": 5}))),
+    Case(
+        "a tool call's function is a string",
+        _openai_broken(
+            _delta({"tool_calls": [{"index": 0, "id": "call_1", "function": "read_file"}]})
+        ),
+    ),
+    Case("tool_calls is an object", _openai_broken(_delta({"tool_calls": {"index": 0}}))),
+    Case(
+        "a tool call's arguments are a number",
+        _openai_broken(
+            _delta({"tool_calls": [{"index": 0, "function": {"name": "x", "arguments": 7}}]})
+        ),
+    ),
+    Case("finish_reason is a number", _openai_broken(_delta({}, 3))),
+    Case(
+        "an event nested 100,000 deep",
+        _openai_broken(b'{"choices":' + b"[" * DEEP + b"]" * DEEP + b"}"),
+    ),
+    Case("prompt_tokens is 1e308", _openai_usage(prompt_tokens=1e308, completion_tokens=1)),
+    Case("prompt_tokens is negative", _openai_usage(prompt_tokens=-40, completion_tokens=1)),
+    Case("completion_tokens is a fraction", _openai_usage(prompt_tokens=4, completion_tokens=2.5)),
+    Case("usage is a list", _openai_broken(b'{"choices":[],"usage":[1]}')),
+    Case(
+        "bytes that are not UTF-8",
+        _openai_broken(b'{"choices":[{"index":0,"delta":{"content":"caf\xe9 \xff"}}]}'),
+    ),
+    Case("a raw NUL", _openai_broken(b'{"choices":[{"index":0,"delta":{"content":"a\x00b"}}]}')),
+    Case("a 10 MB event", _openai_broken(_text("x" * TEN_MB))),
+    Case(
+        "an emoji split across two events",
+        _openai_answer("Smile ", "\ud83d", "\ude00", "!"),
+        "Smile \U0001f600!",
+    ),
+    Case("a lone surrogate", _openai_answer("bad ", "\ud800", " char"), "bad \ufffd char"),
+    Case("half an emoji at the end", _openai_answer("end ", "\ud83d"), "end \ufffd"),
+    Case("an escaped NUL", _openai_answer("a\u0000b"), "a\ufffdb"),
+]
+
+
+# -- Ollama's NDJSON /api/chat ------------------------------------------------------------
+
+OLLAMA_MODEL = "llama3.1:8b"
+_STAMP = "2025-08-01T00:00:00.000000Z"
+
+
+def _lines(*items: dict[str, Any] | bytes) -> list[bytes]:
+    return [
+        (item if isinstance(item, bytes) else json.dumps(item).encode()) + b"\n" for item in items
+    ]
+
+
+def _part(content: Any) -> dict[str, Any]:
+    message = {"role": "assistant", "content": content}
+    return {"model": OLLAMA_MODEL, "created_at": _STAMP, "message": message, "done": False}
+
+
+def _done(**counts: Any) -> dict[str, Any]:
+    return {
+        "model": OLLAMA_MODEL,
+        "created_at": _STAMP,
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 1000,
+        "prompt_eval_count": 12,
+        "eval_count": 3,
+        **counts,
+    }
+
+
+def _ollama_broken(line: dict[str, Any] | bytes) -> list[bytes]:
+    return _lines(_part("Partial "), line, _done())
+
+
+def _ollama_answer(*pieces: str) -> list[bytes]:
+    return _lines(*(_part(p) for p in pieces), _done())
+
+
+OLLAMA_CASES = [
+    Case(
+        "message is a string",
+        _ollama_broken({"model": OLLAMA_MODEL, "message": "abc", "done": False}),
+    ),
+    Case("the line is a number", _ollama_broken(b"5")),
+    Case("the line is a list", _ollama_broken(b"[1, 2, 3]")),
+    Case("content is a number", _ollama_broken(_part(5))),
+    Case(
+        "a tool call's function is a string",
+        _ollama_broken(
+            {
+                "model": OLLAMA_MODEL,
+                "message": {"role": "assistant", "content": "", "tool_calls": [{"function": "x"}]},
+                "done": False,
+            }
+        ),
+    ),
+    Case(
+        "a line nested 100,000 deep",
+        _ollama_broken(b'{"message":' + b"[" * DEEP + b"]" * DEEP + b"}"),
+    ),
+    Case("prompt_eval_count is 1e308", _lines(_part("Partial "), _done(prompt_eval_count=1e308))),
+    Case("eval_count is negative", _lines(_part("Partial "), _done(eval_count=-3))),
+    Case(
+        "bytes that are not UTF-8",
+        _ollama_broken(b'{"model":"m","message":{"role":"assistant","content":"caf\xe9"}}'),
+    ),
+    Case(
+        "a raw NUL",
+        _ollama_broken(b'{"model":"m","message":{"role":"assistant","content":"a\x00b"}}'),
+    ),
+    Case("a 10 MB line", _ollama_broken(_part("x" * TEN_MB))),
+    Case(
+        "an emoji split across two lines",
+        _ollama_answer("Smile ", "\ud83d", "\ude00", "!"),
+        "Smile \U0001f600!",
+    ),
+    Case("a lone surrogate", _ollama_answer("bad ", "\ud800", " char"), "bad \ufffd char"),
+    Case("an escaped NUL", _ollama_answer("a\u0000b"), "a\ufffdb"),
+]
+
+
+@dataclass(frozen=True)
+class Engine:
+    make: Callable[[], FakeServer]
+    provider: str
+    model: str
+    name: str  # how Brim names it in messages
+    cases: list[Case]
+
+
+ENGINES = {
+    "llama-server": Engine(
+        lambda: FakeLlamaServer(n_ctx=4096), "llamacpp", "fake", "llama-server", OPENAI_CASES
+    ),
+    "vllm": Engine(
+        lambda: FakeVllm(max_model_len=4096),
+        "vllm",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "vLLM",
+        OPENAI_CASES,
+    ),
+    "sglang": Engine(
+        lambda: FakeSglang(context_length=4096),
+        "sglang",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "SGLang",
+        OPENAI_CASES,
+    ),
+    "ollama": Engine(
+        lambda: FakeOllama([OllamaModel(OLLAMA_MODEL, context_length=8192)]),
+        "ollama",
+        OLLAMA_MODEL,
+        "Ollama",
+        OLLAMA_CASES,
+    ),
+}
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("kind", list(ENGINES))
+def test_every_hostile_stream_is_one_protocol_error_or_repaired_and_the_conversation_survives(
+    kind: str, tmp_path: Path
+):
+    engine = ENGINES[kind]
+    home = tmp_path / "home"
+    with hostile(engine.make()) as fake:
+        flags = ["--provider", engine.provider, "--model", engine.model, "--base-url", fake.url]
+        brim = Headless(home, flags)
+        try:
+            brim.ready()
+            for case in engine.cases:
+                raw(fake, *case.body)
+                events = brim.turn(f"case: {case.name}", timeout=60)
+                if case.answer is None:
+                    (error,) = errors(events)
+                    assert error["kind"] == "protocol_error", (case.name, error)
+                    assert f"{engine.name} at {fake.url} sent" in error["message"], case.name
+                else:
+                    assert errors(events) == [], (case.name, errors(events))
+                    assert answered(events) == case.answer, case.name
+                after = brim.turn(f"after: {case.name}")
+                assert errors(after) == [] and answered(after) == OK, case.name
+        finally:
+            code = brim.close()
+        assert code == 0, brim.stderr_tail()
+        assert "Traceback" not in brim.stderr, brim.stderr_tail()
+
+        listed = run_brim(["conversations", "list", "--json"], data_dir=home, timeout=60)
+        (conversation,) = json.loads(listed.stdout)
+        resumed = Headless(home, [*flags, "--conversation", conversation["id"]])
+        try:
+            resumed.ready()
+            again = resumed.turn("still there?")
+            assert errors(again) == [] and answered(again) == OK
+        finally:
+            assert resumed.close() == 0, resumed.stderr_tail()
+
+    export = run_brim(
+        ["conversations", "export", conversation["id"], "--json"], data_dir=home, timeout=60
+    )
+    assert export.returncode == 0, export.stderr
+    messages = json.loads(export.stdout)["messages"]
+    contents = [m["content"] for m in messages]
+    assert not any(_unencodable(c) for c in contents)
+    said = [m["content"] for m in messages if m["role"] == "assistant"]
+    for case in engine.cases:
+        if case.answer is not None:
+            assert case.answer in said, case.name
+    assert "still there?" in [m["content"] for m in messages if m["role"] == "user"]
+    text = run_brim(["conversations", "export", conversation["id"]], data_dir=home, timeout=60)
+    assert text.returncode == 0 and "Smile \U0001f600!" in text.stdout
