@@ -128,6 +128,14 @@ def as_int(value: Any) -> int | None:
     return number
 
 
+def as_window(value: Any) -> int | None:
+    """A context window (or slot count) an engine reported: a whole number in
+    1..MAX_TOKEN_COUNT, else None: a window of -5 or 1e308 is one the engine did not
+    really state, and Brim resolves the window as if it had said nothing."""
+    number = as_int(value)
+    return number if number is not None and 0 < number <= MAX_TOKEN_COUNT else None
+
+
 class BadCount(ValueError):
     """An engine's token count that cannot be one; the message names the field."""
 

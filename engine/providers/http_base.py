@@ -11,6 +11,7 @@ from engine.providers.base import Provider
 from engine.providers.classify import (
     as_count,
     as_int,
+    as_window,
     classify_http,
     classify_transport,
     protocol_error,
@@ -29,6 +30,7 @@ __all__ = [
     "HttpProvider",
     "as_count",
     "as_int",
+    "as_window",
 ]
 
 

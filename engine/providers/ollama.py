@@ -45,6 +45,7 @@ from engine.providers.http_base import (
     HttpProvider,
     as_count,
     as_int,
+    as_window,
 )
 from engine.providers.openai_compat import new_call_id
 from engine.providers.wire import WireError, guard_hooks
@@ -57,7 +58,7 @@ def modelfile_num_ctx(parameters: Any) -> int | None:
     if not isinstance(parameters, str):
         return None
     match = _NUM_CTX_LINE.search(parameters)
-    return int(match.group(1)) if match else None
+    return as_window(match.group(1)) if match else None
 
 
 def training_length(model_info: Any) -> int | None:
@@ -66,12 +67,12 @@ def training_length(model_info: Any) -> int | None:
         return None
     arch = model_info.get("general.architecture")
     if isinstance(arch, str) and arch:
-        found = as_int(model_info.get(f"{arch}.context_length"))
+        found = as_window(model_info.get(f"{arch}.context_length"))
         if found is not None:
             return found
     for key, value in model_info.items():
         if isinstance(key, str) and key.endswith(".context_length"):
-            return as_int(value)
+            return as_window(value)
     return None
 
 
@@ -189,7 +190,7 @@ class OllamaProvider(HttpProvider):
             if not isinstance(name, str) or not name:
                 continue
             details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
-            out.append(ModelInfo(id=name, model_max=as_int(details.get("context_length"))))
+            out.append(ModelInfo(id=name, model_max=as_window(details.get("context_length"))))
         return out
 
     async def _installed(self) -> str:
@@ -229,7 +230,7 @@ class OllamaProvider(HttpProvider):
         return EngineReport(
             provider=self.kind,
             model=model,
-            served=entry.context_length if entry is not None else None,
+            served=as_window(entry.context_length) if entry is not None else None,
             model_max=training_length(show.get("model_info")),
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),

@@ -35,7 +35,7 @@ from engine.providers.classify import (
 )
 from engine.providers.engine_text import StreamText, clean
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
-from engine.providers.http_base import HttpProvider, as_count, as_int
+from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
 from engine.providers.sse import SseEvent, iter_sse
 from engine.providers.wire import WireError
 
@@ -242,12 +242,12 @@ class OpenAICompatProvider(HttpProvider):
     @staticmethod
     def _card_window(card: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> int | None:
         """`max_model_len` of the card; a LoRA card without one inherits its parent's."""
-        window = as_int(card.get("max_model_len"))
+        window = as_window(card.get("max_model_len"))
         parent = card.get("parent")
         seen = {card.get("id")}
         while window is None and isinstance(parent, str) and parent in by_id and parent not in seen:
             seen.add(parent)
-            window = as_int(by_id[parent].get("max_model_len"))
+            window = as_window(by_id[parent].get("max_model_len"))
             parent = by_id[parent].get("parent")
         return window
 

@@ -51,7 +51,9 @@ class GuardedStream(httpx.AsyncByteStream):
         newline = chunk.rfind(b"\n")
         self._line = len(chunk) - newline - 1 if newline >= 0 else self._line + len(chunk)
         if self._line > self._max_line:
-            raise WireError(f"a stream event longer than {self._max_line // (1024 * 1024)} MiB")
+            mib, rest = divmod(self._max_line, 1024 * 1024)
+            size = f"{mib} MiB" if mib and not rest else f"{self._max_line:,} bytes"
+            raise WireError(f"a stream line longer than {size}")
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._inner:
