@@ -41,7 +41,7 @@ from engine.providers.base import (
 )
 from engine.providers.chat_template import template_messages
 from engine.providers.embedded_protocol import LOAD_ID, ChildConfig, read_message, write_message
-from engine.providers.engine_text import StreamText, clean
+from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import (
     ContextOverflow,
     ModelNotFound,
@@ -436,7 +436,7 @@ class EmbeddedProvider(Provider):
                             ToolCall(
                                 id=f"call_{uuid.uuid4().hex[:12]}",
                                 name=clean(n),
-                                arguments=clean(a),
+                                arguments=clean_arguments(a),
                             )
                             for n, a in message.get("tool_calls") or ()
                         )

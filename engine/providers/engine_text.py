@@ -12,7 +12,9 @@ U+FFFD too.
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 REPLACEMENT = "\ufffd"
 
@@ -29,6 +31,35 @@ def clean(text: str) -> str:
     # joins each valid pair and replaces each unpaired unit.
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return joined.replace("\x00", REPLACEMENT)
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [_clean_value(v) for v in value]
+    if isinstance(value, dict):
+        return {clean(k): _clean_value(v) for k, v in value.items()}
+    return value
+
+
+def clean_arguments(arguments: str) -> str:
+    """A tool call's arguments: JSON text inside the engine's JSON, so a `\\ud800` escape
+    in them survives the first decode and would become a lone surrogate in a path or a
+    command when the tool reads them. Cleaned at both levels; arguments that are not JSON
+    are left for the tool to refuse. ValueError for arguments nested too deeply to read
+    (every later reader of them would fail the same way)."""
+    text = clean(arguments)
+    try:
+        value = json.loads(text)
+        cleaned = _clean_value(value)
+    except RecursionError:
+        raise ValueError("tool call arguments nested too deeply to read") from None
+    except ValueError:
+        return text
+    if "\\u" not in text:  # no escape: the text itself was all there was to clean
+        return text
+    return json.dumps(cleaned, ensure_ascii=False)
 
 
 class StreamText:

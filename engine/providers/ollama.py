@@ -37,7 +37,7 @@ from engine.providers.classify import (
     classify_payload,
     classify_transport,
 )
-from engine.providers.engine_text import StreamText, clean
+from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import (
     DEFAULT_CONNECT_TIMEOUT_S,
@@ -273,7 +273,7 @@ class OllamaProvider(HttpProvider):
                             ToolCall(
                                 id=new_call_id(),
                                 name=clean(call.function.name),
-                                arguments=clean(
+                                arguments=clean_arguments(
                                     arguments
                                     if isinstance(arguments, str)
                                     else json.dumps(dict(arguments or {}), ensure_ascii=False)

@@ -33,7 +33,7 @@ from engine.providers.classify import (
     error_fields,
     safe_url,
 )
-from engine.providers.engine_text import StreamText, clean
+from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
 from engine.providers.sse import SseEvent, iter_sse
@@ -99,7 +99,7 @@ class ToolCallAssembler:
             ToolCall(
                 id=clean(c.id) or new_call_id(),
                 name=clean(c.name),
-                arguments=clean(c.arguments) or "{}",
+                arguments=clean_arguments(c.arguments) if c.arguments else "{}",
             )
             for _, c in sorted(self._calls.items())
         )
@@ -378,7 +378,10 @@ class OpenAICompatProvider(HttpProvider):
         tail = reader.text.flush()
         if tail:
             yield TextDelta(tail)
-        ready = reader.calls.calls()
+        try:
+            ready = reader.calls.calls()
+        except ValueError as exc:
+            raise self._protocol_error(str(exc)) from exc
         if ready:
             yield ToolCallsReady(ready)
         yield StreamDone(self.usage_from(reader.usage, reader.timings), reader.finish)

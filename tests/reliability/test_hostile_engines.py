@@ -41,7 +41,9 @@ TEN_MB = 10_000_000
 class Case:
     name: str
     body: list[bytes]
-    # None: a protocol_error ends the turn; else the answer the user must see, repaired.
+    # What the protocol_error that ends the turn must say (after "<engine> at <url> sent").
+    says: str = ""
+    # Not None: no error, and this is the answer the user must see, repaired.
     answer: str | None = None
 
 
@@ -89,47 +91,113 @@ def _openai_usage(**usage: Any) -> list[bytes]:
 
 
 OPENAI_CASES = [
-    Case("delta is a string", _openai_broken(b'{"choices":[{"delta":"abc"}]}')),
-    Case("choices is a number", _openai_broken(b'{"choices":5}')),
-    Case("a choice is a string", _openai_broken(b'{"choices":["abc"]}')),
-    Case("the event is a list", _openai_broken(b"[1, 2, 3]")),
-    Case("content is a number", _openai_broken(_delta({"content": 5}))),
+    Case("delta is a string", _openai_broken(b'{"choices":[{"delta":"abc"}]}'), says="`delta`"),
+    Case("choices is a number", _openai_broken(b'{"choices":5}'), says="`choices`"),
+    Case(
+        "a choice is a string", _openai_broken(b'{"choices":["abc"]}'), says="a choice that is not"
+    ),
+    Case("the event is a list", _openai_broken(b"[1, 2, 3]"), says="not a JSON object"),
+    Case("content is a number", _openai_broken(_delta({"content": 5})), says="`delta.content`"),
     Case(
         "a tool call's function is a string",
         _openai_broken(
             _delta({"tool_calls": [{"index": 0, "id": "call_1", "function": "read_file"}]})
         ),
+        says="`function`",
     ),
-    Case("tool_calls is an object", _openai_broken(_delta({"tool_calls": {"index": 0}}))),
+    Case(
+        "tool_calls is an object",
+        _openai_broken(_delta({"tool_calls": {"index": 0}})),
+        says="`delta.tool_calls`",
+    ),
     Case(
         "a tool call's arguments are a number",
         _openai_broken(
             _delta({"tool_calls": [{"index": 0, "function": {"name": "x", "arguments": 7}}]})
         ),
+        says="`function.arguments`",
     ),
-    Case("finish_reason is a number", _openai_broken(_delta({}, 3))),
+    Case("finish_reason is a number", _openai_broken(_delta({}, 3)), says="`finish_reason`"),
     Case(
         "an event nested 100,000 deep",
         _openai_broken(b'{"choices":' + b"[" * DEEP + b"]" * DEEP + b"}"),
+        says="nested too deeply",
     ),
-    Case("prompt_tokens is 1e308", _openai_usage(prompt_tokens=1e308, completion_tokens=1)),
-    Case("prompt_tokens is negative", _openai_usage(prompt_tokens=-40, completion_tokens=1)),
-    Case("completion_tokens is a fraction", _openai_usage(prompt_tokens=4, completion_tokens=2.5)),
-    Case("usage is a list", _openai_broken(b'{"choices":[],"usage":[1]}')),
+    Case(
+        "a tool call's arguments nested 100,000 deep",
+        _sse(
+            _START,
+            _delta(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "read_file", "arguments": "[" * DEEP + "]" * DEEP},
+                        }
+                    ]
+                }
+            ),
+            _delta({}, "tool_calls"),
+            _USAGE,
+            _DONE,
+        ),
+        says="nested too deeply",
+    ),
+    Case(
+        "prompt_tokens is 1e308",
+        _openai_usage(prompt_tokens=1e308, completion_tokens=1),
+        says="usage.prompt_tokens: 1e+308",
+    ),
+    Case(
+        "prompt_tokens is negative",
+        _openai_usage(prompt_tokens=-40, completion_tokens=1),
+        says="usage.prompt_tokens: -40",
+    ),
+    Case(
+        "completion_tokens is a fraction",
+        _openai_usage(prompt_tokens=4, completion_tokens=2.5),
+        says="usage.completion_tokens: 2.5",
+    ),
+    Case("usage is a list", _openai_broken(b'{"choices":[],"usage":[1]}'), says="`usage`"),
     Case(
         "bytes that are not UTF-8",
         _openai_broken(b'{"choices":[{"index":0,"delta":{"content":"caf\xe9 \xff"}}]}'),
+        says="not UTF-8",
     ),
-    Case("a raw NUL", _openai_broken(b'{"choices":[{"index":0,"delta":{"content":"a\x00b"}}]}')),
-    Case("a 10 MB event", _openai_broken(_text("x" * TEN_MB))),
+    Case(
+        "a raw NUL",
+        _openai_broken(b'{"choices":[{"index":0,"delta":{"content":"a\x00b"}}]}'),
+        says="not JSON",
+    ),
+    Case("a 10 MB event", _openai_broken(_text("x" * TEN_MB)), says="longer than 8 MiB"),
+    Case(
+        "a 10 MB event over many data lines",
+        [*_sse(_START, _text("Partial ")), b"data: " + b"x" * 999 + b"\n"] * 1
+        + [b"data: " + b"x" * 999 + b"\n"] * (TEN_MB // 1000)
+        + [b"\n"],
+        says="longer than 8 MiB",
+    ),
+    Case(
+        "a character cut across two network chunks",
+        [
+            *_sse(_START),
+            b'data: {"choices":[{"index":0,"delta":{"content":"caf\xc3',
+            b"\xa9 \xf0\x9f",
+            b'\x98\x80"}}]}\n\n',
+            *_sse(_STOP, _USAGE, _DONE),
+        ],
+        answer="caf\u00e9 \U0001f600",
+    ),
     Case(
         "an emoji split across two events",
         _openai_answer("Smile ", "\ud83d", "\ude00", "!"),
-        "Smile \U0001f600!",
+        answer="Smile \U0001f600!",
     ),
-    Case("a lone surrogate", _openai_answer("bad ", "\ud800", " char"), "bad \ufffd char"),
-    Case("half an emoji at the end", _openai_answer("end ", "\ud83d"), "end \ufffd"),
-    Case("an escaped NUL", _openai_answer("a\u0000b"), "a\ufffdb"),
+    Case("a lone surrogate", _openai_answer("bad ", "\ud800", " char"), answer="bad \ufffd char"),
+    Case("half an emoji at the end", _openai_answer("end ", "\ud83d"), answer="end \ufffd"),
+    Case("an escaped NUL", _openai_answer("a\u0000b"), answer="a\ufffdb"),
 ]
 
 
@@ -176,10 +244,11 @@ OLLAMA_CASES = [
     Case(
         "message is a string",
         _ollama_broken({"model": OLLAMA_MODEL, "message": "abc", "done": False}),
+        says="cannot read (ValidationError)",
     ),
-    Case("the line is a number", _ollama_broken(b"5")),
-    Case("the line is a list", _ollama_broken(b"[1, 2, 3]")),
-    Case("content is a number", _ollama_broken(_part(5))),
+    Case("the line is a number", _ollama_broken(b"5"), says="cannot read (AttributeError)"),
+    Case("the line is a list", _ollama_broken(b"[1, 2, 3]"), says="cannot read (AttributeError)"),
+    Case("content is a number", _ollama_broken(_part(5)), says="cannot read (ValidationError)"),
     Case(
         "a tool call's function is a string",
         _ollama_broken(
@@ -189,29 +258,41 @@ OLLAMA_CASES = [
                 "done": False,
             }
         ),
+        says="cannot read (ValidationError)",
     ),
     Case(
         "a line nested 100,000 deep",
         _ollama_broken(b'{"message":' + b"[" * DEEP + b"]" * DEEP + b"}"),
+        says="nested too deeply",
     ),
-    Case("prompt_eval_count is 1e308", _lines(_part("Partial "), _done(prompt_eval_count=1e308))),
-    Case("eval_count is negative", _lines(_part("Partial "), _done(eval_count=-3))),
+    Case(
+        "prompt_eval_count is 1e308",
+        _lines(_part("Partial "), _done(prompt_eval_count=1e308)),
+        says="cannot read (ValidationError)",
+    ),
+    Case(
+        "eval_count is negative",
+        _lines(_part("Partial "), _done(eval_count=-3)),
+        says="eval_count: -3",
+    ),
     Case(
         "bytes that are not UTF-8",
         _ollama_broken(b'{"model":"m","message":{"role":"assistant","content":"caf\xe9"}}'),
+        says="not UTF-8",
     ),
     Case(
         "a raw NUL",
         _ollama_broken(b'{"model":"m","message":{"role":"assistant","content":"a\x00b"}}'),
+        says="cannot read (JSONDecodeError)",
     ),
-    Case("a 10 MB line", _ollama_broken(_part("x" * TEN_MB))),
+    Case("a 10 MB line", _ollama_broken(_part("x" * TEN_MB)), says="longer than 8 MiB"),
     Case(
         "an emoji split across two lines",
         _ollama_answer("Smile ", "\ud83d", "\ude00", "!"),
-        "Smile \U0001f600!",
+        answer="Smile \U0001f600!",
     ),
-    Case("a lone surrogate", _ollama_answer("bad ", "\ud800", " char"), "bad \ufffd char"),
-    Case("an escaped NUL", _ollama_answer("a\u0000b"), "a\ufffdb"),
+    Case("a lone surrogate", _ollama_answer("bad ", "\ud800", " char"), answer="bad \ufffd char"),
+    Case("an escaped NUL", _ollama_answer("a\u0000b"), answer="a\ufffdb"),
 ]
 
 
@@ -278,6 +359,7 @@ def test_every_hostile_stream_is_one_protocol_error_or_repaired_and_the_conversa
                     (error,) = errors(events)
                     assert error["kind"] == "protocol_error", (case.name, error)
                     assert f"{engine.name} at {fake.url} sent" in error["message"], case.name
+                    assert case.says in error["message"], (case.name, error["message"])
                 else:
                     assert errors(events) == [], (case.name, errors(events))
                     assert answered(events) == case.answer, case.name

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator
 
 import httpx
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.providers.classify import MAX_TOKEN_COUNT, BadCount, as_count, as_window
-from engine.providers.engine_text import StreamText, clean
+from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.vllm import VllmProvider
 from engine.providers.wire import GuardedStream, WireError
 from tests.helpers.fake_engines import FakeVllm
@@ -36,7 +37,9 @@ def _feed(pieces: list[str]) -> str:
     return "".join(decoder.feed(p) for p in pieces) + decoder.flush()
 
 
-@given(text=st.text(alphabet=st.characters(exclude_characters="\x00")), cuts=st.data())
+@given(
+    text=st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00")), cuts=st.data()
+)
 def test_text_cut_anywhere_between_code_units_comes_out_exactly_as_it_went_in(text, cuts):
     units = _utf16_units(text)
     points = sorted(cuts.draw(st.sets(st.integers(0, len(units)))))
@@ -123,3 +126,19 @@ def test_bytes_that_are_not_utf8_or_a_line_that_never_ends_are_a_wire_error(chun
 def test_many_short_lines_and_a_long_plain_answer_are_within_the_limits():
     assert _through([b"a" * 60 + b"\n"] * 10)
     assert _through([b"[" + b"1," * 1000 + b"1]"], max_line=None)
+
+
+def test_an_escaped_lone_surrogate_or_nul_inside_tool_arguments_is_cleaned_at_both_levels():
+    arguments = '{"path": "notes\\ud800.md", "text": "a\\u0000b", "ok": "\\ud83d\\ude00"}'
+    assert json.loads(clean_arguments(arguments)) == {
+        "path": "notes\ufffd.md",
+        "text": "a\ufffdb",
+        "ok": "\U0001f600",
+    }
+    assert clean_arguments('{"path": "a.txt"}') == '{"path": "a.txt"}'
+    assert clean_arguments("not JSON at all") == "not JSON at all"
+
+
+def test_tool_arguments_nested_too_deeply_to_read_are_refused():
+    with pytest.raises(ValueError, match="nested too deeply"):
+        clean_arguments("[" * 100_000 + "]" * 100_000)
