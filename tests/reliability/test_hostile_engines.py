@@ -394,3 +394,32 @@ def test_every_hostile_stream_is_one_protocol_error_or_repaired_and_the_conversa
     assert "still there?" in [m["content"] for m in messages if m["role"] == "user"]
     text = run_brim(["conversations", "export", conversation["id"]], data_dir=home, timeout=60)
     assert text.returncode == 0 and "Smile \U0001f600!" in text.stdout
+
+
+def test_an_emoji_split_across_events_is_saved_whole_and_the_chat_resumes_and_exports(
+    tmp_path: Path,
+):
+    home = tmp_path / "home"
+    with hostile(FakeLlamaServer(n_ctx=4096)) as fake:
+        flags = ["--provider", "llamacpp", "--model", "fake", "--base-url", fake.url]
+        raw(fake, *_openai_answer("Smile ", "\ud83d", "\ude00", " and half ", "\ud800"))
+        first = run_brim(
+            ["chat", "--headless", *flags], data_dir=home, stdin="say it\nand again\n", timeout=120
+        )
+        assert first.returncode == 0, first.stderr
+        assert errors(first.events()) == []
+        assert answered(first.events()) == "Smile \U0001f600 and half \ufffd" + OK
+        (conversation,) = json.loads(
+            run_brim(["conversations", "list", "--json"], data_dir=home, timeout=60).stdout
+        )
+        resumed = run_brim(
+            ["chat", "--headless", *flags, "--conversation", conversation["id"]],
+            data_dir=home,
+            stdin="once more\n",
+            timeout=120,
+        )
+    assert resumed.returncode == 0, resumed.stderr
+    assert answered(resumed.events()) == OK
+    export = run_brim(["conversations", "export", conversation["id"]], data_dir=home, timeout=60)
+    assert export.returncode == 0, export.stderr
+    assert "Smile \U0001f600 and half \ufffd" in export.stdout
