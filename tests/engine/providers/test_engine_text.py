@@ -15,7 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engine.providers.base import ChatOptions, TextDelta, ToolCallsReady
 from engine.providers.classify import MAX_TOKEN_COUNT, BadCount, as_count, as_window
+from engine.providers.embedded import EmbeddedProvider
 from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.vllm import VllmProvider
 from engine.providers.wire import GuardedStream, WireError
@@ -142,3 +144,59 @@ def test_an_escaped_lone_surrogate_or_nul_inside_tool_arguments_is_cleaned_at_bo
 def test_tool_arguments_nested_too_deeply_to_read_are_refused():
     with pytest.raises(ValueError, match="nested too deeply"):
         clean_arguments("[" * 100_000 + "]" * 100_000)
+
+
+class _FakeChild:
+    """The embedded engine's child as the parent sees it: answers already in the pipe."""
+
+    def __init__(self, answers: list[dict[str, object]]) -> None:
+        self.answers = answers
+
+    def subscribe(self, request_id: str) -> asyncio.Queue[object]:
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        for answer in self.answers:
+            queue.put_nowait({"id": request_id, **answer})
+        return queue
+
+    def send(self, message: object) -> None:
+        pass
+
+    def unsubscribe(self, request_id: str) -> None:
+        pass
+
+    def cancel(self, request_id: str) -> None:
+        pass
+
+
+def test_the_embedded_engines_text_and_tool_calls_are_decoded_like_every_engines(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    child = _FakeChild(
+        [
+            {"type": "delta", "text": "Smile "},
+            {"type": "delta", "text": "\ud83d"},
+            {"type": "delta", "text": "\ude00 half \ud83d"},
+            {
+                "type": "done",
+                "finish_reason": "tool_calls",
+                "usage": {"prompt_tokens": 5, "completion_tokens": 4},
+                "tool_calls": [("read\ud800", '{"path": "notes\\ud800.md"}')],
+            },
+        ]
+    )
+    provider = EmbeddedProvider(model_path="unused.gguf")
+
+    async def ensure_child() -> _FakeChild:
+        return child
+
+    monkeypatch.setattr(provider, "_ensure_child", ensure_child)
+
+    async def run() -> list[object]:
+        return [item async for item in provider.stream_chat("", [], ChatOptions())]
+
+    items = asyncio.run(run())
+    text = "".join(i.text for i in items if isinstance(i, TextDelta))
+    assert text == "Smile \U0001f600 half \ufffd"
+    (ready,) = [i for i in items if isinstance(i, ToolCallsReady)]
+    (call,) = ready.calls
+    assert call.name == "read\ufffd" and call.parsed_arguments() == {"path": "notes\ufffd.md"}
