@@ -21,6 +21,7 @@ from engine.config import AgentConfig, AgentConfigError, default_agent, load_age
 from engine.events import ErrorEvent, Event, NoticeEvent, TurnEndEvent
 from engine.paths import BrimPaths
 from engine.providers.base import PROVIDER_KINDS
+from engine.providers.engine_text import clean
 from engine.providers.errors import ProviderError
 from engine.store.errors import StoreError
 
@@ -218,9 +219,17 @@ class _HeadlessOutput:
             self.failure = None
         if self.closed:
             return
+        data = event.to_dict()
         try:
-            sys.stdout.write(json.dumps(event.to_dict(), ensure_ascii=False) + "\n")
+            try:
+                # A lone surrogate (text no engine should send, from wherever it came)
+                # becomes U+FFFD, so encoding the line cannot fail on it.
+                sys.stdout.write(clean(json.dumps(data, ensure_ascii=False)) + "\n")
+            except UnicodeEncodeError:  # a stdout that is not UTF-8: escaped JSON is ASCII
+                sys.stdout.write(json.dumps(data, ensure_ascii=True) + "\n")
             sys.stdout.flush()
+        except UnicodeEncodeError:  # not a closed stdout: the line is lost, the chat goes on
+            logging.getLogger(__name__).warning("an event could not be written to stdout")
         except (BrokenPipeError, ValueError):  # ValueError: the stream itself was closed
             self.closed = True
             _silence_stdout()

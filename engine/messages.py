@@ -40,7 +40,7 @@ class ToolCall:
         """The arguments as a dict; malformed JSON from the model yields an empty dict."""
         try:
             value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested too deeply is malformed too
             return {}
         return value if isinstance(value, dict) else {}
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from engine.providers.engine_text import clean
 from engine.providers.errors import (
     ContextOverflow,
     EngineUnreachable,
@@ -95,23 +96,61 @@ def safe_url(url: str) -> str:
 
 
 def _shorten(text: str) -> str:
-    text = " ".join(text.split())
+    text = " ".join(clean(text).split())
     if len(text) > _MAX_MESSAGE_CHARS:
         return text[: _MAX_MESSAGE_CHARS - 1] + "…"
     return text
 
 
+# An engine's integer beyond this is no quantity it can mean (JSON's 1e308 is an integer
+# float; as an int it overflows the first float arithmetic that meets it).
+_MAX_INT = 2**63 - 1
+
+# llama.cpp, vLLM and Ollama all count tokens in 32-bit integers; a count above that is a
+# broken engine, not a long prompt.
+MAX_TOKEN_COUNT = 2**31 - 1
+
+
 def as_int(value: Any) -> int | None:
-    """An integer field from an engine's JSON; anything else (absent, null, text) is None."""
+    """An integer field from an engine's JSON; anything else (absent, null, text, a number
+    no engine can mean) is None."""
     if isinstance(value, bool):
         return None
+    number: int | None = None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 20:
+        number = int(value.strip())
+    if number is None or abs(number) > _MAX_INT:
+        return None
+    return number
+
+
+def as_window(value: Any) -> int | None:
+    """A context window (or slot count) an engine reported: a whole number in
+    1..MAX_TOKEN_COUNT, else None: a window of -5 or 1e308 is one the engine did not
+    really state, and Brim resolves the window as if it had said nothing."""
+    number = as_int(value)
+    return number if number is not None and 0 < number <= MAX_TOKEN_COUNT else None
+
+
+class BadCount(ValueError):
+    """An engine's token count that cannot be one; the message names the field."""
+
+
+def as_count(value: Any, field: str) -> int | None:
+    """A token count an engine reported: None when it reported none (absent or null), the
+    count when it is a whole number in 0..MAX_TOKEN_COUNT, else BadCount (the engine sent
+    something no tokenizer counts, and the numbers must not reach the context ladder)."""
+    if value is None:
+        return None
+    number = as_int(value)
+    if number is None or not 0 <= number <= MAX_TOKEN_COUNT:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:39] + "…"
+        raise BadCount(f"a token count that is not one ({field}: {shown})")
+    return number
 
 
 def parse_body(body: str | bytes) -> Any:

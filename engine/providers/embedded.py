@@ -41,6 +41,7 @@ from engine.providers.base import (
 )
 from engine.providers.chat_template import template_messages
 from engine.providers.embedded_protocol import LOAD_ID, ChildConfig, read_message, write_message
+from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import (
     ContextOverflow,
     ModelNotFound,
@@ -404,6 +405,7 @@ class EmbeddedProvider(Provider):
             request_id = uuid.uuid4().hex
             route = child.subscribe(request_id)
             finished = False
+            text = StreamText()  # the child's text is ours, but it is the model's bytes
             try:
                 child.send(
                     {
@@ -420,13 +422,22 @@ class EmbeddedProvider(Provider):
                     message = await route.get()
                     kind = message["type"]
                     if kind == "delta":
-                        yield TextDelta(message["text"])
+                        piece = text.feed(message["text"])
+                        if piece:
+                            yield TextDelta(piece)
                     elif kind == "done":
                         finished = True
                         if message.get("finish_reason") == "cancelled":  # not by this caller
                             raise ServerError(SHUT_DOWN)
+                        tail = text.flush()
+                        if tail:
+                            yield TextDelta(tail)
                         calls = tuple(
-                            ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=n, arguments=a)
+                            ToolCall(
+                                id=f"call_{uuid.uuid4().hex[:12]}",
+                                name=clean(n),
+                                arguments=clean_arguments(a),
+                            )
                             for n, a in message.get("tool_calls") or ()
                         )
                         if calls:

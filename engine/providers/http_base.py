@@ -9,12 +9,15 @@ import httpx
 
 from engine.providers.base import Provider
 from engine.providers.classify import (
+    as_count,
     as_int,
+    as_window,
     classify_http,
     classify_transport,
     protocol_error,
     safe_url,
 )
+from engine.providers.wire import WireError, guard_hooks
 
 DEFAULT_TIMEOUT_S = 600.0  # a big model may think (or load) for minutes before its first token
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -25,7 +28,9 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "PROBE_TIMEOUT_S",
     "HttpProvider",
+    "as_count",
     "as_int",
+    "as_window",
 ]
 
 
@@ -46,7 +51,11 @@ class HttpProvider(Provider):
         self.probe_timeout = httpx.Timeout(min(timeout, PROBE_TIMEOUT_S), connect=connect_timeout)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._http = httpx.AsyncClient(
-            base_url=self.base_url, timeout=self.timeout, headers=headers, transport=transport
+            base_url=self.base_url,
+            timeout=self.timeout,
+            headers=headers,
+            transport=transport,
+            event_hooks=guard_hooks(),  # UTF-8 and bounded lines, checked as bytes arrive
         )
 
     @property
@@ -69,6 +78,8 @@ class HttpProvider(Provider):
                 )
         except httpx.HTTPError as exc:
             raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
+        except WireError as exc:
+            raise self._protocol_error(exc.what) from exc
         if response.status_code >= 400:
             raise classify_http(
                 response.status_code,
@@ -79,6 +90,8 @@ class HttpProvider(Provider):
             )
         try:
             return response.json()
+        except RecursionError as exc:
+            raise self._protocol_error(f"an answer to {method} {path} nested too deeply") from exc
         except ValueError as exc:
             raise self._protocol_error(f"a non-JSON answer to {method} {path}") from exc
 

@@ -13,7 +13,7 @@ from typing import Any
 from engine.messages import Message, model_messages, to_openai
 from engine.providers.base import EngineReport, ModelInfo, Usage
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
-from engine.providers.http_base import as_int
+from engine.providers.http_base import as_int, as_window
 from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
 
 
@@ -81,8 +81,8 @@ class LlamaCppProvider(OpenAICompatProvider):
             out.append(
                 ModelInfo(
                     id=str(card["id"]),
-                    served_window=as_int(meta.get("n_ctx")),
-                    model_max=as_int(meta.get("n_ctx_train")),
+                    served_window=as_window(meta.get("n_ctx")),
+                    model_max=as_window(meta.get("n_ctx_train")),
                     owned_by=card.get("owned_by"),
                 )
             )
@@ -92,13 +92,13 @@ class LlamaCppProvider(OpenAICompatProvider):
         props = await self._props()
         settings = props.get("default_generation_settings")
         settings = settings if isinstance(settings, dict) else {}
-        per_slot = as_int(settings.get("n_ctx"))
+        per_slot = as_window(settings.get("n_ctx"))
         if per_slot is None:
-            per_slot = as_int(props.get("n_ctx"))  # some older builds put it at the top level
-        slots = as_int(props.get("total_slots"))
+            per_slot = as_window(props.get("n_ctx"))  # some older builds put it at the top level
+        slots = as_window(props.get("total_slots"))
         card = self._pick_card(await self._cards_or_empty(), model)
         meta = card.get("meta") if card and isinstance(card.get("meta"), dict) else {}
-        model_max = as_int(meta.get("n_ctx_train"))
+        model_max = as_window(meta.get("n_ctx_train"))
         warnings: list[str] = []
         # No field says whether the slots share one KV pool: a real server reports the same
         # per-slot n_ctx in /props and in meta either way (checked on b-2026 builds). Four

@@ -31,15 +31,24 @@ from engine.providers.base import (
     ToolCallsReady,
     Usage,
 )
-from engine.providers.classify import classify_http, classify_payload, classify_transport
+from engine.providers.classify import (
+    BadCount,
+    classify_http,
+    classify_payload,
+    classify_transport,
+)
+from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
     HttpProvider,
+    as_count,
     as_int,
+    as_window,
 )
 from engine.providers.openai_compat import new_call_id
+from engine.providers.wire import WireError, guard_hooks
 
 _NUM_CTX_LINE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
@@ -49,7 +58,7 @@ def modelfile_num_ctx(parameters: Any) -> int | None:
     if not isinstance(parameters, str):
         return None
     match = _NUM_CTX_LINE.search(parameters)
-    return int(match.group(1)) if match else None
+    return as_window(match.group(1)) if match else None
 
 
 def training_length(model_info: Any) -> int | None:
@@ -58,12 +67,12 @@ def training_length(model_info: Any) -> int | None:
         return None
     arch = model_info.get("general.architecture")
     if isinstance(arch, str) and arch:
-        found = as_int(model_info.get(f"{arch}.context_length"))
+        found = as_window(model_info.get(f"{arch}.context_length"))
         if found is not None:
             return found
     for key, value in model_info.items():
         if isinstance(key, str) and key.endswith(".context_length"):
-            return as_int(value)
+            return as_window(value)
     return None
 
 
@@ -101,7 +110,19 @@ def to_ollama(message: Message) -> dict[str, Any]:
 
 def _ns_to_s(value: Any) -> float | None:
     ns = as_int(value)
-    return ns / 1e9 if ns is not None else None
+    return ns / 1e9 if ns is not None and ns >= 0 else None
+
+
+# What reading the official client's stream raises on a line of a shape nobody expected.
+_SHAPE_ERRORS = (
+    ValueError,  # json.loads, pydantic.ValidationError
+    pydantic.ValidationError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+)
 
 
 class OllamaProvider(HttpProvider):
@@ -119,7 +140,9 @@ class OllamaProvider(HttpProvider):
         super().__init__(
             base_url, timeout=timeout, connect_timeout=connect_timeout, transport=transport
         )
-        client_kw: dict[str, Any] = {"timeout": self.timeout}
+        # The same wire limits as every engine (UTF-8, bounded lines), on the official
+        # client's own connection pool.
+        client_kw: dict[str, Any] = {"timeout": self.timeout, "event_hooks": guard_hooks()}
         if transport is not None:
             client_kw["transport"] = transport
         self.client = ollama.AsyncClient(host=self.base_url, **client_kw)
@@ -142,7 +165,15 @@ class OllamaProvider(HttpProvider):
             )
         if isinstance(exc, httpx.HTTPError | ConnectionError):
             return classify_transport(exc, engine=self.engine_name, url=self.base_url)
-        if isinstance(exc, ValueError | pydantic.ValidationError | TypeError | KeyError):
+        if isinstance(exc, WireError):
+            return self._protocol_error(exc.what)
+        if isinstance(exc, BadCount):
+            return self._protocol_error(str(exc))
+        if isinstance(exc, RecursionError):
+            return self._protocol_error("a stream line nested too deeply to read")
+        if isinstance(exc, _SHAPE_ERRORS):
+            # The client's json.loads and pydantic models, or its own `part.get` on a line
+            # that is not an object: whatever the shape, the engine broke the protocol.
             return self._protocol_error(f"an answer Brim cannot read ({type(exc).__name__})")
         return ServerError(f"{self.where} failed: {type(exc).__name__}")
 
@@ -159,7 +190,7 @@ class OllamaProvider(HttpProvider):
             if not isinstance(name, str) or not name:
                 continue
             details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
-            out.append(ModelInfo(id=name, model_max=as_int(details.get("context_length"))))
+            out.append(ModelInfo(id=name, model_max=as_window(details.get("context_length"))))
         return out
 
     async def _installed(self) -> str:
@@ -199,7 +230,7 @@ class OllamaProvider(HttpProvider):
         return EngineReport(
             provider=self.kind,
             model=model,
-            served=entry.context_length if entry is not None else None,
+            served=as_window(entry.context_length) if entry is not None else None,
             model_max=training_length(show.get("model_info")),
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
@@ -219,6 +250,7 @@ class OllamaProvider(HttpProvider):
         if options.stop:
             engine_options["stop"] = list(options.stop)
         calls: list[ToolCall] = []
+        text = StreamText()
         done: Any = None
         try:
             stream = await self.client.chat(
@@ -232,40 +264,45 @@ class OllamaProvider(HttpProvider):
                 async for part in stream:
                     message = part.message
                     if message.content:
-                        yield TextDelta(message.content)
+                        piece = text.feed(message.content)
+                        if piece:
+                            yield TextDelta(piece)
                     for call in message.tool_calls or ():
                         arguments = call.function.arguments
                         calls.append(
                             ToolCall(
                                 id=new_call_id(),
-                                name=call.function.name,
-                                arguments=arguments
-                                if isinstance(arguments, str)
-                                else json.dumps(dict(arguments or {}), ensure_ascii=False),
+                                name=clean(call.function.name),
+                                arguments=clean_arguments(
+                                    arguments
+                                    if isinstance(arguments, str)
+                                    else json.dumps(dict(arguments or {}), ensure_ascii=False)
+                                ),
                             )
                         )
                     if part.done:
                         done = part
+                        usage = Usage(
+                            prompt_tokens=as_count(done.prompt_eval_count, "prompt_eval_count"),
+                            completion_tokens=as_count(done.eval_count, "eval_count"),
+                            cached_tokens=None,  # Ollama does not report prompt-cache reuse
+                            prompt_eval_s=_ns_to_s(done.prompt_eval_duration),
+                            eval_s=_ns_to_s(done.eval_duration),
+                        )
                         break
         except Exception as exc:
             raise self._classify(exc, model) from exc
         if done is None:
             raise ServerError(f"{self.where} ended the stream before the answer finished")
-        finish = done.done_reason
+        tail = text.flush()
+        if tail:
+            yield TextDelta(tail)
+        finish = clean(done.done_reason) if isinstance(done.done_reason, str) else None
         if calls:
             yield ToolCallsReady(tuple(calls))
             if finish in (None, "stop"):
                 finish = "tool_calls"
-        yield StreamDone(
-            Usage(
-                prompt_tokens=done.prompt_eval_count,
-                completion_tokens=done.eval_count,
-                cached_tokens=None,  # Ollama does not report prompt-cache reuse
-                prompt_eval_s=_ns_to_s(done.prompt_eval_duration),
-                eval_s=_ns_to_s(done.eval_duration),
-            ),
-            finish,
-        )
+        yield StreamDone(usage, finish)
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -7,6 +7,7 @@ the stream lives here once and the engine modules override only the facts.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -32,9 +33,11 @@ from engine.providers.classify import (
     error_fields,
     safe_url,
 )
-from engine.providers.errors import ModelNotFound, ServerError
-from engine.providers.http_base import HttpProvider, as_int
-from engine.providers.sse import iter_sse
+from engine.providers.engine_text import StreamText, clean, clean_arguments
+from engine.providers.errors import ModelNotFound, ProviderError, ServerError
+from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
+from engine.providers.sse import SseEvent, iter_sse
+from engine.providers.wire import WireError
 
 
 def new_call_id() -> str:
@@ -50,7 +53,11 @@ class _PartialCall:
 
 
 class ToolCallAssembler:
-    """Joins the fragments of streamed tool calls (keyed by `index`) into whole calls."""
+    """Joins the fragments of streamed tool calls (keyed by `index`) into whole calls.
+
+    A fragment of a shape no engine sends raises ValueError saying which; the text of the
+    finished calls goes through `clean` (a surrogate pair split across fragments is joined
+    there, as the fragments are joined before it)."""
 
     def __init__(self) -> None:
         self._calls: dict[int, _PartialCall] = {}
@@ -58,25 +65,42 @@ class ToolCallAssembler:
     def add(self, deltas: list[Any]) -> None:
         for position, delta in enumerate(deltas):
             if not isinstance(delta, dict):
-                continue
+                raise ValueError("a tool call that is not a JSON object")
             index = as_int(delta.get("index"))
             key = index if index is not None else len(self._calls) + position
             call = self._calls.setdefault(key, _PartialCall())
-            if isinstance(delta.get("id"), str) and delta["id"] and not call.id:
-                call.id = delta["id"]
-            function = delta.get("function") or {}
+            call_id = delta.get("id")
+            if call_id is not None and not isinstance(call_id, str):
+                raise ValueError("a tool call whose `id` is not text")
+            if call_id and not call.id:
+                call.id = call_id
+            function = delta.get("function")
+            if function is None:
+                continue
+            if not isinstance(function, dict):
+                raise ValueError("a tool call whose `function` is not an object")
             name = function.get("name")
-            if isinstance(name, str) and name and not call.name:
+            if name is not None and not isinstance(name, str):
+                raise ValueError("a tool call whose `function.name` is not text")
+            if name and not call.name:
                 call.name = name
             arguments = function.get("arguments")
             if isinstance(arguments, str):
                 call.arguments += arguments
             elif isinstance(arguments, dict):
                 call.arguments += json.dumps(arguments, ensure_ascii=False)
+            elif arguments is not None:
+                raise ValueError(
+                    "a tool call whose `function.arguments` is neither text nor an object"
+                )
 
     def calls(self) -> tuple[ToolCall, ...]:
         return tuple(
-            ToolCall(id=c.id or new_call_id(), name=c.name, arguments=c.arguments or "{}")
+            ToolCall(
+                id=clean(c.id) or new_call_id(),
+                name=clean(c.name),
+                arguments=clean_arguments(c.arguments) if c.arguments else "{}",
+            )
             for _, c in sorted(self._calls.items())
         )
 
@@ -89,6 +113,102 @@ def cached_from_usage(usage: dict[str, Any] | None) -> int | None:
     if not isinstance(details, dict):
         return None
     return as_int(details.get("cached_tokens"))
+
+
+_USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_TIMING_COUNTS = ("prompt_n", "cache_n", "predicted_n")
+_TIMING_MS = ("prompt_ms", "predicted_ms")
+
+
+def check_usage(usage: Any) -> dict[str, Any] | None:
+    """`usage` as the context ladder may read it: every count a whole number in range.
+    None for a chunk without usage (null or absent); ValueError for any other shape."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise ValueError("a `usage` that is not a JSON object")
+    for key in _USAGE_COUNTS:
+        as_count(usage.get(key), f"usage.{key}")
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict):
+        as_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
+    return usage
+
+
+def check_timings(timings: Any) -> dict[str, Any] | None:
+    """llama-server's `timings`: token counts in range, durations finite and not negative."""
+    if timings is None:
+        return None
+    if not isinstance(timings, dict):
+        raise ValueError("`timings` that are not a JSON object")
+    for key in _TIMING_COUNTS:
+        as_count(timings.get(key), f"timings.{key}")
+    for key in _TIMING_MS:
+        value = timings.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"a duration that is not a number (timings.{key})")
+        if not (math.isfinite(value) and 0 <= value < 1e15):
+            raise ValueError(f"a duration that is not one (timings.{key}: {value!r})")
+    return timings
+
+
+# What reading one event can raise on a shape nobody expected, besides the checks' own
+# ValueErrors: these become a protocol_error, never a traceback.
+_SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, OverflowError, RecursionError)
+
+
+class ChunkReader:
+    """Reads one chat stream's events: the text (through the stream's `StreamText`), the
+    tool-call fragments, the finish reason and the usage. Every shape it does not expect
+    raises ValueError naming it; `OpenAICompatProvider` turns that into a protocol_error."""
+
+    def __init__(self) -> None:
+        self.text = StreamText()
+        self.calls = ToolCallAssembler()
+        self.finish: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.timings: dict[str, Any] | None = None
+
+    def read(self, chunk: dict[str, Any]) -> str:
+        """The text this chunk adds (possibly empty)."""
+        usage = check_usage(chunk.get("usage"))
+        if usage is not None:
+            self.usage = usage
+        timings = check_timings(chunk.get("timings"))
+        if timings is not None:
+            self.timings = timings
+        choices = chunk.get("choices")
+        if choices is None:
+            return ""
+        if not isinstance(choices, list):
+            raise ValueError("`choices` that are not a list")
+        out: list[str] = []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise ValueError("a choice that is not a JSON object")
+            delta = choice.get("delta")
+            if delta is None:
+                delta = {}
+            if not isinstance(delta, dict):
+                raise ValueError("a `delta` that is not a JSON object")
+            content = delta.get("content")
+            if content is not None and not isinstance(content, str):
+                raise ValueError("a `delta.content` that is not text")
+            if content:
+                out.append(self.text.feed(content))
+            tool_calls = delta.get("tool_calls")
+            if tool_calls is not None:
+                if not isinstance(tool_calls, list):
+                    raise ValueError("`delta.tool_calls` that are not a list")
+                self.calls.add(tool_calls)
+            finish = choice.get("finish_reason")
+            if finish is not None and not isinstance(finish, str):
+                raise ValueError("a `finish_reason` that is not text")
+            if finish:
+                self.finish = clean(finish)
+        return "".join(out)
 
 
 class OpenAICompatProvider(HttpProvider):
@@ -122,12 +242,12 @@ class OpenAICompatProvider(HttpProvider):
     @staticmethod
     def _card_window(card: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> int | None:
         """`max_model_len` of the card; a LoRA card without one inherits its parent's."""
-        window = as_int(card.get("max_model_len"))
+        window = as_window(card.get("max_model_len"))
         parent = card.get("parent")
         seen = {card.get("id")}
         while window is None and isinstance(parent, str) and parent in by_id and parent not in seen:
             seen.add(parent)
-            window = as_int(by_id[parent].get("max_model_len"))
+            window = as_window(by_id[parent].get("max_model_len"))
             parent = by_id[parent].get("parent")
         return window
 
@@ -191,14 +311,42 @@ class OpenAICompatProvider(HttpProvider):
             payload, engine=self.engine_name, url=self.base_url, model=model, status=200
         )
 
+    def _parse(self, event: SseEvent, model: str) -> Any:
+        """One event's JSON; an engine's error event as its error; else a protocol_error."""
+        try:
+            chunk = json.loads(event.data)
+        except RecursionError as exc:
+            raise self._protocol_error("a stream event nested too deeply to read") from exc
+        except ValueError as exc:
+            if event.event == "error":
+                raise self._stream_error(event.data, model) from exc
+            raise self._protocol_error("a stream event that is not JSON") from exc
+        if event.event == "error" or (
+            isinstance(chunk, dict) and ("error" in chunk or chunk.get("object") == "error")
+        ):
+            payload = chunk if error_fields(chunk) else {"error": chunk}
+            raise self._stream_error(payload, model)
+        if not isinstance(chunk, dict):
+            raise self._protocol_error("a stream event that is not a JSON object")
+        return chunk
+
+    def _read(self, reader: ChunkReader, event: SseEvent, model: str) -> str:
+        try:
+            return reader.read(self._parse(event, model))
+        except ProviderError:
+            raise
+        except ValueError as exc:
+            raise self._protocol_error(str(exc) or "a stream event Brim cannot read") from exc
+        except _SHAPE_ERRORS as exc:
+            raise self._protocol_error(
+                f"a stream event Brim cannot read ({type(exc).__name__})"
+            ) from exc
+
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[StreamItem]:
         body = self.request_body(model, messages, options)
-        calls = ToolCallAssembler()
-        finish: str | None = None
-        usage: dict[str, Any] | None = None
-        timings: dict[str, Any] | None = None
+        reader = ChunkReader()
         finished = False
         events = 0
         try:
@@ -216,42 +364,24 @@ class OpenAICompatProvider(HttpProvider):
                     if event.data.strip() == "[DONE]":
                         finished = True
                         break
-                    try:
-                        chunk = json.loads(event.data)
-                    except ValueError as exc:
-                        if event.event == "error":
-                            raise self._stream_error(event.data, model) from exc
-                        raise self._protocol_error("a stream event that is not JSON") from exc
-                    if event.event == "error" or (
-                        isinstance(chunk, dict)
-                        and ("error" in chunk or chunk.get("object") == "error")
-                    ):
-                        payload = chunk if error_fields(chunk) else {"error": chunk}
-                        raise self._stream_error(payload, model)
-                    if not isinstance(chunk, dict):
-                        raise self._protocol_error("a stream event that is not a JSON object")
-                    if isinstance(chunk.get("usage"), dict):
-                        usage = chunk["usage"]
-                    if isinstance(chunk.get("timings"), dict):
-                        timings = chunk["timings"]
-                    for choice in chunk.get("choices") or []:
-                        if not isinstance(choice, dict):
-                            continue
-                        delta = choice.get("delta") or {}
-                        text = delta.get("content")
-                        if isinstance(text, str) and text:
-                            yield TextDelta(text)
-                        if isinstance(delta.get("tool_calls"), list):
-                            calls.add(delta["tool_calls"])
-                        if choice.get("finish_reason"):
-                            finish = str(choice["finish_reason"])
+                    text = self._read(reader, event, model)
+                    if text:
+                        yield TextDelta(text)
         except httpx.HTTPError as exc:
             raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
+        except WireError as exc:
+            raise self._protocol_error(exc.what) from exc
         if events == 0:
             raise self._protocol_error("an answer to a chat request that is not an event stream")
-        if not finished and finish is None:
+        if not finished and reader.finish is None:
             raise ServerError(f"{self.where} ended the stream before the answer finished")
-        ready = calls.calls()
+        tail = reader.text.flush()
+        if tail:
+            yield TextDelta(tail)
+        try:
+            ready = reader.calls.calls()
+        except ValueError as exc:
+            raise self._protocol_error(str(exc)) from exc
         if ready:
             yield ToolCallsReady(ready)
-        yield StreamDone(self.usage_from(usage, timings), finish)
+        yield StreamDone(self.usage_from(reader.usage, reader.timings), reader.finish)

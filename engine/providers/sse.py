@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from engine.providers.wire import MAX_LINE_BYTES, WireError
+
 
 @dataclass(frozen=True)
 class SseEvent:
@@ -17,15 +19,20 @@ class SseEvent:
     data: str
 
 
-async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[SseEvent]:
+async def iter_sse(
+    lines: AsyncIterator[str], *, max_event: int = MAX_LINE_BYTES
+) -> AsyncIterator[SseEvent]:
+    """The events of a stream. One event may not hold more than `max_event` characters of
+    data, however many `data:` lines it spreads them over (WireError), as no line may."""
     event = "message"
     data: list[str] = []
+    size = 0
     async for raw in lines:
         line = raw.rstrip("\r\n")
         if not line:
             if data:
                 yield SseEvent(event, "\n".join(data))
-            event, data = "message", []
+            event, data, size = "message", [], 0
             continue
         if line.startswith(":"):  # comment / keep-alive
             continue
@@ -33,6 +40,9 @@ async def iter_sse(lines: AsyncIterator[str]) -> AsyncIterator[SseEvent]:
         if value.startswith(" "):
             value = value[1:]
         if name == "data":
+            size += len(value) + 1
+            if size > max_event:
+                raise WireError(f"a stream event longer than {max_event // (1024 * 1024)} MiB")
             data.append(value)
         elif name == "event":
             event = value

@@ -6,7 +6,7 @@ from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
 from engine.providers.errors import EngineUnreachable, ProviderError
-from engine.providers.http_base import as_int
+from engine.providers.http_base import as_window
 from engine.providers.openai_compat import OpenAICompatProvider
 
 
@@ -35,7 +35,7 @@ class VllmProvider(OpenAICompatProvider):
             return None
         if not isinstance(answer, dict):
             return None
-        count = as_int(answer.get("count"))
+        count = as_window(answer.get("count"))  # a count no prompt can have is no count
         if count is None and isinstance(answer.get("tokens"), list):
             count = len(answer["tokens"])
         return count
