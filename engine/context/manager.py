@@ -57,7 +57,7 @@ CountRequest = Callable[[list[Message]], int]
 
 OVERFLOW_NOTICE = (
     "The engine rejected the request as too long for its context window: "
-    "compacting and retrying once"
+    "compacting and retrying with less of the conversation"
 )
 
 

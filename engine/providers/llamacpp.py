@@ -32,13 +32,14 @@ class LlamaCppProvider(OpenAICompatProvider):
     owned_by = "llamacpp"
 
     async def ready(self) -> bool:
-        """True once `/health` answers 200 (it answers 503 while the model loads)."""
+        """True once `/health` answers 200 (it answers 503 while the model loads). A build
+        without /health is taken as ready: /props then says what it serves."""
         try:
             await self._get_json("/health")
-        except ServerError as exc:
-            if exc.status == 503:
-                return False
+        except EngineUnreachable:
             raise
+        except ProviderError as exc:
+            return exc.status != 503
         return True
 
     async def _props(self) -> dict[str, Any]:
