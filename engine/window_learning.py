@@ -90,8 +90,12 @@ def from_truncation(current: WindowResolution, evaluated: int) -> WindowLesson |
     """Ollama cut a prompt and evaluated `evaluated` tokens: it keeps as much of the prompt
     as fits, so its window is at least that and usually barely more. Below the window Brim
     accounts against, it is the best figure there is until /api/ps says otherwise."""
-    if not sane(evaluated) or evaluated >= current.window or current.source == "server":
-        return None  # a window the engine stated stands: the cut only dropped messages to it
+    if not sane(evaluated) or evaluated >= current.window:
+        return None
+    if current.source in ("server", "pinned"):
+        # A window the engine stated (or the num_ctx it was sent) stands: the cut only
+        # dropped whole messages to fit it, and what was kept says less than the window.
+        return None
     return WindowLesson(evaluated, "observed", "truncation")
 
 

@@ -78,6 +78,7 @@ def test_an_overflow_teaches_the_window_it_shows(engine, current, error, sent, l
 def test_a_cut_teaches_the_window_only_where_no_engine_figure_stands():
     assert from_truncation(resolution(4096, "assumed"), 2040).window == 2040
     assert from_truncation(resolution(4096, "server"), 2040) is None
+    assert from_truncation(resolution(8192, "pinned", pinned=8192), 7000) is None
     assert from_truncation(resolution(4096, "assumed"), 5000) is None
 
 

@@ -202,7 +202,9 @@ def test_a_server_that_rejects_above_3000_while_reporting_8192_costs_at_most_2_r
 ):
     with FakeLlamaServer(n_ctx=8192, slots=1, n_ctx_train=32768, real_limit=3000) as fake:
         fake.responder = _answers
-        turns = [f"Topic {i}: " + _prose(90, i) for i in range(30)]
+        # ~250 tokens a turn: believing 8192 the history grows past 3000 again and again after
+        # each compaction (3 rejections on the code that never lowered the window).
+        turns = [f"Topic {i}: " + _prose(200, i) for i in range(30)]
         events = _run(_llama_agent(fake), tmp_path, turns)
         rejections = fake.rejections
     assert len(rejections) <= 2, [r.prompt_tokens for r in rejections]
