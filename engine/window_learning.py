@@ -105,6 +105,12 @@ def apply(current: WindowResolution, lesson: WindowLesson) -> WindowResolution:
     return replace(current, window=lesson.window, source=lesson.source, served=served)
 
 
+def _article(n: int) -> str:
+    """'a 4,096-token window', 'an 8,192-token window', 'an 11,000-token window'."""
+    lead = f"{n:,}".split(",")[0]
+    return "an" if lead.startswith("8") or lead in ("11", "18") else "a"
+
+
 def learned_text(
     current: WindowResolution, lesson: WindowLesson, *, compacts_at: int, sent: int = 0
 ) -> str:
@@ -114,11 +120,12 @@ def learned_text(
     model = current.model or "its model"
     now = f"Brim now compacts at {compacts_at:,}"
     if lesson.cause == "loaded":
-        return f"{engine} loaded {model} with a {lesson.window:,}-token window; {now}."
+        size = f"{_article(lesson.window)} {lesson.window:,}-token window"
+        return f"{engine} loaded {model} with {size}; {now}."
     if lesson.cause == "overflow":
         return (
-            f"{engine} serves {model} a {lesson.window:,}-token window (its overflow error says "
-            f"so), not {current.window:,}; {now}."
+            f"{engine} serves {model} {_article(lesson.window)} {lesson.window:,}-token window "
+            f"(its overflow error says so), not {current.window:,}; {now}."
         )
     if lesson.cause == "rejected_below_report":
         return (

@@ -11,7 +11,13 @@ from engine.providers.errors import ContextOverflow
 from engine.providers.ollama import counts_whole_prompt, parse_version
 from engine.truncation import CountError, silently_truncated
 from engine.window import WindowResolution
-from engine.window_learning import apply, from_loaded, from_overflow, from_truncation
+from engine.window_learning import (
+    apply,
+    from_loaded,
+    from_overflow,
+    from_truncation,
+    learned_text,
+)
 
 
 def resolution(
@@ -150,3 +156,19 @@ def test_no_prompt_that_fit_is_ever_flagged_while_the_count_stays_within_its_mea
 )
 def test_prompt_eval_count_counts_the_cached_prefix_only_from_0_30_1(text, whole):
     assert counts_whole_prompt(parse_version(text)) is whole
+
+
+@pytest.mark.parametrize(
+    ("window", "line"),
+    [
+        (4096, "Ollama loaded m with a 4,096-token window; Brim now compacts at 100."),
+        (8192, "Ollama loaded m with an 8,192-token window; Brim now compacts at 100."),
+        (11000, "Ollama loaded m with an 11,000-token window; Brim now compacts at 100."),
+        (131072, "Ollama loaded m with a 131,072-token window; Brim now compacts at 100."),
+    ],
+)
+def test_the_transcript_line_names_engine_model_window_and_compaction_point(window, line):
+    current = resolution(4096, "assumed")
+    lesson = from_loaded(current, window)
+    assert lesson is not None
+    assert learned_text(current, lesson, compacts_at=100) == line
