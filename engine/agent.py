@@ -346,8 +346,8 @@ class AgentLoop:
         if lesson is None:
             return
         old = self.window
-        if self.window.ceiling is not None and lesson.window > self.window.ceiling:
-            return
+        if old.ceiling is not None and lesson.window > old.ceiling:
+            return  # max_context_tokens only ever lowers the window
         self.window = apply(old, lesson)
         self.context.set_window(lesson.window)
         compacts_at = self.context.budget.compact_threshold
@@ -473,8 +473,10 @@ class AgentLoop:
                     + advice,
                     "warning",
                 )
-                # What it kept is about what it holds: a lesson even without /api/ps.
+                # What it kept is about what it holds: a lesson even without /api/ps. And
+                # the model may have been reloaded smaller: the next answer reads /api/ps.
                 self._learn(from_truncation(self.window, reported), sent=counted)
+                self._loaded_checked = False
                 return True
             if at_window_edge(reported, window):
                 return False  # a full window or a cut one: nothing safe to learn from

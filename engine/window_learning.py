@@ -41,6 +41,7 @@ class WindowLesson:
     window: int
     source: WindowSource
     cause: LessonCause
+    reported: int | None = None  # what the engine said, where the ceiling lowered it
 
 
 def sane(window: int | None) -> bool:
@@ -60,7 +61,10 @@ def from_loaded(current: WindowResolution, loaded: int | None) -> WindowLesson |
     if current.pinned is not None and loaded >= current.window:
         return None
     if current.ceiling is not None and loaded > current.ceiling:
-        return None  # the user's max_context_tokens still caps what Brim accounts against
+        # The user's max_context_tokens still caps what Brim accounts against.
+        if current.window == current.ceiling and current.source == "ceiling":
+            return None
+        return WindowLesson(current.ceiling, "ceiling", "loaded", reported=loaded)
     if loaded == current.window and current.source not in GUESSED_SOURCES:
         return None
     return WindowLesson(loaded, "server", "loaded")
@@ -120,7 +124,13 @@ def learned_text(
     model = current.model or "its model"
     now = f"Brim now compacts at {compacts_at:,}"
     if lesson.cause == "loaded":
-        size = f"{_article(lesson.window)} {lesson.window:,}-token window"
+        loaded = lesson.reported or lesson.window
+        size = f"{_article(loaded)} {loaded:,}-token window"
+        if lesson.source == "ceiling":
+            return (
+                f"{engine} loaded {model} with {size}; the agent's max_context_tokens keeps "
+                f"Brim at {lesson.window:,}, and it compacts at {compacts_at:,}."
+            )
         return f"{engine} loaded {model} with {size}; {now}."
     if lesson.cause == "overflow":
         return (

@@ -39,7 +39,16 @@ class LlamaCppProvider(OpenAICompatProvider):
         except EngineUnreachable:
             raise
         except ProviderError as exc:
-            return exc.status != 503
+            if exc.status == 503:
+                return False
+            if exc.status != 404:
+                return True  # /props will say what is wrong, in its own words
+            try:  # a build without /health: /props answers 503 while loading instead
+                await self._get_json("/props")
+            except EngineUnreachable:
+                raise
+            except ProviderError as props_exc:
+                return props_exc.status != 503
         return True
 
     async def _props(self) -> dict[str, Any]:

@@ -172,3 +172,24 @@ def test_the_transcript_line_names_engine_model_window_and_compaction_point(wind
     lesson = from_loaded(current, window)
     assert lesson is not None
     assert learned_text(current, lesson, compacts_at=100) == line
+
+
+def test_a_loaded_window_above_the_agents_ceiling_is_accounted_at_the_ceiling():
+    current = WindowResolution(
+        provider="ollama",
+        model="m",
+        window=4096,
+        source="assumed",
+        served=None,
+        model_max=131072,
+        pinned=None,
+        ceiling=60000,
+        slots=None,
+    )
+    lesson = from_loaded(current, 131072)
+    assert lesson is not None and (lesson.window, lesson.source) == (60000, "ceiling")
+    assert learned_text(current, lesson, compacts_at=48000) == (
+        "Ollama loaded m with a 131,072-token window; the agent's max_context_tokens keeps "
+        "Brim at 60,000, and it compacts at 48,000."
+    )
+    assert from_loaded(apply(current, lesson), 131072) is None  # said once

@@ -144,3 +144,18 @@ def test_llama_servers_health_says_503_while_loading_and_the_provider_waits_on_i
                 await provider.aclose()
 
     assert asyncio.run(go()) == (False, True)
+
+
+def test_a_llama_server_build_without_health_is_waited_for_on_props():
+    async def go() -> tuple[bool, bool]:
+        with FakeLlamaServer(loading=True) as fake:
+            fake._routes.pop(("GET", "/health"))  # an older build: /props 503s while loading
+            provider = LlamaCppProvider(fake.url)
+            try:
+                loading = await provider.ready()
+                fake.loading = False
+                return loading, await provider.ready()
+            finally:
+                await provider.aclose()
+
+    assert asyncio.run(go()) == (False, True)
