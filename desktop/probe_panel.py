@@ -34,8 +34,9 @@ FAILURE_HEADLINES: dict[str, str] = {
 SOURCE_LEGEND = (
     "Window source: <b>server</b> what the engine serves now · <b>pinned</b> your num_ctx · "
     "<b>ceiling</b> your max_context_tokens · <b>model-max</b> the model's training length · "
-    "<b>catalog</b> a published figure for the model's name · <b>fallback</b> a guess, "
-    "nothing reported. Nothing is saved by probing."
+    "<b>catalog</b> a published figure for the model's name · <b>assumed</b> Ollama's usual "
+    "default until the model is loaded · <b>observed</b> what a rejection or a cut showed · "
+    "<b>fallback</b> a guess, nothing reported. Nothing is saved by probing."
 )
 
 

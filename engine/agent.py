@@ -35,6 +35,8 @@ from engine.events import (
     ToolResultEvent,
     TurnEndEvent,
     UsageEvent,
+    WindowEvent,
+    WindowLearnedEvent,
 )
 from engine.messages import (
     Message,
@@ -55,10 +57,23 @@ from engine.providers.base import (
 )
 from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
 from engine.store import Store
-from engine.tokens import TokenCounter, detect_silent_truncation
+from engine.tokens import TokenCounter
+from engine.truncation import CountError, at_window_edge, silently_truncated
 from engine.window import WindowResolution
+from engine.window_learning import (
+    WindowLesson,
+    apply,
+    from_loaded,
+    from_overflow,
+    from_truncation,
+    learned_text,
+)
 
 log = logging.getLogger(__name__)
+
+# Seed 003: every overflow in a turn compacts with a smaller tail and retries; a turn gives
+# up after this many, or sooner when a pass does not shrink the request.
+MAX_OVERFLOW_ATTEMPTS = 4
 
 
 class Conversation(Protocol):
@@ -134,7 +149,10 @@ class AgentLoop:
         store: Store | None = None,
         conversation_id: str = "",
         tools: ToolRunner | None = None,
+        on_window: Callable[[WindowResolution], None] | None = None,
     ) -> None:
+        """`on_window` hears every window the engine reveals as the loop runs (the session
+        keeps its own copy for the reports)."""
         self.agent = agent
         self.provider = provider
         self.window = window
@@ -146,6 +164,10 @@ class AgentLoop:
         self.conversation_id = conversation_id
         self.tools = tools
         self.pressure = IterationPressure(agent.max_iterations)
+        self.on_window = on_window
+        self.count_error = CountError(exact=counter.estimate_is_exact)
+        # Ollama loads an unpinned model on the first chat: /api/ps says its window only then.
+        self._loaded_checked = False
 
     # -- requests ------------------------------------------------------------------------
 
@@ -188,7 +210,7 @@ class AgentLoop:
         started = time.monotonic()
         totals = _Totals()
         iterations = 0
-        overflow_retried = False
+        overflows = 0  # rejections and silent cuts met in this turn
         budget_compacted = False
         cap = self.agent.max_iterations
         stopped: str | None = None
@@ -226,10 +248,15 @@ class AgentLoop:
             try:
                 answer = await self._stream(request)
             except ContextOverflow as exc:
-                if overflow_retried or not await self._recover_overflow(exc, overhead):
+                overflows += 1
+                self._learn(
+                    from_overflow(self.window, exc, sent=counted, engine=self.provider.kind)
+                )
+                if overflows > MAX_OVERFLOW_ATTEMPTS or not await self._recover_overflow(
+                    exc, overhead, attempt=overflows
+                ):
                     self.sink(ErrorEvent(exc.kind, _overflow_failure(exc)))
                     return self._outcome(totals, started, iterations, error=exc)
-                overflow_retried = True
                 iterations -= 1
                 continue
             except ToolsUnsupported as exc:
@@ -244,11 +271,12 @@ class AgentLoop:
                 return self._outcome(totals, started, iterations, error=exc)
 
             self.conversation.append(assistant(answer.text, answer.calls))
+            await self._check_loaded_window()
             truncated = self._land(request, counted, answer, totals)
-            if truncated and not overflow_retried:
+            if truncated and overflows < MAX_OVERFLOW_ATTEMPTS:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
-                overflow_retried = True
-                await self._recover_overflow(None, overhead)
+                overflows += 1
+                await self._recover_overflow(None, overhead, attempt=overflows)
             if not answer.calls:
                 break
             await self._run_tools(answer.calls)
@@ -280,17 +308,71 @@ class AgentLoop:
             self.conversation.replace(outcome.history)
         return outcome.compaction is not None and outcome.compaction.ok
 
-    async def _recover_overflow(self, exc: ContextOverflow | None, overhead: int) -> bool:
-        if exc is not None and exc.window and exc.window < self.window.window:
-            # The engine told us its real window: account against it from now on.
-            self.context.set_window(exc.window)
+    async def _recover_overflow(
+        self, exc: ContextOverflow | None, overhead: int, *, attempt: int = 1
+    ) -> bool:
+        """Compact (or trim) with a tail that halves with every attempt of the turn; False
+        when the pass did not shrink the history, and a retry would only fail the same way."""
         self.sink(StateEvent("compacting"))
         outcome = await self.context.on_overflow(
-            self.conversation.live(), overhead_tokens=overhead, rejected=exc is not None
+            self.conversation.live(),
+            overhead_tokens=overhead,
+            rejected=exc is not None,
+            attempt=attempt,
         )
         if outcome.history != model_messages(self.conversation.live()):
             self.conversation.replace(outcome.history)
         return outcome.shrank
+
+    # -- the window the engine reveals ------------------------------------------------------
+
+    async def _check_loaded_window(self) -> None:
+        """After the first answer (the request that loaded an Ollama model) read the window it
+        was loaded with; the agent's pin is sent on every request, so only an unpinned agent
+        has anything to learn."""
+        if self._loaded_checked:
+            return
+        self._loaded_checked = True
+        try:
+            loaded = await self.provider.loaded_window(self.agent.model)
+        except Exception:  # a status read must never fail the turn that already answered
+            log.warning("could not read the loaded window", exc_info=True)
+            return
+        self._learn(from_loaded(self.window, loaded))
+
+    def _learn(self, lesson: WindowLesson | None, *, sent: int = 0) -> None:
+        """Account against the window the engine revealed from now on: thresholds, tail and
+        header follow it, and the transcript says so once."""
+        if lesson is None:
+            return
+        old = self.window
+        if old.ceiling is not None and lesson.window > old.ceiling:
+            return  # max_context_tokens only ever lowers the window
+        self.window = apply(old, lesson)
+        self.context.set_window(lesson.window)
+        compacts_at = self.context.budget.compact_threshold
+        self.sink(
+            WindowLearnedEvent(
+                engine=old.provider,
+                model=old.model,
+                old=old.window,
+                new=lesson.window,
+                source=lesson.source,
+                cause=lesson.cause,
+                compacts_at=compacts_at,
+            )
+        )
+        self.sink(
+            WindowEvent(
+                window=lesson.window,
+                source=lesson.source,
+                warnings=[],
+                conversation=self.conversation_id,
+            )
+        )
+        self._notice(learned_text(old, lesson, compacts_at=compacts_at, sent=sent), "info")
+        if self.on_window is not None:
+            self.on_window(self.window)
 
     async def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
         for call in calls:
@@ -374,20 +456,32 @@ class AgentLoop:
             )
         )
         self._record_usage(usage)
-        if usage.prompt_tokens is None:
+        reported = usage.prompt_tokens
+        if reported is None:
             return False
         # Only Ollama cuts a prompt silently; other engines reject it with an error.
-        if self.provider.kind == "ollama" and detect_silent_truncation(
-            counted, usage.prompt_tokens, window=window
-        ):
-            self._notice(
-                f"The engine truncated the prompt: Brim sent ~{counted:,} tokens but the engine "
-                f"read only {usage.prompt_tokens:,}. It serves a smaller window than {window:,}; "
-                "pin num_ctx in the agent so Brim accounts against the real one.",
-                "warning",
-            )
-            return True
-        self.counter.calibrate(request, self._schemas(), usage.prompt_tokens)
+        if self.provider.kind == "ollama":
+            if silently_truncated(counted, reported, window=window, error=self.count_error):
+                advice = (
+                    "Brim compacts now."
+                    if self.window.source == "server"
+                    else "Pin num_ctx in the agent so Brim accounts against the real window."
+                )
+                self._notice(
+                    f"The engine truncated the prompt: Brim sent ~{counted:,} tokens but the "
+                    f"engine read only {reported:,}, what its {window:,}-token window holds. "
+                    + advice,
+                    "warning",
+                )
+                # What it kept is about what it holds: a lesson even without /api/ps. And
+                # the model may have been reloaded smaller: the next answer reads /api/ps.
+                self._learn(from_truncation(self.window, reported), sent=counted)
+                self._loaded_checked = False
+                return True
+            if at_window_edge(reported, window):
+                return False  # a full window or a cut one: nothing safe to learn from
+        self.count_error.observe(counted, reported)
+        self.counter.calibrate(request, self._schemas(), reported)
         return False
 
     def _over_budget(self, totals: _Totals) -> bool:

@@ -171,8 +171,19 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
     from engine.session import probe_window, provider_for
 
     provider = provider_for(agent)
+    told = False
+
+    def on_wait(waited_s: float, limit_s: float) -> None:
+        nonlocal told
+        if not told:  # once: stdout stays the one JSON answer
+            told = True
+            print(
+                f"brim probe: the engine is loading its model; waiting (up to {limit_s:.0f} s)",
+                file=sys.stderr,
+            )
+
     try:
-        resolution = await probe_window(provider, agent)
+        resolution = await probe_window(provider, agent, on_wait)
     finally:
         await provider.aclose()
     return resolution.to_probe_json()

@@ -37,6 +37,35 @@ class WindowEvent(Event):
 
 
 @dataclass
+class WindowLearnedEvent(Event):
+    """The engine revealed its window after the start (Ollama loaded the model, an overflow
+    error named it, a rejection or a silent cut showed it is smaller): Brim accounts against
+    `new` from now on and compacts at `compacts_at`. `source` is the window's new source
+    (server | observed); `cause` what showed it (loaded | overflow | rejected_below_report |
+    truncation)."""
+
+    type: ClassVar[str] = "window_learned"
+    engine: str
+    model: str
+    old: int
+    new: int
+    source: str
+    cause: str
+    compacts_at: int
+
+
+@dataclass
+class EngineLoadingEvent(Event):
+    """The engine answers but is still loading its model (llama-server's /health is 503):
+    Brim waits, and says so every poll, with how long it has waited of how long it will."""
+
+    type: ClassVar[str] = "engine_loading"
+    engine: str
+    waited_s: float
+    limit_s: float
+
+
+@dataclass
 class DeltaEvent(Event):
     type: ClassVar[str] = "delta"
     text: str

@@ -27,7 +27,15 @@ from engine.context import (
     render_work_state,
 )
 from engine.conversation_claim import ConversationBusy, ConversationClaim
-from engine.events import ErrorEvent, Event, LoadProgressEvent, NoticeEvent, StateEvent, WindowEvent
+from engine.events import (
+    EngineLoadingEvent,
+    ErrorEvent,
+    Event,
+    LoadProgressEvent,
+    NoticeEvent,
+    StateEvent,
+    WindowEvent,
+)
 from engine.memory import SessionMemory, standing_block
 from engine.messages import Message, model_messages, notice, system, user
 from engine.paths import BrimPaths
@@ -323,8 +331,13 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                 store=self._store,
                 conversation_id=self.conversation_id,
                 tools=self._tools,
+                on_window=self._window_learned,
             )
         return self._loop
+
+    def _window_learned(self, resolution: WindowResolution) -> None:
+        """The loop learned the engine's real window: the reports and the next loop use it."""
+        self._window = resolution
 
     async def _compact_from_tool(self) -> str:
         assert self._loop is not None
@@ -366,8 +379,18 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
 
     async def _resolve_window(self) -> None:
         assert self._provider is not None
+        engine = self._provider.kind
+        waiting = False
+
+        def on_wait(waited_s: float, limit_s: float) -> None:
+            nonlocal waiting
+            if not waiting:
+                waiting = True
+                self._emit(StateEvent("loading model"))
+            self._emit(EngineLoadingEvent(engine=engine, waited_s=waited_s, limit_s=limit_s))
+
         try:
-            resolution = await probe_window(self._provider, self.agent)
+            resolution = await probe_window(self._provider, self.agent, on_wait)
         except ProviderError as exc:
             self._emit(ErrorEvent(exc.kind, exc.message))
             return

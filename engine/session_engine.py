@@ -7,13 +7,16 @@ need the same provider and window resolution without opening a conversation.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Callable
 
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
 from engine.context import SummaryRequest, SummaryResult
 from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
+from engine.providers.errors import ServerError
 from engine.providers.registry import make_provider
 from engine.store import Store
 from engine.window import WindowResolution, resolve_window
@@ -35,8 +38,42 @@ def provider_for(agent: AgentConfig) -> Provider:
     return make_provider(agent.provider, agent.base_url)
 
 
-async def probe_window(provider: Provider, agent: AgentConfig) -> WindowResolution:
+# How long a start waits for an engine that is still loading its model, and how often it asks.
+LOAD_WAIT_LIMIT_S = 300.0
+LOAD_POLL_S = 0.5
+
+WaitProgress = Callable[[float, float], None]
+
+
+async def wait_until_ready(
+    provider: Provider,
+    on_wait: WaitProgress | None = None,
+    *,
+    limit_s: float = LOAD_WAIT_LIMIT_S,
+    poll_s: float = LOAD_POLL_S,
+) -> None:
+    """Wait while the engine loads its model (llama-server answers 503 then), telling
+    `on_wait(waited_s, limit_s)` at every poll. A big model takes minutes to load; failing the
+    start on the first 503 made the user press Retry until it was done."""
+    started = time.monotonic()
+    while not await provider.ready():
+        waited = time.monotonic() - started
+        if waited >= limit_s:
+            raise ServerError(
+                f"{getattr(provider, 'where', provider.kind)} was still loading its model after "
+                f"{waited:.0f} s (HTTP 503); try again when it is ready",
+                status=503,
+            )
+        if on_wait is not None:
+            on_wait(round(waited, 1), limit_s)
+        await asyncio.sleep(poll_s)
+
+
+async def probe_window(
+    provider: Provider, agent: AgentConfig, on_wait: WaitProgress | None = None
+) -> WindowResolution:
     """Ask the engine what it serves and resolve the window Brim will account against."""
+    await wait_until_ready(provider, on_wait)
     report: EngineReport = await provider.report(agent.model, num_ctx=agent.num_ctx)
     return resolve_window(
         report,

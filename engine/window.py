@@ -14,12 +14,50 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from engine.providers.base import EngineReport
+from engine.providers.errors import ProviderError
 
-WindowSource = Literal["pinned", "server", "model-max", "catalog", "fallback", "ceiling"]
+WindowSource = Literal[
+    "pinned", "server", "model-max", "catalog", "fallback", "ceiling", "assumed", "observed"
+]
+# "assumed": nothing says yet (an unpinned Ollama model that is not loaded), so Brim accounts
+# against the engine's usual default until the first answer tells. "observed": learned from
+# what the engine did (a rejection below what it reports, a silent cut), not from what it said.
 
 # The placeholder for a model nobody reports a window for. It caps nothing: a pin above it is
 # honoured, because the user pinned it and configured the server to serve it.
 FALLBACK_WINDOW = 131072
+
+# What Ollama loads an unpinned model with on most machines (below 24 GiB of VRAM, and on
+# every version up to 0.15.4; findings.md). Until /api/ps tells, accounting against it costs
+# an early compaction at worst; accounting against 128K lets Ollama cut prompts unseen.
+OLLAMA_ASSUMED_WINDOW = 4096
+
+# A window no real engine serves: a report outside these bounds is a broken build or a bad
+# field, and accounting against it would either compact every turn or never.
+MIN_SANE_WINDOW = 257
+MAX_SANE_WINDOW = 100_000_000
+
+
+class AbsurdWindow(ProviderError):
+    """The engine reported a window no model has (<= 256 or above 100M tokens)."""
+
+    kind = "absurd_window"
+    retryable = False
+
+
+def check_reported(value: int | None, *, what: str, engine: str, model: str) -> int | None:
+    """A window as the engine reported it, refused when it is absurd: Brim would rather say
+    so than account against 0, 128 or 10^12 tokens."""
+    if value is None or value <= 0:
+        return None
+    if not MIN_SANE_WINDOW <= value <= MAX_SANE_WINDOW:
+        raise AbsurdWindow(
+            f"{engine} reports {what} of {value:,} tokens for {model or 'its model'}, which no "
+            f"model has (Brim accepts {MIN_SANE_WINDOW:,} to {MAX_SANE_WINDOW:,}); check the "
+            "server's context settings (-c, num_ctx, --max-model-len), or pin num_ctx in the "
+            "agent."
+        )
+    return int(value)
 
 
 @dataclass
@@ -64,8 +102,13 @@ def resolve_window(
     warnings = list(report.warnings)
     pin = _setting(pinned, "num_ctx", warnings)
     cap = _setting(ceiling, "max_context_tokens", warnings)
-    served = _known(report.served)
-    model_max = _known(report.model_max)
+    engine = report.provider
+    served = check_reported(
+        report.served, what="a served window", engine=engine, model=report.model
+    )
+    model_max = check_reported(
+        report.model_max, what="a training length", engine=engine, model=report.model
+    )
     catalog = _known(catalog_max)
     facts = _Facts(report.provider, report.model, served, model_max, catalog, warnings)
 
@@ -188,11 +231,15 @@ def _ollama(
         window, source = modelfile, "server"
         how = f"not loaded; its Modelfile sets num_ctx {modelfile}"
     else:
-        how = "not loaded, so its size is unknown until the first request"
-        if facts.model_max is not None and facts.model_max < FALLBACK_WINDOW:
-            window, source = facts.model_max, "model-max"
-        else:
-            window, source = FALLBACK_WINDOW, "fallback"
+        window = min(OLLAMA_ASSUMED_WINDOW, facts.model_max or OLLAMA_ASSUMED_WINDOW)
+        facts.warnings.append(
+            f"Ollama has not loaded {facts.model} yet, so its window is unknown until the first "
+            f"answer; until then Brim accounts against {window:,} tokens (Ollama's default on "
+            "most machines). To make it exact, pin num_ctx in the agent (num_ctx = 8192 in the "
+            "agent file, or Context window in the agent editor); Ollama reloads the model "
+            "whenever num_ctx changes."
+        )
+        return window, "assumed"
     facts.warnings.append(
         f"Ollama chooses {facts.model}'s window itself ({how}); Brim accounts against {window} "
         "tokens. Pin num_ctx in the agent to make it exact (Ollama reloads the model whenever "
@@ -214,10 +261,13 @@ def _llamacpp(facts: _Facts, pin: int | None, report: EngineReport) -> tuple[int
         )
     if pin is not None:
         if facts.served is not None and pin > facts.served:
+            # The server rejects anything past its slot, whatever Brim accounts against.
             facts.warnings.append(
                 f"num_ctx {pin} is above the {facts.served} tokens llama-server serves per "
-                f"slot: requests past {facts.served} tokens will be rejected."
+                f"slot, which it rejects past: Brim accounts against {facts.served}. Start "
+                f"llama-server with a larger -c (or fewer slots) to use {pin}."
             )
+            return facts.served, "server"
         return _pin(facts, pin)
     if facts.served is not None:
         return facts.served, "server"

@@ -6,7 +6,8 @@ was empty or cut off, or nothing is old enough to summarize) goes straight to tr
 the compaction threshold, and the user is told once. A summarizer failure never fails the
 run. After a reply the trim check runs again. A context-overflow rejection from the engine
 compacts regardless of the estimate (or trims to 70% of the history's size when compaction
-cannot run); the caller retries once and fails the turn on a second rejection.
+cannot run), with a recent tail halved at every attempt; the caller retries up to four times
+in a turn and gives up sooner when a pass does not shrink the history (seed 003).
 
 Events (`CompactionEvent`, `TrimEvent`, `NoticeEvent`) go to the `sink` as they happen, so a
 `compaction started` reaches the window before the slow summarizer call, not after it. The
@@ -57,7 +58,7 @@ CountRequest = Callable[[list[Message]], int]
 
 OVERFLOW_NOTICE = (
     "The engine rejected the request as too long for its context window: "
-    "compacting and retrying once"
+    "compacting and retrying with less of the conversation"
 )
 
 

@@ -206,6 +206,13 @@ class ObservingProvider(Provider):
     def segment_tokenizer(self, model: str) -> SegmentTokenizer | None:
         return self.inner.segment_tokenizer(model)
 
+    async def loaded_window(self, model: str) -> int | None:
+        # Forwarded: without it an agent with memory never learned Ollama's loaded window.
+        return await self.inner.loaded_window(model)
+
+    async def ready(self) -> bool:
+        return await self.inner.ready()
+
     async def aclose(self) -> None:
         await self.inner.aclose()
 

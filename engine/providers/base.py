@@ -131,6 +131,16 @@ class Provider(ABC):
         """The exact prompt tokens this request will cost, where the engine can say."""
         return None
 
+    async def loaded_window(self, model: str) -> int | None:
+        """The window the engine loaded `model` with for the requests just made, where only a
+        request reveals it (Ollama's /api/ps after a lazy load); None: nothing more to say."""
+        return None
+
+    async def ready(self) -> bool:
+        """False while the engine answers but is still loading its model (llama-server's
+        /health 503), so the start waits instead of failing."""
+        return True
+
     def segment_tokenizer(self, model: str) -> SegmentTokenizer | None:
         """A local exact tokenizer for this engine's model, where one exists."""
         return None

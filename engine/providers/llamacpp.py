@@ -32,13 +32,23 @@ class LlamaCppProvider(OpenAICompatProvider):
     owned_by = "llamacpp"
 
     async def ready(self) -> bool:
-        """True once `/health` answers 200 (it answers 503 while the model loads)."""
+        """True once `/health` answers 200 (it answers 503 while the model loads). A build
+        without /health is taken as ready: /props then says what it serves."""
         try:
             await self._get_json("/health")
-        except ServerError as exc:
+        except EngineUnreachable:
+            raise
+        except ProviderError as exc:
             if exc.status == 503:
                 return False
-            raise
+            if exc.status != 404:
+                return True  # /props will say what is wrong, in its own words
+            try:  # a build without /health: /props answers 503 while loading instead
+                await self._get_json("/props")
+            except EngineUnreachable:
+                raise
+            except ProviderError as props_exc:
+                return props_exc.status != 503
         return True
 
     async def _props(self) -> dict[str, Any]:

@@ -51,6 +51,28 @@ from engine.providers.openai_compat import new_call_id
 from engine.providers.wire import WireError, guard_hooks
 
 _NUM_CTX_LINE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+# From this version on `prompt_eval_count` counts the whole prompt; before, it left out the
+# tokens served from the prompt cache, so a follow-up read as a fraction of what was sent.
+WHOLE_PROMPT_COUNT_SINCE = (0, 30, 1)
+
+
+def parse_version(text: Any) -> tuple[int, int, int] | None:
+    """`/api/version`'s `version` as numbers; None for what says nothing (a dev build's
+    "0.0.0", a missing field, a fork's own scheme)."""
+    if not isinstance(text, str):
+        return None
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    version = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+    return None if version == (0, 0, 0) else version
+
+
+def counts_whole_prompt(version: tuple[int, int, int] | None) -> bool:
+    """Whether `prompt_eval_count` is the whole prompt (unknown versions: assume current)."""
+    return version is None or version >= WHOLE_PROMPT_COUNT_SINCE
 
 
 def modelfile_num_ctx(parameters: Any) -> int | None:
@@ -146,6 +168,7 @@ class OllamaProvider(HttpProvider):
         if transport is not None:
             client_kw["transport"] = transport
         self.client = ollama.AsyncClient(host=self.base_url, **client_kw)
+        self.version: tuple[int, int, int] | None = None  # from /api/version, at report()
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
         """Whatever the official client raised, as one of Brim's errors."""
@@ -201,7 +224,33 @@ class OllamaProvider(HttpProvider):
             return "its model list did not load"
         return "it has: " + (", ".join(names) if names else "no models yet")
 
+    async def _read_version(self) -> None:
+        """`/api/version`, which decides what `prompt_eval_count` means; a server that does
+        not answer it is treated as current."""
+        try:
+            body = await self._get_json("/api/version")
+        except ProviderError:
+            return
+        if isinstance(body, dict):
+            self.version = parse_version(body.get("version"))
+
+    async def loaded_window(self, model: str) -> int | None:
+        """The window `model` is loaded with now (`/api/ps`), None when it is not loaded or
+        the server does not say (before v0.10). Read after an answer: only a load tells."""
+        try:
+            running = await self._get_json("/api/ps")
+        except ProviderError:
+            return None
+        models = running.get("models") if isinstance(running, dict) else None
+        for entry in models if isinstance(models, list) else []:
+            if not isinstance(entry, dict):
+                continue
+            if same_model(model, entry.get("model")) or same_model(model, entry.get("name")):
+                return as_int(entry.get("context_length"))
+        return None
+
     async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+        await self._read_version()
         if not model:
             raise ModelNotFound(
                 f"no model named for {self.where}: set `model` in the agent file (or pass "
@@ -282,8 +331,12 @@ class OllamaProvider(HttpProvider):
                         )
                     if part.done:
                         done = part
+                        # Before 0.30.1 the count leaves out what the prompt cache served:
+                        # it is not the prompt's size, and read as one every follow-up
+                        # would look cut. Not reported, then.
+                        prompt = as_count(done.prompt_eval_count, "prompt_eval_count")
                         usage = Usage(
-                            prompt_tokens=as_count(done.prompt_eval_count, "prompt_eval_count"),
+                            prompt_tokens=prompt if counts_whole_prompt(self.version) else None,
                             completion_tokens=as_count(done.eval_count, "eval_count"),
                             cached_tokens=None,  # Ollama does not report prompt-cache reuse
                             prompt_eval_s=_ns_to_s(done.prompt_eval_duration),

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.providers.base import EngineReport
-from engine.window import FALLBACK_WINDOW, WindowResolution, resolve_window
+from engine.window import FALLBACK_WINDOW, AbsurdWindow, WindowResolution, resolve_window
 
 PROBE_FIELDS = {
     "provider",
@@ -77,18 +77,19 @@ def test_an_unpinned_ollama_agent_uses_the_loaded_context_length():
     assert (r.window, r.source, r.served) == (32768, "server", 32768)
 
 
-def test_an_unpinned_ollama_agent_that_is_not_loaded_falls_back_to_128k_and_warns():
-    r = resolve("ollama", model="llama3.1:8b", loaded=False)
-    assert (r.window, r.source, r.served) == (FALLBACK_WINDOW, "fallback", None)
-    assert FALLBACK_WINDOW == 131072
-    assert warned(r, "llama3.1:8b", "num_ctx")
+def test_an_unpinned_ollama_agent_that_is_not_loaded_assumes_ollamas_default_not_128k():
+    """Ollama loads an unpinned model with its default (4096 on most machines) on the first
+    chat; accounting against 128K until then let it cut prompts unseen."""
+    r = resolve("ollama", model="llama3.1:8b", loaded=False, model_max=131072)
+    assert (r.window, r.source, r.served) == (4096, "assumed", None)
+    assert warned(r, "llama3.1:8b", "unknown until the first answer", "num_ctx", "agent editor")
 
 
-def test_an_unpinned_ollama_fallback_never_exceeds_the_training_length():
-    r = resolve("ollama", model_max=8192, loaded=False)
-    assert (r.window, r.source) == (8192, "model-max")
+def test_an_unpinned_ollama_assumption_never_exceeds_the_training_length():
+    r = resolve("ollama", model_max=2048, loaded=False)
+    assert (r.window, r.source) == (2048, "assumed")
     larger = resolve("ollama", model_max=262144, loaded=False)
-    assert (larger.window, larger.source) == (FALLBACK_WINDOW, "fallback")
+    assert (larger.window, larger.source) == (4096, "assumed")
 
 
 def test_an_unloaded_ollama_model_runs_at_its_modelfile_num_ctx():
@@ -109,7 +110,9 @@ def test_an_unloaded_ollama_model_runs_at_its_modelfile_num_ctx():
 )
 def test_an_unpinned_ollama_agent_always_warns_that_the_server_picks_the_window(report):
     r = resolve("ollama", model="qwen3:8b", **report)
-    assert warned(r, "qwen3:8b", "Pin num_ctx", "reloads")
+    assert warned(r, "qwen3:8b", "in num_ctx", "reloads") or warned(
+        r, "qwen3:8b", "pin num_ctx", "reloads"
+    )
     if "modelfile_num_ctx" in report:
         assert warned(r, "Modelfile sets num_ctx 4096")
 
@@ -146,10 +149,14 @@ def test_a_llama_server_pin_is_an_accounting_override():
     assert r.warnings == []
 
 
-def test_a_llama_server_pin_above_the_served_window_is_kept_and_warns():
+def test_a_llama_server_pin_above_the_per_slot_window_yields_to_the_slot_and_warns():
+    """The server rejects anything past its slot, so accounting against the pin only met
+    rejections: the effective window is min(pin, per-slot n_ctx)."""
     r = resolve("llamacpp", pinned=4096, served=2048, model_max=8192)
-    assert (r.window, r.source) == (4096, "pinned")
+    assert (r.window, r.source) == (2048, "server")
     assert warned(r, "4096", "2048", "per slot")
+    below = resolve("llamacpp", pinned=1024, served=2048, model_max=8192)
+    assert (below.window, below.source) == (1024, "pinned")
 
 
 def test_a_llama_server_that_reports_no_window_uses_the_training_length():
@@ -268,7 +275,7 @@ def test_when_only_the_training_length_is_known_it_is_the_window(provider):
         ("llamacpp", {"served": 131072}),
         ("vllm", {"served": 131072}),
         ("embedded", {"served": 131072}),
-        ("ollama", {}),
+        ("ollama", {"modelfile_num_ctx": 131072}),
     ],
 )
 def test_the_ceiling_lowers_a_larger_window(provider, report):
@@ -333,7 +340,7 @@ def test_a_non_positive_pin_or_ceiling_is_ignored_with_a_warning():
 
 # --- properties -------------------------------------------------------------------------------
 
-maybe_tokens = st.none() | st.integers(min_value=1, max_value=2_000_000)
+maybe_tokens = st.none() | st.integers(min_value=257, max_value=2_000_000)
 
 
 @given(
@@ -363,7 +370,7 @@ def test_the_ceiling_never_raises_the_window(
 
 @given(
     provider=st.sampled_from(["ollama", "llamacpp", "vllm", "sglang", "embedded"]),
-    served=st.integers(min_value=1, max_value=2_000_000),
+    served=st.integers(min_value=257, max_value=2_000_000),
     model_max=maybe_tokens,
     catalog_max=st.integers(min_value=1, max_value=2_000_000),
 )
@@ -372,3 +379,18 @@ def test_a_served_window_is_never_capped_by_the_catalog(provider, served, model_
     r = resolve_window(report, pinned=None, ceiling=None, catalog_max=catalog_max)
     assert r.window == served
     assert r.source != "catalog"
+
+
+@pytest.mark.parametrize("provider", ["ollama", "llamacpp", "vllm", "sglang", "embedded"])
+@pytest.mark.parametrize("absurd", [1, 128, 256, 100_000_001, 2**40])
+def test_an_absurd_window_the_engine_reports_is_refused_with_a_clear_error(provider, absurd):
+    with pytest.raises(AbsurdWindow) as caught:
+        resolve(provider, model="m", served=absurd)
+    assert f"{absurd:,}" in caught.value.message and "no model has" in caught.value.message
+    with pytest.raises(AbsurdWindow):
+        resolve(provider, model="m", model_max=absurd)
+
+
+@pytest.mark.parametrize("edge", [257, 100_000_000])
+def test_a_window_at_the_edge_of_sanity_is_accepted(edge):
+    assert resolve("vllm", served=edge).window == edge

@@ -75,6 +75,7 @@ class RecordedRequest:
     evaluated_tokens: int | None = None  # what the engine evaluated (less when it truncated)
     window: int | None = None  # the window in force for this request
     truncated: bool = False  # Ollama cut the prompt silently
+    rejected: bool = False  # refused as longer than the window (an overflow error)
     reply: Reply | None = None
 
 
@@ -188,6 +189,9 @@ class FakeServer:
     """Base of the fake engines. Subclasses call `self.route(method, path, fn)` in __init__."""
 
     name = "fake"
+    # What the engine answers for a path it does not have: Go's default (Ollama) here;
+    # llama-server and the FastAPI servers send their own JSON.
+    not_found: tuple[bytes, str] = (b"404 page not found", "text/plain")
 
     def __init__(self, *, token_delay: float = 0.0) -> None:
         self.token_delay = token_delay
@@ -358,7 +362,7 @@ class FakeServer:
             return
         fn = self._routes.get((method, path))
         if fn is None:
-            exchange.send(404, b"404 page not found", "text/plain")
+            exchange.send(404, *self.not_found)
             return
         if raw and body is None:
             exchange.send_json(400, {"error": "invalid JSON body"})

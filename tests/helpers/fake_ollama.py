@@ -8,6 +8,9 @@ as before v0.10); a prompt longer than the window is cut silently (whole message
 front, system messages and the last message kept, then a cut to the window) and answered 200
 with a `prompt_eval_count` below what was sent, or 400 with `truncate: false`; unknown models
 are 404; a mid-stream failure is a final `{"error": ...}` line with status 200.
+`prompt_eval_count` follows `version` (/api/version): from 0.30.1 the whole prompt, before it
+only what the prompt cache did not serve (the prefix shared with the model's previous prompt,
+forgotten at every load), so follow-ups report a fraction of the prompt.
 
     with FakeOllama([OllamaModel("llama3.1:8b", context_length=131072)]) as srv:
         srv.script_reply("Hi.")
@@ -22,7 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play
-from tests.helpers.fake_tokenizer import count_chat, count_text, split_reply
+from tests.helpers.fake_tokenizer import (
+    common_prefix,
+    count_chat,
+    count_text,
+    render_chat,
+    split_reply,
+    tokenize,
+)
 
 OVERFLOW_MESSAGE = "the input length exceeds the context length"
 
@@ -36,6 +46,10 @@ class OllamaModel:
     capabilities: tuple[str, ...] = ("completion", "tools")
     family: str = "llama"
     parameter_size: str = "8.0B"
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("-")[0].split(".") if part.isdigit())
 
 
 def _full_name(name: str) -> str:
@@ -62,6 +76,7 @@ class FakeOllama(FakeServer):
         self.loaded: dict[str, int] = {}  # model -> the num_ctx it is loaded with
         self.loads: list[tuple[str, int]] = []  # every load, reloads included
         self.reloads = 0  # loads that replaced the same model at another num_ctx
+        self._cache: dict[str, list[int]] = {}  # model -> the tokens of its last prompt
         self.route("GET", "/api/version", self._version)
         self.route("GET", "/api/tags", self._tags)
         self.route("GET", "/api/ps", self._ps)
@@ -81,6 +96,19 @@ class FakeOllama(FakeServer):
             self.reloads += 1
         self.loaded[name] = num_ctx
         self.loads.append((name, num_ctx))
+        self._cache.pop(name, None)  # a load starts with an empty KV cache
+
+    @property
+    def counts_cached_tokens(self) -> bool:
+        """From 0.30.1 prompt_eval_count includes the tokens the prompt cache served."""
+        return _version_tuple(self.version) >= (0, 30, 1)
+
+    def _reused(self, name: str, tokens: list[int]) -> int:
+        """The prefix of this prompt already in the model's KV cache (at least one token is
+        always evaluated, as llama.cpp does)."""
+        cached = min(common_prefix(tokens, self._cache.get(name, [])), max(len(tokens) - 1, 0))
+        self._cache[name] = tokens
+        return cached
 
     def window_for(self, model: OllamaModel, options: dict[str, Any]) -> int:
         requested = options.get("num_ctx")
@@ -209,6 +237,9 @@ class FakeOllama(FakeServer):
             _, evaluated = self._truncate(messages, tools, window)
         req.prompt_tokens, req.evaluated_tokens, req.window = sent, evaluated, window
         req.truncated = evaluated < sent
+        reported = evaluated
+        if not self.counts_cached_tokens and evaluated == sent:
+            reported = evaluated - self._reused(name, tokenize(render_chat(messages, tools)))
         reply = self.next_reply(req)
         req.reply = reply
         if reply.fail == "http500":
@@ -241,8 +272,8 @@ class FakeOllama(FakeServer):
             "done_reason": done_reason,
             "total_duration": 4883583458,
             "load_duration": 1334875,
-            "prompt_eval_count": evaluated,
-            "prompt_eval_duration": evaluated * 1_000_000,
+            "prompt_eval_count": reported,
+            "prompt_eval_duration": reported * 1_000_000,
             "eval_count": eval_count,
             "eval_duration": eval_count * 10_000_000,
         }

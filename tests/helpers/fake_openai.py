@@ -29,6 +29,7 @@ from tests.helpers.fake_tokenizer import (
 class FakeOpenAIServer(FakeServer):
     owned_by = "openai-compatible"
     chat_path = "/v1/chat/completions"
+    not_found = (b'{"detail":"Not Found"}', "application/json")  # FastAPI (vLLM, SGLang)
 
     def __init__(self, model: str, *, token_delay: float = 0.0) -> None:
         super().__init__(token_delay=token_delay)
@@ -122,6 +123,7 @@ class FakeOpenAIServer(FakeServer):
             ex.send_json(500, self.error_body(500, reply.error_message, "InternalServerError"))
             return
         if reply.fail == "overflow" or self.overflows(prompt, max_tokens, window):
+            req.rejected = True
             self.send_overflow(ex, body, prompt, max_tokens, window)
             return
         cached = self.cached_tokens(tokens)
@@ -238,6 +240,10 @@ class FakeLlamaServer(FakeOpenAIServer):
 
     name = "fake-llama-server"
     owned_by = "llamacpp"
+    not_found = (
+        b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}',
+        "application/json; charset=utf-8",
+    )
 
     def __init__(
         self,
@@ -256,6 +262,10 @@ class FakeLlamaServer(FakeOpenAIServer):
         # /props `chat_template_caps`: None gives a tool-calling template's; {} leaves the
         # field out, as older builds do.
         template_caps: dict[str, bool] | None = None,
+        # The size it really rejects from, below what /props reports (slots sharing one KV
+        # pool run out before n_ctx); the rejection is the ordinary exceed_context_size_error
+        # naming the slot's n_ctx, as the server's own check would.
+        real_limit: int | None = None,
     ) -> None:
         super().__init__(model, token_delay=token_delay)
         self.template_caps = (
@@ -272,6 +282,7 @@ class FakeLlamaServer(FakeOpenAIServer):
         self.cached_details = cached_details
         self.default_system_prompt = default_system_prompt
         self.overflow_style = overflow_style
+        self.real_limit = real_limit
         self.route("GET", "/health", self._health)
         self.route("GET", "/props", self._props)
         self.route("POST", "/tokenize", self._tokenize)
@@ -299,7 +310,14 @@ class FakeLlamaServer(FakeOpenAIServer):
         return tokenize(self.render(body), add_special=True)
 
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
+        if self.real_limit is not None and prompt >= self.real_limit:
+            return True
         return prompt >= window
+
+    @property
+    def rejections(self) -> list[RecordedRequest]:
+        """The chat requests it refused as too long."""
+        return [r for r in self.chat_requests if r.rejected]
 
     def usage_details(self, cached: int) -> dict[str, Any] | None:
         return {"cached_tokens": cached} if self.cached_details else None

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from engine.config import default_agent
-from engine.events import CompactionEvent, ErrorEvent, Event, TurnEndEvent
+from engine.events import CompactionEvent, ErrorEvent, Event, NoticeEvent, TurnEndEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
@@ -42,9 +42,11 @@ def _long_history() -> list[str]:
     return [f"Message {i}: " + "words " * 120 for i in range(12)]
 
 
-def test_one_rejection_compacts_and_the_retry_succeeds(tmp_path: Path):
-    """The agent's pin says 100K but the server holds 1,500: the first over-long request is
-    rejected, Brim learns the real window from the error, compacts, and the retry lands."""
+def test_a_pin_above_the_slot_yields_to_the_slot_so_the_ladder_compacts_before_any_rejection(
+    tmp_path: Path,
+):
+    """The agent's pin says 100K but the server's slot holds 1,500: Brim accounts against the
+    slot from the start (with a warning), so it compacts before the server has to reject."""
 
     def respond(request):  # type: ignore[no-untyped-def]
         last = str(request.body["messages"][-1].get("content", ""))
@@ -53,9 +55,30 @@ def test_one_rejection_compacts_and_the_retry_succeeds(tmp_path: Path):
     with FakeLlamaServer(n_ctx=1500, slots=1) as fake:
         fake.responder = respond
         events, _ = _run(fake, tmp_path, [*_long_history(), "And the final question?"], 100_000)
-        rejected = [r for r in fake.chat_requests if r.prompt_tokens and r.prompt_tokens > 1500]
+        rejected = fake.rejections
     compactions = [e for e in events if isinstance(e, CompactionEvent)]
-    assert [c.reason for c in compactions if c.phase == "finished"] == ["context_overflow"]
+    assert "preflight" in [c.reason for c in compactions if c.phase == "finished"]
+    assert rejected == []
+    warned = [e.text for e in events if isinstance(e, NoticeEvent) and e.level == "warning"]
+    assert any("100000" in t and "per slot" in t for t in warned), warned
+    assert [e for e in events if isinstance(e, ErrorEvent)] == []
+    assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13
+
+
+def test_one_rejection_below_the_reported_window_compacts_and_the_retry_succeeds(tmp_path: Path):
+    """/props says 8192 but the server runs out at 1,500 (slots sharing one KV pool): the
+    first over-long request is rejected, Brim learns the real bound, compacts, retries."""
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        last = str(request.body["messages"][-1].get("content", ""))
+        return Reply(text=SUMMARY if "Covered So Far" in last else "ok")
+
+    with FakeLlamaServer(n_ctx=8192, slots=1, real_limit=1500) as fake:
+        fake.responder = respond
+        events, _ = _run(fake, tmp_path, [*_long_history(), "And the final question?"])
+        rejected = fake.rejections
+    compactions = [e for e in events if isinstance(e, CompactionEvent)]
+    assert next(c.reason for c in compactions if c.phase == "finished") == "context_overflow"
     assert len(rejected) == 1
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
     assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13

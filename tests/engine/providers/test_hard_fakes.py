@@ -1,0 +1,161 @@
+"""The doubles are as hard as the engines where the window is concerned: a lazily loaded
+Ollama model, prompt_eval_count by version, llama-server rejecting below its /props, and the
+404 bodies each engine really sends. Plus the providers reading those behaviours right."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine.messages import user
+from engine.providers.base import ChatOptions, StreamDone
+from engine.providers.llamacpp import LlamaCppProvider
+from engine.providers.ollama import OllamaProvider
+from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, FakeVllm, OllamaModel
+
+FIXTURES = Path("/work/shared/reference/fixtures")
+HISTORY = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi " * 200}]
+MODEL = "llama3.1:8b"
+
+
+def _chat(fake: FakeOllama, messages: list[dict], **options: int) -> dict:
+    body = {"model": MODEL, "messages": messages, "stream": False}
+    if options:
+        body["options"] = options
+    return httpx.post(f"{fake.url}/api/chat", json=body).json()
+
+
+def _ps(fake: FakeOllama) -> list[dict]:
+    return httpx.get(f"{fake.url}/api/ps").json()["models"]
+
+
+def test_an_ollama_model_is_absent_from_api_ps_until_the_first_chat_loads_it_at_the_default():
+    with FakeOllama([OllamaModel(MODEL)], default_num_ctx=4096) as fake:
+        assert _ps(fake) == []
+        _chat(fake, HISTORY)
+        assert [(m["name"], m["context_length"]) for m in _ps(fake)] == [(MODEL, 4096)]
+        _chat(fake, HISTORY, num_ctx=8192)  # another num_ctx reloads it
+        assert [m["context_length"] for m in _ps(fake)] == [8192]
+        assert fake.reloads == 1
+
+
+def test_an_old_ollama_reports_only_what_the_prompt_cache_did_not_serve():
+    follow_up = [
+        *HISTORY,
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "more"},
+    ]
+    with FakeOllama([OllamaModel(MODEL)], version="0.29.2") as old:
+        first = _chat(old, HISTORY)["prompt_eval_count"]
+        second = _chat(old, follow_up)["prompt_eval_count"]
+    with FakeOllama([OllamaModel(MODEL)], version="0.33.0") as new:
+        whole_first = _chat(new, HISTORY)["prompt_eval_count"]
+        whole_second = _chat(new, follow_up)["prompt_eval_count"]
+    assert first == whole_first  # nothing cached yet: the whole prompt
+    assert whole_second > whole_first
+    assert second < 20 < whole_second  # only the new part was evaluated
+
+
+def test_the_ollama_provider_does_not_take_an_old_servers_count_for_the_prompt():
+    async def go(version: str) -> list[int | None]:
+        with FakeOllama([OllamaModel(MODEL)], version=version) as fake:
+            provider = OllamaProvider(fake.url)
+            try:
+                await provider.report(MODEL)
+                counts = []
+                for text in ("hi " * 50, "hi " * 50 + "more"):
+                    async for item in provider.stream_chat(MODEL, [user(text)], ChatOptions()):
+                        if isinstance(item, StreamDone):
+                            counts.append(item.usage.prompt_tokens)
+                return counts
+            finally:
+                await provider.aclose()
+
+    assert asyncio.run(go("0.29.2")) == [None, None]
+    assert None not in asyncio.run(go("0.33.0"))
+
+
+def test_the_ollama_provider_reads_the_loaded_window_only_once_a_chat_loaded_it():
+    async def go() -> tuple[int | None, int | None]:
+        with FakeOllama([OllamaModel(MODEL)], default_num_ctx=4096) as fake:
+            provider = OllamaProvider(fake.url)
+            try:
+                before = await provider.loaded_window(MODEL)
+                async for _ in provider.stream_chat(MODEL, [user("hi")], ChatOptions()):
+                    pass
+                return before, await provider.loaded_window(MODEL)
+            finally:
+                await provider.aclose()
+
+    assert asyncio.run(go()) == (None, 4096)
+
+
+def test_llama_server_can_reject_below_what_props_reports_with_its_real_overflow_body():
+    with FakeLlamaServer(n_ctx=8192, slots=1, real_limit=3000) as fake:
+        props = httpx.get(f"{fake.url}/props").json()
+        body = {"messages": [{"role": "user", "content": "w " * 3100}]}
+        rejected = httpx.post(f"{fake.url}/v1/chat/completions", json=body)
+        fits = httpx.post(
+            f"{fake.url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "w " * 2000}]},
+        )
+    assert props["default_generation_settings"]["n_ctx"] == 8192
+    assert rejected.status_code == 400
+    error = rejected.json()["error"]
+    real = json.loads((FIXTURES / "llamacpp_exceed_ctx_400.json").read_text())["error"]
+    assert set(error) == set(real)
+    assert (error["type"], error["n_ctx"]) == ("exceed_context_size_error", 8192)
+    assert error["n_prompt_tokens"] > 3000
+    assert fits.status_code == 200
+    assert len(fake.rejections) == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "status", "body"),
+    [
+        (FakeOllama, 404, b"404 page not found"),
+        (
+            FakeLlamaServer,
+            404,
+            b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}',
+        ),
+        (FakeVllm, 404, b'{"detail":"Not Found"}'),
+    ],
+)
+def test_an_unknown_path_gets_the_404_body_the_engine_sends(make, status, body):
+    with make() as fake:
+        answer = httpx.get(f"{fake.url}/no/such/path")
+    assert (answer.status_code, answer.content) == (status, body)
+
+
+def test_llama_servers_health_says_503_while_loading_and_the_provider_waits_on_it():
+    async def go() -> tuple[bool, bool]:
+        with FakeLlamaServer(loading=True) as fake:
+            provider = LlamaCppProvider(fake.url)
+            try:
+                loading = await provider.ready()
+                fake.loading = False
+                return loading, await provider.ready()
+            finally:
+                await provider.aclose()
+
+    assert asyncio.run(go()) == (False, True)
+
+
+def test_a_llama_server_build_without_health_is_waited_for_on_props():
+    async def go() -> tuple[bool, bool]:
+        with FakeLlamaServer(loading=True) as fake:
+            fake._routes.pop(("GET", "/health"))  # an older build: /props 503s while loading
+            provider = LlamaCppProvider(fake.url)
+            try:
+                loading = await provider.ready()
+                fake.loading = False
+                return loading, await provider.ready()
+            finally:
+                await provider.aclose()
+
+    assert asyncio.run(go()) == (False, True)
