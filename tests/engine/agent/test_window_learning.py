@@ -259,12 +259,20 @@ def test_a_turn_gives_up_when_a_pass_does_not_shrink_the_request(tmp_path: Path)
 
 def test_a_llama_server_still_loading_is_waited_for_with_progress(tmp_path: Path):
     with FakeLlamaServer(n_ctx=4096, slots=1, loading=True) as fake:
-        timer = threading.Timer(1.2, lambda: setattr(fake, "loading", False))
-        timer.start()
+        def finish_loading_after_three_polls() -> None:
+            # Done by what the server saw, not by a clock: a loaded machine starts late.
+            while sum(r.path == "/health" for r in fake.requests) < 3 and not stop.is_set():
+                stop.wait(0.05)
+            fake.loading = False
+
+        stop = threading.Event()
+        loader = threading.Thread(target=finish_loading_after_three_polls, daemon=True)
+        loader.start()
         try:
             events = _run(_llama_agent(fake), tmp_path, [])
         finally:
-            timer.cancel()
+            stop.set()
+            loader.join(5)
     waits = _of(events, EngineLoadingEvent)
     assert waits and waits[0].engine == "llamacpp"
     assert [w.waited_s for w in waits] == sorted(w.waited_s for w in waits)
