@@ -182,7 +182,7 @@ def test_the_panel_lists_each_waiting_suggestion_and_follows_the_queue_file(
     queue_facts(d.service, ["I always write commit messages in the imperative mood."])
     qtbot.waitUntil(lambda: panel.waiting == 1, timeout=5000)
     (text,) = panel.item_texts()
-    assert text.startswith("fact  ·  global  ·  Fact number 0.")
+    assert text.startswith("fact  ·  global  ·  I always write commit messages in the imperative")
     assert "“I always write commit messages in the imperative mood.”" in text
     assert d.window.memory_badge.isVisible()
     panel.set_collapsed(True)
