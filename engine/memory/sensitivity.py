@@ -193,7 +193,8 @@ def find_secret(text: str) -> str | None:
         if 13 <= len(digits) <= 19 and _luhn(digits):
             return "a card number"
     for match in _IBAN.finditer(text):
-        if _iban_valid(match.group(0)):
+        parts = match.group(0).split(" ")  # the match may run on into the next words
+        if any(_iban_valid("".join(parts[:k])) for k in range(len(parts), 0, -1)):
             return "a bank account number (IBAN)"
     for kind, analyze in _maintained():
         if any(True for _ in analyze(text)):
