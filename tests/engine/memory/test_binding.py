@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.config import default_agent
 from engine.memory import Completion, MemoryService, MemoryToolState, ScanInput, SourceSet, run_scan
@@ -263,3 +265,50 @@ def test_a_lesson_is_queued_as_the_agents_own_words_never_as_the_users(tmp_path:
     shown = run_brim(["memory", "list"], data_dir=tmp_path).stdout
     assert "the agent's own lesson, not the user's words" in shown
     assert "(user:" not in shown
+
+
+# -- properties of the support check ------------------------------------------------------
+
+QUOTES = [
+    "I always want tabs in my Python files.",
+    "My main language is Rust and I deploy on Fridays.",
+    "Please write commit messages in the imperative mood.",
+]
+_quote_words = st.sampled_from(QUOTES).flatmap(
+    lambda q: st.tuples(st.just(q), st.lists(st.sampled_from(q.rstrip(".").split()), min_size=1))
+)
+_new_word = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=5, max_size=9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_quote_words)
+def test_a_statement_made_only_of_the_quotes_words_is_supported(picked: tuple[str, list[str]]):
+    quote, words = picked
+    try:
+        check_supported("User: " + " ".join(words), quote)
+    except MemoryRefused as exc:
+        assert "says nothing" in str(exc)  # only framing or function words were picked
+
+
+@settings(max_examples=200, deadline=None)
+@given(_quote_words, _new_word)
+def test_any_word_the_quote_does_not_hold_is_refused(picked: tuple[str, list[str]], word: str):
+    quote, words = picked
+    with pytest.raises(MemoryRefused):
+        check_supported("User: " + " ".join([*words, word]), quote)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_quote_words, st.sampled_from(["not", "never", "no", "don't", "without"]))
+def test_a_negation_the_quote_does_not_hold_is_refused(picked: tuple[str, list[str]], neg: str):
+    quote, words = picked
+    with pytest.raises(MemoryRefused):
+        check_supported("User " + neg + " " + " ".join(words), quote)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_quote_words, st.integers(min_value=0, max_value=10**6))
+def test_a_number_the_quote_does_not_hold_is_refused(picked: tuple[str, list[str]], n: int):
+    quote, words = picked
+    with pytest.raises(MemoryRefused):
+        check_supported("User: " + " ".join([*words, str(n)]), quote)
