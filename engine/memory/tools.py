@@ -423,7 +423,7 @@ def memory_tools(state: MemoryToolState) -> list[Tool]:
                 f"Queued for the user's review as {s.id}: delete {s.path} (nothing is deleted "
                 "until they accept it)."
             )
-        raise MemoryRefused("action must be one of: create, amend, delete, rename")
+        raise MemoryRefused("action must be one of: create, amend, delete")
 
     @guard
     async def propose_lesson(args: dict[str, Any], ctx: ToolContext) -> str:
