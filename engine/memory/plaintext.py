@@ -35,9 +35,11 @@ class ControlCharacters(MemoryRefused):
 
 
 def control_characters(text: str, *, multiline: bool = True) -> list[str]:
-    """The distinct control characters in `text`, in order of first appearance."""
-    pattern = _CONTROL if multiline else _CONTROL_OR_BREAK
-    return list(dict.fromkeys(pattern.findall(text)))
+    """The distinct control characters in `text`, in order of first appearance (in
+    multi-line text a carriage return before a newline is a line break, not a control)."""
+    if multiline:
+        return list(dict.fromkeys(_CONTROL.findall(text.replace("\r\n", "\n"))))
+    return list(dict.fromkeys(_CONTROL_OR_BREAK.findall(text)))
 
 
 def name_of(char: str) -> str:
