@@ -55,6 +55,10 @@ NOT_SECRETS = [
     "The secret to good code is tests.",
     "I use the src/app.py layout and README.md files.",
     "Call me between 9 and 5.",
+    "My login is jsmith on the build box.",
+    "Our passwords are stored in 1Password.",
+    "I keep API keys in the environment, never in files.",
+    "The pw reset flow lives in auth/reset.py.",
 ]
 
 
