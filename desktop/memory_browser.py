@@ -36,6 +36,7 @@ from desktop import theme
 from desktop.memory_view import Runner, flat, when
 from engine.memory import Explanation, MemoryEntry, MemoryService, Scope
 from engine.memory.errors import ScopeUnreadable
+from engine.memory.plaintext import visible
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 NO_RECEIPTS = "No receipts yet: no request has carried this entry since it was last changed."
@@ -288,13 +289,14 @@ class MemoryBrowser(QDialog):
         self.forget_button.setEnabled(entry is not None)
         self.explain_button.setEnabled(entry is not None)
         if entry is not None:
-            self.title.setText(entry.first_line or entry.subject)
+            self.title.setText(visible(entry.first_line) or entry.subject)
             self.meta.setText(
                 f"{entry.canonical}  ·  {entry.kind}  ·  origin {entry.fields.origin}"
                 + (f"  ·  from {entry.fields.source}" if entry.fields.source else "")
             )
-            if self.text.toPlainText() != entry.text:
-                self.text.setPlainText(entry.text)
+            shown = visible(entry.text)  # a hand edit's escapes are shown, not obeyed
+            if self.text.toPlainText() != shown:
+                self.text.setPlainText(shown)
             self.open_button.setText("Open file")
         elif scope is not None:
             self.title.setText(scope.label)

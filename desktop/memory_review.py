@@ -41,6 +41,7 @@ from desktop.memory_view import (
     message_ref,
     proposed_text,
     scope_label,
+    whose_words,
 )
 from engine.memory import Decision, MemoryService, Suggestion, parse_entry
 from engine.memory.review import REVIEW_PAGE_SIZE, ReviewResult
@@ -171,8 +172,10 @@ class ReviewItem(QFrame):
         parts = []
         if s.quote:
             parts.append(f"<i>“{html.escape(flat(s.quote, 400))}”</i>")
-        elif s.reason and s.kind == "revision" and s.action != "delete":
-            parts.append(f"Why: {html.escape(flat(s.reason, 300))}")
+        else:
+            parts.append(html.escape(whose_words(s)))
+            if s.reason and s.kind == "revision" and s.action != "delete":
+                parts.append(f"Why: {html.escape(flat(s.reason, 300))}")
         conversation, _message = message_ref(s)
         if s.quote and conversation:
             parts.append(

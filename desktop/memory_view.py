@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.memory import MemoryService, Suggestion
 from engine.memory.errors import MemoryStoreError
+from engine.memory.plaintext import visible
 
 # run(fn, on_result, on_error) -> whether it was scheduled (EngineBridge.call).
 Runner = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[str], None] | None], bool]
@@ -44,11 +45,19 @@ def scope_label(service: MemoryService | None, key: str) -> str:
 
 
 def proposed_text(suggestion: Suggestion) -> str:
-    """The words that would be written (a deletion has none: its reason stands in)."""
+    """The words that would be written (a deletion has none: its reason stands in), with
+    any control or invisible character shown (␛, <U+202E>) rather than obeyed."""
     if suggestion.kind == "revision" and suggestion.action == "delete":
         reason = suggestion.reason or "no reason given"
-        return f"Delete {suggestion.path}: {reason}"
-    return suggestion.statement or suggestion.reason
+        return visible(f"Delete {suggestion.path}: {reason}")
+    return visible(suggestion.statement or suggestion.reason)
+
+
+def whose_words(suggestion: Suggestion) -> str:
+    """Who wrote the text: a lesson or revision is the agent's own, never the user's."""
+    if suggestion.author == "user":
+        return ""
+    return "The agent's own words, not yours"
 
 
 def message_ref(suggestion: Suggestion) -> tuple[str, str]:
@@ -60,8 +69,8 @@ def message_ref(suggestion: Suggestion) -> tuple[str, str]:
 
 
 def flat(text: str, limit: int = 0) -> str:
-    """One line, at most `limit` characters (0: no limit)."""
-    line = " ".join(text.split())
+    """One line, at most `limit` characters (0: no limit); control characters shown."""
+    line = " ".join(visible(text).split())
     if limit and len(line) > limit:
         return line[: limit - 1] + "…"
     return line

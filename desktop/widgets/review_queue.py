@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import theme
-from desktop.memory_view import flat, kind_label, proposed_text
+from desktop.memory_view import flat, kind_label, proposed_text, whose_words
 from engine.memory import Suggestion
 
 MAX_SHOWN = 30  # the rest are counted, not listed; the dialog shows them all
@@ -61,6 +61,9 @@ def item_html(suggestion: Suggestion, scope: str) -> str:
     if suggestion.quote:
         quote = html.escape(flat(suggestion.quote, 160))
         parts.append(f'<span style="color:{theme.TOOL_TEXT};"><i>“{quote}”</i></span>')
+    elif whose_words(suggestion):
+        words = html.escape(whose_words(suggestion))
+        parts.append(f'<span style="color:{theme.MUTED}; font-size:small;">{words}</span>')
     return "<br>".join(parts)
 
 
@@ -171,6 +174,8 @@ class ReviewQueuePanel(QFrame):
             plain = [kind_label(suggestion), scope, proposed_text(suggestion)]
             if suggestion.quote:
                 plain.append(f"“{flat(suggestion.quote)}”")
+            elif whose_words(suggestion):
+                plain.append(whose_words(suggestion))
             self._texts.append("  ·  ".join(plain))
         if len(items) > MAX_SHOWN:
             more = QLabel(f"and {len(items) - MAX_SHOWN} more…", objectName="reviewQueueEmpty")

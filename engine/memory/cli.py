@@ -136,6 +136,10 @@ def cmd_memory(args: argparse.Namespace, paths: BrimPaths) -> int:
 
 
 def _list(service: MemoryService, args: argparse.Namespace) -> int:
+    """The queue or the entries; text from older or hand-edited files shows its control
+    characters (␛, <U+202E>) instead of sending them to the terminal."""
+    from engine.memory.plaintext import safe_json, visible
+
     if args.entries:
         scopes = _all_scopes(service)
         found, skipped = service.store.entries(scopes)
@@ -150,21 +154,22 @@ def _list(service: MemoryService, args: argparse.Namespace) -> int:
             for e in found
         ]
         if args.json:
-            print(json.dumps(rows, ensure_ascii=False))
+            print(safe_json(rows))
         else:
             for row in rows:
-                print(f"{row['path']}  ({row['kind']}, {row['origin']})  {row['first_line']}")
+                line = f"{row['path']}  ({row['kind']}, {row['origin']})  {row['first_line']}"
+                print(visible(line))
             for key in skipped:
                 print(f"(skipped {key}: linked or unreadable)", file=sys.stderr)
         return 0
     items = service.pending()
     if args.json:
-        print(json.dumps([s.to_dict() for s in items], ensure_ascii=False))
+        print(safe_json([s.to_dict() for s in items]))
     else:
         if not items:
             print("No memory suggestions are waiting.")
         for s in items:
-            print(f"{s.id}  {s.describe()}")
+            print(visible(f"{s.id}  {s.describe()}"))
     return 0
 
 

@@ -2,7 +2,7 @@
 
     ---
     kind: fact                 fact | lesson | note (a file written by hand has no header)
-    origin: auto               auto (accepted from a suggestion) | agent | user
+    origin: auto               auto (a fact accepted from a suggestion) | agent (a lesson) | user
     keys: 1f0c…, 9a2e…         the sentence keys of the quoted user words
     source: conversation C message M
     suggestion: s-1a2b3c4d     the suggestion it was accepted from

@@ -27,6 +27,7 @@ from typing import Any
 
 from engine.memory.entries import content_hash
 from engine.memory.layout import Scope
+from engine.memory.plaintext import strip_controls
 from engine.memory.receipts import Ticket
 from engine.memory.service import MemoryService
 from engine.memory.store import Snapshot
@@ -64,9 +65,11 @@ def standing_line(snapshot: Snapshot, max_chars: int = MAX_STANDING_CHARS) -> st
     for item in snapshot.entries:
         entry = item.entry
         tag = "" if entry.kind == "fact" else f" [{entry.kind}]"
-        line = f"- {entry.canonical}{tag}: {entry.first_line}"
+        # A file written by hand or by an older Brim may hold control characters: they
+        # never reach the prompt.
+        line = f"- {entry.canonical}{tag}: {' '.join(strip_controls(entry.first_line).split())}"
         if entry.kind == "fact" and entry.fields.quotes:
-            quote = " ".join(entry.fields.quotes[0].split())
+            quote = " ".join(strip_controls(entry.fields.quotes[0]).split())
             if len(quote) > 200:
                 quote = quote[:199] + "…"
             line += f' (user: "{quote}")'
@@ -120,10 +123,6 @@ class MemoryObserver:
         self.snapshot = self.service.store.snapshot(self.scopes, assign_ids=self.writes)
         self.runs += 1
         return self.snapshot
-
-    def refresh(self) -> None:
-        """The run wrote memory itself: take a fresh snapshot."""
-        self.begin_run()
 
     def register_view(self, text: str, paths: tuple[str, ...]) -> None:
         self._views[content_hash(text)] = paths

@@ -9,6 +9,11 @@ ID) or drops it (nothing was written), so the entry ends up written and dequeued
 
 An amendment or revision records the entry's content hash when it was suggested; accepting
 it fails, and it stays queued, if the entry changed since.
+
+The queue is an entrance too: `add` refuses a suggestion holding control characters or a
+secret, whoever built it; a queue file written before those checks is read with any
+suggestion holding a secret dropped (and the file rewritten without it), and text with
+control characters is shown visibly and cleaned when accepted.
 """
 
 from __future__ import annotations
@@ -19,15 +24,18 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from engine.memory.entries import MemoryEntry, render_entry
+from engine.memory.entries import MemoryEntry, parse_entry, render_entry
 from engine.memory.errors import (
     EntryConflict,
     MemoryRefused,
     MemoryStoreError,
+    SensitiveContent,
     UnknownSuggestion,
 )
 from engine.memory.jsonfile import read_json_object, write_json_object
 from engine.memory.layout import MemoryLayout, canonical_path
+from engine.memory.plaintext import check_plain, strip_controls, visible
+from engine.memory.sensitivity import find_secret
 from engine.memory.store import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -51,8 +59,17 @@ class Suggestion:
     against_hash: str = ""  # the entry's hash when suggested (amend, rewrite, delete)
     against_text: str = ""
     reason: str = ""
-    by: str = ""  # memory-extractor | memory-learner | agent
+    by: str = ""  # who suggested it: memory-extractor | memory-learner | agent
     created: float = field(default_factory=lambda: round(time.time(), 3))
+    # Whose words the text is: `user` for a fact (it restates the quoted sentence the user
+    # wrote), `agent` for a lesson or revision (the agent's own words, no quote). Derived,
+    # never taken from the caller or the file.
+    author: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "author", "user" if self.kind == "fact" and self.quote else "agent"
+        )
 
     @property
     def path(self) -> str:
@@ -65,22 +82,34 @@ class Suggestion:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Suggestion:
-        known = {f for f in cls.__dataclass_fields__}
+        known = set(cls.__dataclass_fields__)
         values = {k: v for k, v in data.items() if k in known}
         values["keys"] = tuple(str(k) for k in values.get("keys", ()) or ())
         return cls(**values)
 
     def describe(self) -> str:
-        """One line for a checklist or a list."""
+        """One line for a checklist or a list; control characters shown, not obeyed."""
         if self.kind == "revision":
             what = "delete" if self.action == "delete" else "rewrite"
             text = self.statement or self.reason
-            return f"[revision: {what}] {self.path}: {text}".rstrip(": ")
+            line = f"[revision: {what}] {self.path}: {text}".rstrip(": ")
+            return visible(line + f"  (by {self.by or 'the agent'}, not the user's words)")
         line = f"[{self.kind}{' amend' if self.action == 'amend' else ''}] {self.path}: "
         line += self.statement
         if self.quote:
             line += f'  (user: "{_short(self.quote)}")'
-        return line
+        elif self.kind == "lesson":
+            line += "  (the agent's own lesson, not the user's words)"
+        return visible(line)
+
+    def secret(self) -> str | None:
+        """The kind of secret any of its texts holds, or None."""
+        against = parse_entry(self.against_text).body if self.against_text else ""
+        for text in (self.subject, self.statement, self.quote, self.reason, against):
+            found = find_secret(text)
+            if found is not None:
+                return found
+        return None
 
 
 def new_suggestion_id() -> str:
@@ -108,6 +137,11 @@ class SuggestionQueue:
     # -- reading ------------------------------------------------------------------------
 
     def _load(self) -> list[Suggestion]:
+        """The queue file's suggestions, less any holding a secret (an older Brim queued
+        some): those are never shown, and are gone from the file at its next rewrite."""
+        return [s for s in self._load_all() if s.secret() is None]
+
+    def _load_all(self) -> list[Suggestion]:
         data = read_json_object(self.layout.queue_path)
         out: list[Suggestion] = []
         items = data.get("suggestions")
@@ -130,8 +164,12 @@ class SuggestionQueue:
 
     def pending(self) -> list[Suggestion]:
         """The waiting suggestions, oldest first. A suggestion an interrupted accept already
-        wrote counts as accepted, even before the next lock holder tidies up."""
-        items = self._load()
+        wrote counts as accepted, even before the next lock holder tidies up. A queue file
+        that still holds a secret is rewritten without it at once."""
+        items = self._load_all()
+        if any(s.secret() is not None for s in items):
+            self.scrub()
+            items = self._load()
         done = self._applied_intent()
         return [s for s in items if s.id != done]
 
@@ -143,6 +181,19 @@ class SuggestionQueue:
             if item.id == suggestion_id:
                 return item
         raise UnknownSuggestion(f"no waiting suggestion {suggestion_id!r}")
+
+    def scrub(self) -> int:
+        """Rewrite the queue file without the suggestions that hold a secret; how many."""
+        with self.layout.write_lock():
+            items = self._load_all()
+            kept = [s for s in items if s.secret() is None]
+            if len(kept) != len(items):
+                self._save(kept)
+                log.warning(
+                    "memory: dropped %d queued suggestions that held a secret",
+                    len(items) - len(kept),
+                )
+        return len(items) - len(kept)
 
     # -- the intent record ----------------------------------------------------------------
 
@@ -192,7 +243,16 @@ class SuggestionQueue:
 
     def add(self, suggestion: Suggestion) -> Suggestion:
         """Queue a suggestion (under the lock). `EntryConflict` when the same claim waits
-        already (same sentence keys, or the same text for the same entry)."""
+        already (same sentence keys, or the same text for the same entry); refused whole
+        when any of its text holds control characters or a secret."""
+        check_plain("statement", suggestion.statement)
+        check_plain("quote", suggestion.quote, multiline=True)
+        check_plain("reason", suggestion.reason)
+        found = suggestion.secret()
+        if found is not None:
+            raise SensitiveContent(
+                f"this looks like {found}; memory never stores secrets, so nothing was queued"
+            )
         with self.layout.write_lock():
             self.recover()
             items = self._load()
@@ -270,8 +330,8 @@ class SuggestionQueue:
             text = render_entry(
                 kind="fact",
                 origin="auto",
-                statement=s.statement,
-                quotes=(s.quote,) if s.quote else (),
+                statement=strip_controls(s.statement),
+                quotes=(strip_controls(s.quote),) if s.quote else (),
                 keys=s.keys,
                 source=s.source,
                 suggestion=s.id,
@@ -282,7 +342,10 @@ class SuggestionQueue:
             if s.action != "create":
                 self._check_unchanged(s, current, path)
             text = render_entry(
-                kind="lesson", origin="agent", statement=s.statement, suggestion=s.id
+                kind="lesson",
+                origin="agent",
+                statement=strip_controls(s.statement),
+                suggestion=s.id,
             )
         else:  # a revision from the curation call
             self._check_unchanged(s, current, path)
@@ -294,7 +357,10 @@ class SuggestionQueue:
             if current.kind == "fact":
                 raise EntryConflict(f"{path} holds the user's words; facts are never rewritten")
             text = render_entry(
-                kind="lesson", origin="agent", statement=s.statement, suggestion=s.id
+                kind="lesson",
+                origin="agent",
+                statement=strip_controls(s.statement),
+                suggestion=s.id,
             )
         self._write_intent(s, path, "write", revoke)
         self.store.write(scope, s.subject, text)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engine.memory.plaintext import visible
 from engine.memory.queue import Suggestion
 from engine.memory.service import MemoryService
 
@@ -75,7 +76,7 @@ def run_review(
     for number, page in enumerate(pages, 1):
         write(f"Memory suggestions, page {number} of {len(pages)}:")
         for i, item in enumerate(page, 1):
-            write(f"  [{i}] {item.id}  {item.describe()}")
+            write(visible(f"  [{i}] {item.id}  {item.describe()}"))
         chosen: list[int] | None = None
         while chosen is None:
             try:

@@ -82,16 +82,16 @@ class SessionMemory:
         return self.observer.wrap(provider) if self.writes else provider
 
     def tools(self, live: Callable[[], Sequence[Message]]) -> list[Tool]:
-        """The main agent's memory tools: direct writes (after approval) in a persistent
-        top-level run, refusals in any other."""
+        """The main agent's memory tools: in a persistent top-level run every change is a
+        suggestion queued for the user (never a write, whatever the approval policy), in
+        any other run a refusal."""
         state = MemoryToolState(
             self.service,
             self.scopes,
             lambda: SourceSet(self._conversation(), live()),
-            "direct" if self.writes else "read_only",
+            "suggest" if self.writes else "read_only",
             actor="agent",
             conversation_id=self._conversation(),
-            on_write=self.observer.refresh,
             on_view=self.observer.register_view,
         )
         return memory_tools(state)

@@ -7,13 +7,20 @@ discipline of a memory write, so every path into memory passes the same checks:
 - read before changing: an amend needs the entry viewed in this run, unchanged since;
 - one file per subject: a create on an existing subject is refused (amend it instead),
   and an amend replaces the stale fact rather than appending a duplicate;
-- only the user's own words: a create or amend carries `quote`, an exact span of an
-  authenticated user message; a sentence the user corrected or forgot is refused;
-- never a secret (the sensitivity check), never in a run that writes nothing.
+- only the user's own words: a create or amend carries `quote`, a whole sentence or clause
+  of an authenticated user message, and its statement says what the quote says (the
+  support check: no new content words, literals or dropped negations); a sentence the user
+  corrected or forgot is refused;
+- plain text only (no terminal escapes or invisible characters), never a secret (the
+  sensitivity check), never in a run that writes nothing.
 
-Run as the main agent, manage_memory writes (after approval). Run as the memory extractor
-or learner, the same checks run and the result is queued for review instead; delete and
-rename are refused there. Lessons are always proposals, queued for the person.
+Nothing here writes memory: the person does, by accepting a suggestion. Run as the main
+agent ("suggest"), a create or amend is queued as a fact suggestion and a delete as a
+revision, whatever the run's approval policy says for files and commands (an `--approve
+auto` run has accepted file edits and commands up front, not words put in the user's
+mouth); a rename is refused. Run as the memory extractor or learner ("queue"), the same
+checks run and delete and rename are refused. Lessons are always proposals in the agent's
+own words, queued for the person and marked so.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.memory.entries import MemoryEntry, render_entry
+from engine.memory.entries import MemoryEntry
 from engine.memory.errors import (
     BadSubject,
     EntryConflict,
@@ -34,11 +41,12 @@ from engine.memory.errors import (
     RevokedQuote,
 )
 from engine.memory.layout import Scope, canonical_path, subject_slug
+from engine.memory.plaintext import check_plain, strip_controls
 from engine.memory.queue import Suggestion, new_suggestion_id
 from engine.memory.sensitivity import check_not_secret
 from engine.memory.service import MemoryService
 from engine.memory.sources import QuoteMatch, SourceSet
-from engine.tools.approval import ApprovalRequest
+from engine.memory.support import UnsupportedStatement, check_supported, check_whole_clause
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolError, ToolUnavailable
 from engine.tools.registry import Tool
@@ -50,12 +58,12 @@ MANAGE_NAME = "manage_memory"
 LESSON_NAME = "propose_lesson"
 REVISE_NAME = "revise_memory"
 MEMORY_TOOL_NAMES = (VIEW_NAME, MANAGE_NAME, LESSON_NAME)
-ALWAYS_KEY = "memory:write"
-ALWAYS_LABEL = "Allow every memory change for this conversation"
 MAX_STATEMENT_CHARS = 400
 MAX_LESSON_CHARS = 1_200
 
-Mode = Literal["direct", "queue", "read_only"]
+# suggest: the main agent (facts and deletes queued); queue: the extractor and learner (facts
+# and lessons queued, delete and rename refused); read_only: a run that writes nothing.
+Mode = Literal["suggest", "queue", "read_only"]
 
 
 @dataclass
@@ -68,11 +76,9 @@ class MemoryToolState:
     mode: Mode
     actor: str = "agent"
     conversation_id: str = ""
-    on_write: Callable[[], None] | None = None  # a direct write happened: refresh the snapshot
     on_view: Callable[[str, tuple[str, ...]], None] | None = None  # (result text, paths)
     viewed: dict[str, str] = field(default_factory=dict)  # canonical path -> hash when read
     queued: list[str] = field(default_factory=list)  # suggestion IDs
-    written: list[str] = field(default_factory=list)  # canonical paths
     refused: list[str] = field(default_factory=list)  # why each refused write failed
 
     def scope(self, name: str | None, default: str = "global") -> Scope:
@@ -114,6 +120,7 @@ def _refusals(state: MemoryToolState) -> Callable[[Handler], Handler]:
 
 
 def _statement(content: str | None, fallback: str) -> str:
+    check_plain("statement", content)
     text = " ".join((content or "").split()) or " ".join(fallback.split())
     if len(text) > MAX_STATEMENT_CHARS:
         raise MemoryRefused(
@@ -124,12 +131,26 @@ def _statement(content: str | None, fallback: str) -> str:
 
 
 def authenticate(state: MemoryToolState, quote: str, source: str | None) -> QuoteMatch:
-    """The quote's span in one authenticated user message whose sentences are not revoked."""
+    """The quote's span in one authenticated user message, a whole sentence or clause of
+    it, whose sentences are not revoked."""
     if not quote or not quote.strip():
         raise QuoteRejected("a create or amend must carry `quote`: the user's exact words")
+    check_plain("quote", quote, multiline=True)
     matches = state.sources().matches(quote, source)
-    revoked: RevokedQuote | None = None
+    whole: list[QuoteMatch] = []
+    fragment: UnsupportedStatement | None = None
     for match in matches:
+        try:
+            check_whole_clause(match.source.message.content, match.start, match.end)
+        except UnsupportedStatement as exc:
+            fragment = exc
+            continue
+        whole.append(match)
+    if not whole:
+        assert fragment is not None
+        raise fragment
+    revoked: RevokedQuote | None = None
+    for match in whole:
         try:
             state.service.store.ledger.check(match.keys)
         except RevokedQuote as exc:
@@ -176,9 +197,11 @@ def plan_fact(
         raise BadSubject("`subject` is required: a few words naming the topic, e.g. 'editor'")
     slug = subject_slug(subject)
     check_not_secret(subject, content or "", quote or "")
+    statement = _statement(content, quote or "")
     match = authenticate(state, quote or "", source)
     check_not_secret(match.text)
     statement = _statement(content, match.text)
+    check_supported(statement, match.text)
     current = state.entry(target, slug)
     path = canonical_path(target, slug)
     if action == "create":
@@ -217,35 +240,6 @@ def queue_fact(state: MemoryToolState, plan: FactPlan) -> Suggestion:
     return suggestion
 
 
-def write_fact(state: MemoryToolState, plan: FactPlan) -> MemoryEntry:
-    """The main agent's direct write, under the lock, re-checked there."""
-    service = state.service
-    with service.layout.write_lock():
-        current = service.store.get(plan.scope, plan.subject)
-        before = plan.current.hash if plan.current is not None else None
-        now = current.hash if current is not None else None
-        if now != before:
-            raise EntryConflict(f"{canonical_path(plan.scope, plan.subject)} changed meanwhile")
-        service.store.ledger.check(plan.match.keys)
-        text = render_entry(
-            kind="fact",
-            origin="agent",
-            statement=plan.statement,
-            quotes=(plan.match.text,),
-            keys=plan.match.keys,
-            source=plan.match.reference,
-        )
-        entry = service.store.write(plan.scope, plan.subject, text)
-        if current is not None:
-            stale = [k for k in current.fields.keys if k not in plan.match.keys]
-            service.store.ledger.revoke(stale, why="correct", path=entry.canonical)
-    state.written.append(entry.canonical)
-    state.viewed[entry.canonical] = entry.hash
-    if state.on_write is not None:
-        state.on_write()
-    return entry
-
-
 def plan_lesson(
     state: MemoryToolState, *, scope: str | None, subject: str | None, content: str | None
 ) -> Suggestion:
@@ -255,6 +249,7 @@ def plan_lesson(
     if not subject:
         raise BadSubject("`subject` is required: a few words naming the lesson's topic")
     slug = subject_slug(subject)
+    check_plain("lesson", content)
     text = " ".join((content or "").split())
     if not text:
         raise MemoryRefused("`content` is required: the lesson in one or two sentences")
@@ -302,12 +297,14 @@ def plan_revision(
                 f"{path} holds the user's quoted words; facts are never rewritten (suggest "
                 "a delete if it is stale)"
             )
+        check_plain("lesson", content)
         statement = " ".join((content or "").split())
         if not statement:
             raise MemoryRefused("a rewrite needs `content`: the lesson's new text")
         check_not_secret(statement)
     elif action != "delete":
         raise MemoryRefused("action must be delete or rewrite")
+    check_plain("reason", reason)
     check_not_secret(reason or "")
     return Suggestion(
         id=new_suggestion_id(),
@@ -332,17 +329,18 @@ VIEW_DESCRIPTION = (
     "and `subject`, reads one entry whole. Read an entry before amending it."
 )
 MANAGE_DESCRIPTION = (
-    "Change memory. Only facts the user themselves stated or decided (stable preferences, "
-    "recurring facts, standing project decisions) belong here; never task progress, your "
-    "own inferences, or secrets. `action`: create (a new subject), amend (replace the "
-    "entry's fact; read it first), delete, rename. A create or amend must carry `quote`, "
-    "the user's exact words copied from one of their messages, and `content`, one line "
-    "stating the fact. `scope`: global (the user, everywhere), project (this workspace), "
-    "agent (this agent). `subject`: a few words naming the topic; it is the file name."
+    "Suggest a memory change; the user accepts or rejects it. Only facts the user stated "
+    "(stable preferences, recurring facts, standing decisions); never task progress, your "
+    "inferences, or secrets. `action`: create, amend (read the entry first), delete. A "
+    "create or amend carries `quote`, the user's whole sentence copied exactly, and "
+    "`content`, one line restating it in their words (keep every not/never/no; no new "
+    "words, names, numbers or paths). `scope`: global (the user), project (this "
+    "workspace), agent (this agent). `subject`: the topic, a few words (the file name)."
 )
 LESSON_DESCRIPTION = (
     "Propose a lesson for yourself (how to work better with this user or project). It is "
-    "queued for the user to review, never written directly. `scope` defaults to agent."
+    "queued for the user's review as your own words, never as theirs. `scope` defaults "
+    "to agent."
 )
 REVISE_DESCRIPTION = (
     "Queue a revision of an existing entry for the user's review: delete a stale entry, or "
@@ -372,7 +370,7 @@ def memory_tools(state: MemoryToolState) -> list[Tool]:
                 raise EntryConflict(f"no entry {canonical_path(scope, slug)}")
             text = (
                 f"{entry.canonical} ({entry.kind}, origin {entry.fields.origin}, "
-                f"hash {entry.hash[:12]})\n\n{entry.text}"
+                f"hash {entry.hash[:12]})\n\n{strip_controls(entry.text)}"
             )
             state.viewed[entry.canonical] = entry.hash
             if state.on_view is not None:
@@ -394,46 +392,38 @@ def memory_tools(state: MemoryToolState) -> list[Tool]:
                 quote=args.get("quote"),
                 source=args.get("source"),
             )
-            if state.mode == "queue":
-                s = queue_fact(state, plan)
-                return (
-                    f"Queued for the user's review as {s.id}: {s.path} — {s.statement} "
-                    "(nothing is written until they accept it)."
-                )
-            await _approve(
-                ctx,
-                f"{action.title()} memory {plan.scope.key}/{plan.subject}.md",
-                f"{plan.statement}\n\n> {plan.match.text}",
+            s = queue_fact(state, plan)
+            return (
+                f"Queued for the user's review as {s.id}: {s.path} — {s.statement} "
+                "(nothing is written until they accept it)."
             )
-            entry = write_fact(state, plan)
-            return f"Saved {entry.canonical}: {plan.statement}"
         if action in ("delete", "rename"):
-            if state.mode == "queue":
-                raise MemoryRefused(
-                    f"{action} is not available here: this pass only suggests new or amended "
-                    "facts for review"
-                )
             if state.mode == "read_only":
                 raise ToolUnavailable("this run writes no memory (an ephemeral or sub-agent run)")
+            if state.mode == "queue" or action == "rename":
+                raise MemoryRefused(
+                    f"{action} is not available here: "
+                    + (
+                        "this pass only suggests new or amended facts for review"
+                        if state.mode == "queue"
+                        else "the user renames memory files themselves"
+                    )
+                )
             scope = state.scope(args.get("scope"))
             slug = subject_slug(str(args.get("subject") or ""))
-            if state.entry(scope, slug) is None:
-                raise EntryConflict(f"no entry {canonical_path(scope, slug)}")
-            if action == "delete":
-                await _approve(ctx, f"Forget memory {scope.key}/{slug}.md", "delete the entry")
-                with state.service.layout.write_lock():
-                    entry = state.service.store.forget(scope, slug, why="forget")
-                if state.on_write is not None:
-                    state.on_write()
-                return f"Forgot {entry.canonical}; its quoted sentences cannot be saved again."
-            new = subject_slug(str(args.get("new_subject") or ""))
-            await _approve(ctx, f"Rename memory {scope.key}/{slug}.md", f"to {new}.md")
-            with state.service.layout.write_lock():
-                entry = state.service.store.rename(scope, slug, new)
-            if state.on_write is not None:
-                state.on_write()
-            return f"Renamed to {entry.canonical}."
-        raise MemoryRefused("action must be one of: create, amend, delete, rename")
+            s = plan_revision(
+                state,
+                action="delete",
+                path=canonical_path(scope, slug),
+                content=None,
+                reason=args.get("reason") or args.get("content"),
+            )
+            queue_lesson(state, s)
+            return (
+                f"Queued for the user's review as {s.id}: delete {s.path} (nothing is deleted "
+                "until they accept it)."
+            )
+        raise MemoryRefused("action must be one of: create, amend, delete")
 
     @guard
     async def propose_lesson(args: dict[str, Any], ctx: ToolContext) -> str:
@@ -463,7 +453,7 @@ def memory_tools(state: MemoryToolState) -> list[Tool]:
             {
                 "type": "object",
                 "properties": {
-                    "action": {"type": "string", "enum": ["create", "amend", "delete", "rename"]},
+                    "action": {"type": "string", "enum": ["create", "amend", "delete"]},
                     "scope": _SCOPE_PROP,
                     "subject": {"type": "string", "description": "The topic (file name)."},
                     "content": {"type": "string", "description": "One line stating the fact."},
@@ -475,12 +465,11 @@ def memory_tools(state: MemoryToolState) -> list[Tool]:
                         "type": "string",
                         "description": "The source ID of the user message quoted, when shown.",
                     },
-                    "new_subject": {"type": "string", "description": "For rename."},
+                    "reason": {"type": "string", "description": "For delete: why, in one line."},
                 },
                 "required": ["action", "subject"],
             },
             manage_memory,
-            needs_approval=True,
             aliases={"topic": "subject", "text": "content", "fact": "content"},
         ),
         Tool(
@@ -535,18 +524,6 @@ def revise_tool(state: MemoryToolState) -> Tool:
     )
 
 
-async def _approve(ctx: ToolContext, summary: str, detail: str) -> None:
-    await ctx.require_approval(
-        ApprovalRequest(
-            tool=MANAGE_NAME,
-            summary=summary,
-            detail=detail,
-            always_key=ALWAYS_KEY,
-            always_label=ALWAYS_LABEL,
-        )
-    )
-
-
 def render_listing(service: MemoryService, scopes: list[Scope]) -> str:
     """A directory listing: scopes and entries' first lines (no exposure is declared)."""
     lines: list[str] = []
@@ -558,5 +535,6 @@ def render_listing(service: MemoryService, scopes: list[Scope]) -> str:
             continue
         lines.append(f"[{scope.kind}] {scope.key}/ ({len(entries)} entries)")
         for entry in entries:
-            lines.append(f"  - {entry.subject} ({entry.kind}): {entry.first_line[:120]}")
+            first = strip_controls(entry.first_line)[:120]
+            lines.append(f"  - {entry.subject} ({entry.kind}): {first}")
     return "\n".join(lines) if lines else "No memory scopes in this run."

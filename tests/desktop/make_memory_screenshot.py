@@ -111,7 +111,7 @@ def queue_suggestions(service: MemoryService) -> None:
             action="create",
             scope="global",
             subject="editor",
-            content="The user edits code in Neovim.",
+            content="The user edits everything in Neovim.",
             quote=old.content,
             source=None,
             require_view=False,
@@ -129,23 +129,28 @@ def queue_suggestions(service: MemoryService) -> None:
     fact(
         "global",
         "spelling",
-        "The user wants British spelling in everything written for them.",
+        "The user always wants British spelling in anything you write for them.",
         SAID["spelling"],
     )
     fact(
         "project",
         "testing",
-        "Run pytest -q from the repository root before every commit.",
+        "Run pytest -q from the root before you commit anything in this repo.",
         SAID["tests"],
     )
     fact(
         "global",
         "editor",
-        "The user edits code in Helix (they left Neovim).",
+        "The user switched from Neovim to Helix; give them Helix keybindings.",
         SAID["editor"],
         action="amend",
     )
-    fact("global", "timezone", "The user is in Berlin and reads times in CET.", SAID["timezone"])
+    fact(
+        "global",
+        "timezone",
+        "The user is in Berlin; mention times in Central European Time.",
+        SAID["timezone"],
+    )
     queue_lesson(
         state,
         plan_lesson(

@@ -63,7 +63,7 @@ def test_an_edit_by_another_process_appears_in_the_open_browser(memory_desktop: 
     browser = _browser(d, qtbot)
     assert browser.entry_paths() == ["global/fact-0.md"]
     assert browser.select("global/fact-0.md")
-    assert "Fact number 0." in browser.text.toPlainText()
+    assert TABS in browser.text.toPlainText()
     entry = d.service.layout.global_scope().folder / "fact-0.md"
 
     _other_process_writes(entry, "The user wants tabs, and eight columns wide.\n")

@@ -25,7 +25,7 @@ def queue_facts(
             action="create",
             scope="global",
             subject=f"fact-{i}",
-            content=f"Fact number {i}.",
+            content=sentence,
             quote=sentence,
             source=None,
             require_view=False,

@@ -22,7 +22,7 @@ OTHER = "My main language is Rust."
 
 
 def _state(
-    service: MemoryService, messages: Sequence[Message], mode: str = "direct"
+    service: MemoryService, messages: Sequence[Message], mode: str = "suggest"
 ) -> MemoryToolState:
     sources = SourceSet("conv-1", messages)
     return MemoryToolState(
@@ -40,8 +40,15 @@ def _call(
 
 def _create(state: MemoryToolState, tmp_path: Path, quote: str, **extra: Any) -> str:
     args = {"action": "create", "scope": "global", "subject": "indentation"}
-    args.update(content="The user prefers tabs.", quote=quote, **extra)
+    args.update(content="The user always wants tabs, never spaces.", quote=quote, **extra)
     return _call(state, "manage_memory", tmp_path, **args)
+
+
+def _accept_all(service: MemoryService) -> list[str]:
+    """The person accepts every waiting suggestion; the paths written."""
+    decisions = service.accept([s.id for s in service.pending()])
+    assert all(d.ok for d in decisions), decisions
+    return [d.path for d in decisions]
 
 
 def _conversation() -> list[Message]:
@@ -53,15 +60,16 @@ def _conversation() -> list[Message]:
     ]
 
 
-def test_a_quote_of_the_users_own_words_is_saved_with_its_sentence_keys(
+def test_a_quote_of_the_users_own_words_is_queued_and_saved_with_its_sentence_keys_on_accept(
     service: MemoryService, tmp_path: Path
 ):
     state = _state(service, _conversation())
     out = _create(state, tmp_path, PREF)
-    assert out.startswith("Saved global/indentation.md")
+    assert out.startswith("Queued for the user's review") and "global/indentation.md" in out
+    assert _accept_all(service) == ["global/indentation.md"]
     entry = service.store.get(service.layout.global_scope(), "indentation")
     assert entry is not None and entry.fields.quotes == (PREF,)
-    assert len(entry.fields.keys) == 1 and entry.fields.origin == "agent"
+    assert len(entry.fields.keys) == 1 and entry.fields.origin == "auto"
 
 
 @pytest.mark.parametrize(
@@ -79,7 +87,7 @@ def test_a_quote_from_anything_but_a_user_message_is_refused_and_nothing_is_writ
     state = _state(service, _conversation())
     out = _create(state, tmp_path, quote)
     assert out.startswith("Error:") and "exact span" in out
-    assert not service.layout.global_scope().folder.exists()
+    assert not service.layout.global_scope().folder.exists() and service.pending() == []
 
 
 def test_a_source_id_that_names_no_user_message_is_refused(service: MemoryService):
@@ -137,7 +145,8 @@ def test_after_a_forget_the_same_quote_fails_but_other_sentences_still_pass(
     service: MemoryService, tmp_path: Path
 ):
     state = _state(service, _conversation())
-    assert _create(state, tmp_path, PREF).startswith("Saved")
+    assert _create(state, tmp_path, PREF).startswith("Queued")
+    _accept_all(service)
     service.forget("global/indentation.md")
     again = _create(state, tmp_path, PREF)
     assert again.startswith("Error:") and "cannot be saved again" in again
@@ -151,7 +160,7 @@ def test_after_a_forget_the_same_quote_fails_but_other_sentences_still_pass(
         content="The user's main language is Rust.",
         quote=OTHER,
     )
-    assert other.startswith("Saved global/language.md")
+    assert other.startswith("Queued") and "global/language.md" in other
 
 
 def test_the_same_words_in_a_new_message_can_be_saved_after_a_forget(
@@ -159,15 +168,17 @@ def test_the_same_words_in_a_new_message_can_be_saved_after_a_forget(
 ):
     state = _state(service, _conversation())
     _create(state, tmp_path, PREF)
+    _accept_all(service)
     service.forget("global/indentation.md")
     later = _state(service, [*_conversation(), user(PREF)])
-    assert _create(later, tmp_path, PREF).startswith("Saved")
+    assert _create(later, tmp_path, PREF).startswith("Queued")
 
 
 def test_a_correction_revokes_the_old_sentence(service: MemoryService, tmp_path: Path):
     newer = "Actually I want spaces now, four of them."
     state = _state(service, [*_conversation(), user(newer)])
     _create(state, tmp_path, PREF)
+    _accept_all(service)
     _call(state, "view_memory", tmp_path, scope="global", subject="indentation")
     amended = _call(
         state,
@@ -179,7 +190,8 @@ def test_a_correction_revokes_the_old_sentence(service: MemoryService, tmp_path:
         content="The user wants four spaces.",
         quote=newer,
     )
-    assert amended.startswith("Saved")
+    assert amended.startswith("Queued")
+    _accept_all(service)
     service.forget("global/indentation.md")  # a fresh subject, the old quote:
     again = _create(state, tmp_path, PREF)
     assert "corrected" in again
@@ -188,7 +200,7 @@ def test_a_correction_revokes_the_old_sentence(service: MemoryService, tmp_path:
 def test_an_amend_needs_the_entry_read_first_and_unchanged(service: MemoryService, tmp_path: Path):
     state = _state(service, [*_conversation(), user("Actually I want spaces now.")])
     _create(state, tmp_path, PREF)
-    state.viewed.clear()
+    _accept_all(service)
     args = dict(action="amend", scope="global", subject="indentation", content="Spaces.")
     out = _call(state, "manage_memory", tmp_path, quote="Actually I want spaces now.", **args)
     assert "view_memory first" in out
@@ -199,6 +211,7 @@ def test_one_file_per_subject_a_create_on_an_existing_subject_is_refused(
 ):
     state = _state(service, _conversation())
     _create(state, tmp_path, PREF)
+    _accept_all(service)
     out = _call(
         state,
         "manage_memory",
@@ -212,12 +225,37 @@ def test_one_file_per_subject_a_create_on_an_existing_subject_is_refused(
     assert "one file per subject" in out
 
 
-def test_a_direct_write_needs_the_users_approval(service: MemoryService, tmp_path: Path):
+@pytest.mark.parametrize("approver", [AutoApprove(), DenyAll()], ids=["auto", "deny"])
+def test_the_main_agent_never_writes_memory_itself_whatever_the_approval_policy(
+    service: MemoryService, tmp_path: Path, approver: Any
+):
     state = _state(service, _conversation())
-    args = dict(action="create", scope="global", subject="indentation", content="Tabs.")
-    out = _call(state, "manage_memory", tmp_path, approver=DenyAll(), quote=PREF, **args)
-    assert out.startswith("Denied:")
+    args = dict(
+        action="create", scope="global", subject="indentation", content="Tabs, never spaces."
+    )
+    out = _call(state, "manage_memory", tmp_path, approver=approver, quote=PREF, **args)
+    assert out.startswith("Queued for the user's review")
     assert not service.layout.global_scope().folder.exists()
+    (waiting,) = service.pending()
+    assert waiting.by == "agent" and waiting.quote == PREF
+
+
+def test_the_main_agents_delete_is_a_suggestion_and_rename_is_refused(
+    service: MemoryService, tmp_path: Path
+):
+    state = _state(service, _conversation())
+    _create(state, tmp_path, PREF)
+    _accept_all(service)
+    args = dict(scope="global", subject="indentation")
+    out = _call(state, "manage_memory", tmp_path, action="delete", reason="stale", **args)
+    assert out.startswith("Queued for the user's review") and "delete global/indentation.md" in out
+    renamed = _call(state, "manage_memory", tmp_path, action="rename", new_subject="tabs", **args)
+    assert renamed.startswith("Error:") and "not available" in renamed
+    assert service.store.get(service.layout.global_scope(), "indentation") is not None
+    (waiting,) = service.pending()
+    assert waiting.kind == "revision" and waiting.action == "delete"
+    assert service.accept([waiting.id])[0].ok
+    assert service.store.get(service.layout.global_scope(), "indentation") is None
 
 
 def test_a_read_only_run_refuses_every_change(service: MemoryService, tmp_path: Path):
@@ -231,6 +269,7 @@ def test_a_read_only_run_refuses_every_change(service: MemoryService, tmp_path: 
 def test_the_queue_mode_refuses_delete_and_rename(service: MemoryService, tmp_path: Path):
     direct = _state(service, _conversation())
     _create(direct, tmp_path, PREF)
+    _accept_all(service)
     state = _state(service, _conversation(), mode="queue")
     for action in ("delete", "rename"):
         out = _call(

@@ -43,7 +43,7 @@ def test_the_same_claim_is_not_queued_twice(service: MemoryService):
     msg = user("I always want tabs, never spaces.")
     sources = SourceSet("c", [msg])
     state = MemoryToolState(service, service.scopes(None, None), lambda: sources, "queue")
-    args = dict(action="create", scope="global", content="Tabs.", source=None)
+    args = dict(action="create", scope="global", content="Tabs, never spaces.", source=None)
     queue_fact(state, plan_fact(state, subject="a", quote=msg.content, require_view=False, **args))
     with pytest.raises(EntryConflict, match="already waiting"):
         queue_fact(

@@ -204,7 +204,9 @@ def test_a_sub_agent_run_leaves_the_memory_root_byte_identical(tmp_path: Path):
 def test_a_headless_ephemeral_run_writes_no_memory(tmp_path: Path):
     ws = tmp_path / "ws"
     ws.mkdir()
-    model = FakeModel(extract=saving(Save(PREF, "spelling", "x")), chat=_writes_memory_itself)
+    model = FakeModel(
+        extract=saving(Save(PREF, "spelling", "British spelling.")), chat=_writes_memory_itself
+    )
     with FakeLlamaServer(n_ctx=WINDOW) as fake:
         fake.responder = model
         run_brim(["memory", "list"], data_dir=tmp_path)  # the root exists
@@ -220,7 +222,7 @@ def test_a_headless_ephemeral_run_writes_no_memory(tmp_path: Path):
 
 
 def test_manual_compact_does_not_extract(tmp_path: Path):
-    model = FakeModel(extract=saving(Save(PREF, "spelling", "x")))
+    model = FakeModel(extract=saving(Save(PREF, "spelling", "British spelling.")))
     with FakeLlamaServer(n_ctx=WINDOW) as fake:
         fake.responder = model
         turns = [f"Hello. {PREF}", *FILLER[:5], "/compact"]
@@ -230,7 +232,7 @@ def test_manual_compact_does_not_extract(tmp_path: Path):
 
 
 def test_the_chat_tells_how_many_suggestions_wait_at_start(tmp_path: Path):
-    model = FakeModel(extract=saving(Save(PREF, "spelling", "x")))
+    model = FakeModel(extract=saving(Save(PREF, "spelling", "British spelling.")))
     with FakeLlamaServer(n_ctx=WINDOW) as fake:
         fake.responder = model
         _chat(fake, tmp_path, [f"Hello. {PREF}", *FILLER], memory=True)
