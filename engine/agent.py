@@ -362,7 +362,10 @@ class AgentLoop:
             raise
         text = "".join(parts)
         if loop is not None:
-            # The loop's repeats are not kept: sent back, they would invite more of it.
+            # The engine never reported usage for an answer stopped midway: what it wrote
+            # is estimated, so the receipt and the budget count the loop it cost. The
+            # repeats are not kept: sent back, they would invite more of the same.
+            usage = Usage(completion_tokens=self.counter.count_text(text))
             return _Answer(text[: loop.keep_chars], (), usage, FINISH_REPETITION, first_token, loop)
         return _Answer(text, calls, usage, finish, first_token)
 

@@ -158,6 +158,7 @@ def test_an_answer_that_loops_is_stopped_with_a_repetition_notice_and_saved_once
     assert answer.meta_value("stopped") == "repetition"
     (end,) = [e for e in events if isinstance(e, TurnEndEvent)]
     assert end.finish_reason == "repetition"
+    assert end.completion_tokens >= len(streamed.split()) // 2  # the loop it cost is counted
 
 
 def test_a_long_answer_never_trims_the_users_earlier_messages_to_make_room(tmp_path: Path):
