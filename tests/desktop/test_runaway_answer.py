@@ -65,3 +65,21 @@ def test_the_editor_shows_the_output_cap_with_what_a_blank_means_and_saves_it(
     chat_and_wait(qtbot, d, "Write a very long essay about rivers.")
     assert llama.chat_requests[-1].body["max_tokens"] == 300
     assert any(t.startswith("Cut at 300 tokens") for t in _notices(d))
+
+
+def test_a_looping_answer_shows_as_saved_once_stopped_also_after_a_restart(
+    qtbot: Any, real_desktop: Any, llama: FakeLlamaServer, tmp_path: Any
+):
+    line = "My name is Alex and I am very happy to meet you today.\n"
+    llama.default_reply = Reply(text="Hello Alex!\n" + line * 3000, token_delay=0.001)
+    d = real_desktop(agents={"chat.toml": agent_toml("chat", llama.url, max_tokens=3000)})
+    chat_and_wait(qtbot, d, "my name is Alex")
+    (answer,) = [r.text for r in d.window.transcript.rows() if r.kind == "assistant"]
+    assert answer == "Hello Alex!\n" + line
+    assert any(t.startswith("Stopped the answer: it kept repeating") for t in _notices(d))
+    d.app.navigator.save_window()
+    d.app.shutdown()
+
+    again = real_desktop(home=tmp_path / "home")
+    qtbot.waitUntil(lambda: again.window.header.state() == "ready", timeout=10000)
+    assert [r.text for r in again.window.transcript.rows() if r.kind == "assistant"] == [answer]
