@@ -49,6 +49,7 @@ from engine.config import (
     FieldProblem,
     save_agent,
 )
+from engine.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
 from engine.window import WindowResolution
 
@@ -56,7 +57,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Engine", ("provider", "base_url", "model")),
     ("Context window", ("num_ctx", "max_context_tokens")),
     ("Compaction", ("summarizer_model", "compaction_ratio", "compaction_reserve_tokens")),
-    ("Run", ("max_iterations",)),
+    ("Run", ("max_iterations", "max_tokens")),
     ("System prompt", ("system_prompt",)),
 )
 DIALOG_SIZE = (1040, 720)
@@ -133,6 +134,7 @@ class AgentEditorDialog(QDialog):
         self.resize(*DIALOG_SIZE)
 
         self._build()
+        self._say_output_cap()
         self._fill(agent)
         self._on_provider_changed()
         self.validate()
@@ -220,6 +222,19 @@ class AgentEditorDialog(QDialog):
         align_labels(self._fields.values())
         self._set_tab_order()
         self._connect_fields()
+
+    def _say_output_cap(self) -> None:
+        """A blank output cap is one derived from the window: with the window known, the
+        placeholder says the number a blank means here."""
+        if self._live is None or not self._live.window:
+            return
+        window = self._live.window
+        line = self._fields["max_tokens"].widget
+        if isinstance(line, QLineEdit):
+            line.setPlaceholderText(
+                f"blank: {default_output_cap(window):,} tokens on this {window:,}-token window "
+                "(a quarter of it, 512 to 4,096)"
+            )
 
     def _section(self, title: str, names: tuple[str, ...]) -> QGroupBox:
         box = QGroupBox(title)

@@ -28,6 +28,7 @@ EDITED_FIELDS: tuple[str, ...] = (
     "compaction_ratio",
     "compaction_reserve_tokens",
     "max_iterations",
+    "max_tokens",
 )
 # The letter each field's label underlines (Alt+letter focuses it). Probe, Save and the
 # model list's refresh button take P, S and F.
@@ -42,6 +43,7 @@ MNEMONICS: dict[str, str] = {
     "compaction_ratio": "r",
     "compaction_reserve_tokens": "v",
     "max_iterations": "I",
+    "max_tokens": "O",
 }
 # The system prompt's label sits above its box, so it can say what the box is for.
 SYSTEM_PROMPT_LABEL = "The agent's own instructions"

@@ -39,6 +39,7 @@ from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
 from engine.commands import parse_command
 from engine.events import (
+    NOTICE_REPETITION,
     ContextEvent,
     ContextReportEvent,
     DeltaEvent,
@@ -329,6 +330,9 @@ class MainWindow(QMainWindow):
             case NoticeEvent(transient=True):
                 pass  # the ladder's passing words: the header's state and the saved row say it
             case NoticeEvent():
+                if event.kind == NOTICE_REPETITION:
+                    # The loop's repeats are not in the saved answer; nor are they shown.
+                    self.transcript.drop_answer_tail(int(event.details.get("dropped_chars", 0)))
                 self._notice(event.text, event.level, event.marker)
             case StateEvent():
                 self._on_state(event.state)

@@ -9,6 +9,7 @@ ladder makes) back through it, so nothing reaches the model before it is persist
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from engine.context.constants import (
     REASON_SESSION_BUDGET,
 )
 from engine.events import (
+    NOTICE_ANSWER_CUT,
+    NOTICE_REPETITION,
     TOOL_PREVIEW_CHARS,
     ClearEvent,
     ContextEvent,
@@ -47,6 +50,7 @@ from engine.messages import (
     notice,
     tool_result,
 )
+from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, OutputCap, output_cap
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -56,6 +60,7 @@ from engine.providers.base import (
     Usage,
 )
 from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
+from engine.repetition import Repetition, RepetitionGuard
 from engine.store import Store
 from engine.tokens import TokenCounter
 from engine.truncation import CountError, at_window_edge, silently_truncated
@@ -114,6 +119,10 @@ class TurnOutcome:
     stopped: str | None = None  # why the loop stopped early: "iteration_limit", "budget"
 
 
+FINISH_LENGTH = "length"  # the engines' word for an answer stopped at its max_tokens
+FINISH_REPETITION = "repetition"  # Brim's: the repetition guard stopped the answer
+
+
 @dataclass
 class _Answer:
     text: str
@@ -121,6 +130,7 @@ class _Answer:
     usage: Usage
     finish_reason: str | None
     first_token: float | None
+    repetition: Repetition | None = None
 
 
 @dataclass
@@ -184,9 +194,9 @@ class AgentLoop:
     def _schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas() if self.tools is not None else []
 
-    def _options(self) -> ChatOptions:
+    def _options(self, max_tokens: int | None) -> ChatOptions:
         return ChatOptions(
-            max_tokens=self.agent.max_tokens,
+            max_tokens=max_tokens,
             temperature=self.agent.temperature,
             # Ollama takes its window from the request; the same value every time, or it reloads.
             num_ctx=self.agent.num_ctx if self.provider.kind == "ollama" else None,
@@ -245,8 +255,11 @@ class AgentLoop:
             self.sink(StateEvent("streaming"))
             request = alternating(prepared.request)
             counted = self.counter.count_request(request, self._schemas())
+            out_cap = output_cap(
+                self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
+            )
             try:
-                answer = await self._stream(request)
+                answer = await self._stream(request, out_cap.tokens)
             except ContextOverflow as exc:
                 overflows += 1
                 self._learn(
@@ -270,7 +283,7 @@ class AgentLoop:
                 self.sink(ErrorEvent(exc.kind, exc.message))
                 return self._outcome(totals, started, iterations, error=exc)
 
-            self.conversation.append(assistant(answer.text, answer.calls))
+            self._keep_answer(answer, out_cap)
             await self._check_loaded_window()
             truncated = self._land(request, counted, answer, totals)
             if truncated and overflows < MAX_OVERFLOW_ATTEMPTS:
@@ -289,11 +302,9 @@ class AgentLoop:
                 await self.compact(REASON_SESSION_BUDGET)
                 totals.spent = 0
 
-        trimmed = self.context.after_response(
-            self.conversation.live(), overhead_tokens=self.overhead_tokens()
-        )
-        if trimmed != model_messages(self.conversation.live()):
-            self.conversation.replace(trimmed)
+        # Nothing is trimmed after the reply: what the answer took is made room for by the next
+        # request's ladder, where compaction gets first refusal, so the user's earlier
+        # messages are summarized rather than dropped to make room for the answer.
         outcome = self._outcome(totals, started, iterations, stopped=stopped)
         self._record_receipt(outcome, totals)
         return outcome
@@ -400,29 +411,90 @@ class AgentLoop:
                 )
             )
 
-    async def _stream(self, request: list[Message]) -> _Answer:
+    async def _stream(self, request: list[Message], max_tokens: int) -> _Answer:
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
         usage = Usage()
         finish: str | None = None
         first_token: float | None = None
+        guard = RepetitionGuard()
+        loop: Repetition | None = None
+        stream = self.provider.stream_chat(self.agent.model, request, self._options(max_tokens))
         try:
-            async for item in self.provider.stream_chat(self.agent.model, request, self._options()):
-                if isinstance(item, TextDelta):
-                    if first_token is None:
-                        first_token = time.monotonic()
-                    parts.append(item.text)
-                    self.sink(DeltaEvent(item.text))
-                elif isinstance(item, ToolCallsReady):
-                    calls = item.calls
-                elif isinstance(item, StreamDone):
-                    usage, finish = item.usage, item.finish_reason
+            # Closed on the way out, so an answer the guard stops is dropped by the engine
+            # too (the connection closes, the embedded child is told to stop).
+            async with contextlib.aclosing(stream):
+                async for item in stream:
+                    if isinstance(item, TextDelta):
+                        if first_token is None:
+                            first_token = time.monotonic()
+                        parts.append(item.text)
+                        self.sink(DeltaEvent(item.text))
+                        loop = guard.feed(item.text)
+                        if loop is not None:
+                            break
+                    elif isinstance(item, ToolCallsReady):
+                        calls = item.calls
+                    elif isinstance(item, StreamDone):
+                        usage, finish = item.usage, item.finish_reason
         except (asyncio.CancelledError, ProviderError):
             # Keep what the user already saw: a partial answer is saved, marked as such.
             if parts:
                 self.conversation.append(assistant("".join(parts)).with_meta(partial=True))
             raise
-        return _Answer("".join(parts), calls, usage, finish, first_token)
+        text = "".join(parts)
+        if loop is not None:
+            # The engine never reported usage for an answer stopped midway: what it wrote
+            # is estimated, so the receipt and the budget count the loop it cost. The
+            # repeats are not kept: sent back, they would invite more of the same.
+            usage = Usage(completion_tokens=self.counter.count_text(text))
+            return _Answer(text[: loop.keep_chars], (), usage, FINISH_REPETITION, first_token, loop)
+        return _Answer(text, calls, usage, finish, first_token)
+
+    def _keep_answer(self, answer: _Answer, cap: OutputCap) -> None:
+        """Save the answer, and mark one that did not end on its own: cut at its output cap
+        (the user can ask for more) or stopped by the repetition guard."""
+        message = assistant(answer.text, answer.calls)
+        if answer.repetition is not None:
+            loop = answer.repetition
+            self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
+            self._mark(
+                NOTICE_REPETITION,
+                f"Stopped the answer: it kept repeating the same {loop.block_chars:,}-character "
+                f"passage ({loop.repeats:,} times in a row). The repeats are left out of the "
+                "saved answer; ask again or rephrase.",
+                {
+                    "block_chars": loop.block_chars,
+                    "repeats": loop.repeats,
+                    "dropped_chars": loop.dropped_chars,
+                },
+                level="warning",
+            )
+            return
+        if answer.finish_reason != FINISH_LENGTH:
+            self.conversation.append(message)
+            return
+        written = answer.usage.completion_tokens or cap.tokens
+        limit = cap.limit if written >= cap.tokens else "engine"
+        self.conversation.append(message.with_meta(cut_at=written))
+        self._mark(
+            NOTICE_ANSWER_CUT,
+            f"Cut at {written:,} tokens: {self._cut_reason(limit)}. Type 'continue' for the rest.",
+            {"max_tokens": cap.tokens, "completion_tokens": written, "limit": limit},
+        )
+
+    def _cut_reason(self, limit: str) -> str:
+        window = self.context.budget.window
+        if limit == LIMIT_AGENT:
+            return "the agent's output cap (max_tokens)"
+        if limit == LIMIT_DEFAULT:
+            return (
+                f"the default output cap for a {window:,}-token window (set max_tokens in the "
+                "agent to change it)"
+            )
+        if limit == "engine":
+            return "the engine stopped it at its own limit"
+        return f"that was all the room the {window:,}-token window had left"
 
     def _land(self, request: list[Message], counted: int, answer: _Answer, totals: _Totals) -> bool:
         """A request landed: report usage and fill, calibrate, and look for a silent cut.
@@ -492,6 +564,14 @@ class AgentLoop:
         self.conversation.append(notice(text, level))
         self.sink(NoticeEvent(level, text))
 
+    def _mark(
+        self, kind: str, text: str, details: dict[str, int | str], *, level: str = "info"
+    ) -> None:
+        """A notice a program can act on: its kind and figures travel with it (and with the
+        saved row), never to be parsed back out of the text."""
+        self.conversation.append(notice(text, level).with_meta(notice_kind=kind, **details))
+        self.sink(NoticeEvent(level, text, kind=kind, details=details))
+
     def _outcome(
         self,
         totals: _Totals,
@@ -537,6 +617,7 @@ class AgentLoop:
                 prompt_tokens=outcome.prompt_tokens,
                 completion_tokens=outcome.completion_tokens,
                 tokens_per_s=round(tps, 2),
+                finish_reason=outcome.finish_reason,
             )
         )
         if self.store is None:

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.config import AgentConfig, AgentConfigError, default_agent, load_agents
+from engine.config import (
+    FIELDS_BY_NAME,
+    AgentConfig,
+    AgentConfigError,
+    DuplicateAgentName,
+    FieldProblem,
+    default_agent,
+    load_agents,
+)
 from engine.events import ErrorEvent, Event, NoticeEvent, TurnEndEvent
 from engine.paths import BrimPaths
 from engine.providers.base import PROVIDER_KINDS
@@ -30,6 +38,7 @@ EXIT_USAGE = 64
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl+C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 EXIT_OUTPUT_CLOSED = 141  # 128 + SIGPIPE: whoever read stdout went away (`| head -1`)
+_READ_CHUNK = 1 << 16  # bytes per read of stdin
 
 
 def _folder(value: str) -> Path:
@@ -61,12 +70,29 @@ def _data_dir_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _seconds(value: str) -> float:
+    """`--request-timeout`: the agent setting's own range and wording (engine/config/schema)."""
+    try:
+        seconds = FIELDS_BY_NAME["request_timeout_s"].parse_text(value)
+    except FieldProblem as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if seconds is None:
+        raise argparse.ArgumentTypeError("is empty; give the seconds to wait, e.g. 60")
+    return float(seconds)
+
+
 def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", choices=PROVIDER_KINDS)
     parser.add_argument("--base-url")
     parser.add_argument("--model")
     parser.add_argument("--num-ctx", type=int)
     parser.add_argument("--max-context-tokens", type=int)
+    parser.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long to wait for the engine's next bytes before calling it hung (default 600)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,6 +157,7 @@ def agent_from_flags(args: argparse.Namespace, paths: BrimPaths) -> AgentConfig:
     default agent. Engine flags on top of `--agent` override its fields."""
     if getattr(args, "agent", None):
         agents, errors = load_agents(paths.agents_dir)
+        _refuse_ambiguous(args.agent, agents, errors)
         for agent in agents:
             if agent.name == args.agent:
                 base = agent
@@ -153,11 +180,26 @@ def agent_from_flags(args: argparse.Namespace, paths: BrimPaths) -> AgentConfig:
         ("num_ctx", "num_ctx"),
         ("max_context_tokens", "max_context_tokens"),
         ("max_tokens", "max_tokens"),
+        ("request_timeout", "request_timeout_s"),
     ):
         value = getattr(args, flag, None)
         if value is not None:
             updates[field] = value
     return base.model_copy(update=updates) if updates else base
+
+
+def _refuse_ambiguous(name: str, agents: list[AgentConfig], errors: list[AgentConfigError]) -> None:
+    """Two agent files named `name`: running the first by file name would be a silent
+    guess at which one the user meant, so the command stops and names every file."""
+    same = [e.path for e in errors if isinstance(e, DuplicateAgentName) and e.name == name]
+    if not same:
+        return
+    first = next((a.source_path for a in agents if a.name == name), None)
+    files = [str(p) for p in (first, *same) if p is not None]
+    raise CliError(
+        f"{len(files)} agent files are named {name!r}: {' and '.join(files)}; "
+        "rename one (its `name` key) so --agent can tell them apart"
+    )
 
 
 class CliError(Exception):
@@ -277,18 +319,51 @@ def _decode_line(raw: bytes) -> _InputLine:
 
 
 async def _read_lines(queue: asyncio.Queue[_InputLine | None]) -> None:
+    """Feed stdin's lines to `queue` from a thread, then None at the end of input.
+
+    The thread reads the descriptor with `os.read`, never through `sys.stdin.buffer`: a
+    thread blocked inside that buffered reader holds its lock, and when a signal ends the
+    chat while stdin is still open, the interpreter's shutdown tries to take the same lock
+    and aborts the process (`Fatal Python error: _enter_buffered_busy`, SIGABRT) instead
+    of exiting 143 or 130. A bare descriptor read holds no lock that shutdown needs."""
     loop = asyncio.get_running_loop()
+    fd = _stdin_fd()
+
+    def put(line: _InputLine | None) -> bool:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, line)
+            return True
+        except RuntimeError:  # the chat already ended (a signal) and its loop is closed
+            return False
 
     def pump() -> None:
+        pending = bytearray()
         try:
-            for raw in sys.stdin.buffer:
-                loop.call_soon_threadsafe(queue.put_nowait, _decode_line(raw))
+            while fd is not None and (chunk := os.read(fd, _READ_CHUNK)):
+                pending += chunk
+                if b"\n" not in chunk:
+                    continue
+                *lines, rest = bytes(pending).split(b"\n")
+                pending = bytearray(rest)
+                for raw in lines:
+                    if not put(_decode_line(raw + b"\n")):
+                        return
+            if pending:
+                put(_decode_line(bytes(pending)))
         except (OSError, ValueError):
             pass  # stdin went away: that is the end of input, like EOF
         finally:  # whatever happened, the chat must learn that input ended
-            loop.call_soon_threadsafe(queue.put_nowait, None)
+            put(None)
 
     threading.Thread(target=pump, name="brim-stdin", daemon=True).start()
+
+
+def _stdin_fd() -> int | None:
+    """stdin's descriptor; None when stdin is not backed by one (then there is no input)."""
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespace) -> int:

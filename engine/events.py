@@ -98,6 +98,16 @@ class NoticeEvent(Event):
     # The ladder's own words as it acts (seed 000's "auto-compacting…" and "Compacted 64 → 12
     # messages" lines): headless output carries them; a window shows the saved row instead.
     transient: bool = False
+    # What the notice reports, for a program reading the stream ("" for a plain notice), its
+    # figures in `details`: NOTICE_ANSWER_CUT (the engine stopped the answer at its output
+    # cap: max_tokens, completion_tokens, limit) or NOTICE_REPETITION (the repetition guard
+    # stopped a looping answer: block_chars, repeats, dropped_chars).
+    kind: str = ""
+    details: dict[str, int | str] = field(default_factory=dict)
+
+
+NOTICE_ANSWER_CUT = "answer_cut"
+NOTICE_REPETITION = "repetition"
 
 
 @dataclass
@@ -107,6 +117,9 @@ class TurnEndEvent(Event):
     prompt_tokens: int
     completion_tokens: int
     tokens_per_s: float
+    # How the last answer ended: the engine's "stop" / "length" / "tool_calls", "repetition"
+    # when the repetition guard stopped it, None when the engine did not say.
+    finish_reason: str | None = None
 
 
 @dataclass

@@ -171,6 +171,17 @@ class TranscriptView(QTextBrowser):
         self._stream_frame = None
         self._refill(row)
 
+    def drop_answer_tail(self, chars: int) -> None:
+        """Cut `chars` characters off the end of the last answer shown: the engine left
+        them out of what it saved (a loop's repeats), so the window shows what a reopened
+        conversation will."""
+        self.finish_stream()
+        row = next((r for r in reversed(self._rows) if r.kind == "assistant"), None)
+        if row is None or chars <= 0:
+            return
+        row.text = row.text[: max(0, len(row.text) - chars)]
+        self._refill(row)
+
     def set_history(self, messages: list[Message], receipts: Sequence[Receipt] = ()) -> None:
         """Show the saved conversation above anything already shown live, each saved
         receipt under the answer it belongs to.

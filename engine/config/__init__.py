@@ -11,7 +11,13 @@ from engine.config.agent_files import (
     render_agent,
     save_agent,
 )
-from engine.config.errors import AgentConfigError, AgentFileChanged, ConfigError, Problem
+from engine.config.errors import (
+    AgentConfigError,
+    AgentFileChanged,
+    ConfigError,
+    DuplicateAgentName,
+    Problem,
+)
 from engine.config.schema import (
     AGENT_FIELDS,
     DEFAULT_SYSTEM_PROMPT,
@@ -29,6 +35,7 @@ __all__ = [
     "AgentConfigError",
     "AgentFileChanged",
     "ConfigError",
+    "DuplicateAgentName",
     "FieldProblem",
     "FieldSpec",
     "Problem",

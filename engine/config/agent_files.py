@@ -42,7 +42,7 @@ from tomlkit.items import Comment, Null, Table, Whitespace
 
 from engine.atomic import atomic_write_text, file_lock
 from engine.config.agent import AgentConfig, default_agent
-from engine.config.errors import AgentConfigError, AgentFileChanged, Problem
+from engine.config.errors import AgentConfigError, AgentFileChanged, DuplicateAgentName, Problem
 from engine.config.schema import (
     AGENT_FIELDS,
     FIELDS_BY_KEY,
@@ -197,11 +197,7 @@ def load_agents(agents_dir: Path) -> tuple[list[AgentConfig], list[AgentConfigEr
             continue
         first = by_name.get(agent.name)
         if first is not None:
-            errors.append(
-                AgentConfigError(
-                    path, [Problem("name", f"'{agent.name}' is already used by {first.name}")]
-                )
-            )
+            errors.append(DuplicateAgentName(path, agent.name, first))
             continue
         by_name[agent.name] = path
         agents.append(agent)

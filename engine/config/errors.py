@@ -2,6 +2,7 @@
 
     ConfigError
      ├── AgentConfigError     an agent file cannot be read, is not TOML, or holds a bad value
+     │    └── DuplicateAgentName  a second agent file claims a name an earlier one has
      └── AgentFileChanged     an agent file changed on disk since it was loaded; not overwritten
 
 Every message names the file, the field and the problem, because the person reading it has
@@ -63,6 +64,17 @@ class AgentConfigError(ConfigError):
     @property
     def column(self) -> int | None:
         return self.problems[0].column
+
+
+class DuplicateAgentName(AgentConfigError):
+    """Two agent files give the same `name`. Listings keep the first (by file name) and show
+    this second one as broken; asking for the name by itself is refused as ambiguous, since
+    which file the user meant is anyone's guess."""
+
+    def __init__(self, path: Path, name: str, first: Path) -> None:
+        super().__init__(path, [Problem("name", f"'{name}' is already used by {first.name}")])
+        self.name = name
+        self.first = first
 
 
 class AgentFileChanged(ConfigError):

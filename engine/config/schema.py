@@ -385,13 +385,19 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         "int",
         default=None,
         nullable=True,
-        unset="the model's own default",
-        minimum=1,
+        unset=(
+            "a quarter of the context window, at least 512 and at most 4096 tokens (1024 on a "
+            "4096-token window)"
+        ),
+        minimum=0,
         maximum=MAX_WINDOW,
         group="run",
         label="Output cap (tokens)",
         example=4096,
-        description="The most tokens the model may generate in one response.",
+        description=(
+            "The most tokens the model may generate in one response; an answer cut there is "
+            "marked, and 'continue' gets the rest. 0: no cap but the room the window has left."
+        ),
     ),
     FieldSpec(
         "temperature",

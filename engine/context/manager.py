@@ -1,10 +1,13 @@
-"""The ladder as one pipeline the agent loop calls before every request and after every reply.
+"""The ladder as one pipeline the agent loop calls before every request.
 
 Before a request: count → clear (above 50%) → warn → compact (at the compaction threshold)
 → trim (above 95%). Compaction that cannot do its job (the summarizer failed, its summary
 was empty or cut off, or nothing is old enough to summarize) goes straight to trimming to
 the compaction threshold, and the user is told once. A summarizer failure never fails the
-run. After a reply the trim check runs again. A context-overflow rejection from the engine
+run. Nothing is trimmed after a reply: trimming then would drop the user's earlier messages
+to make room for the answer just written, before compaction had its first refusal; the
+next request's ladder makes the room (and every answer's output cap leaves room for the
+prompt it answered, engine/output_cap.py). A context-overflow rejection from the engine
 compacts regardless of the estimate (or trims to 70% of the history's size when compaction
 cannot run), with a recent tail halved at every attempt; the caller retries up to four times
 in a turn and gives up sooner when a pass does not shrink the history (seed 003).
@@ -226,16 +229,6 @@ class ContextManager:
             compaction=compaction,
             trimmed=trimmed,
         )
-
-    def after_response(
-        self, history: Sequence[Message], *, overhead_tokens: int = 0
-    ) -> list[Message]:
-        """The trim check after every reply: above 95% the history is trimmed now."""
-        msgs = model_messages(list(history))
-        if not self.usage(msgs, overhead_tokens).trim_due:
-            return msgs
-        msgs, _ = self._trim(msgs, self.budget.trim_threshold, overhead_tokens)
-        return msgs
 
     async def compact(
         self,

@@ -208,17 +208,6 @@ def test_an_overflow_that_nothing_can_shrink_reports_it():
     assert not outcome.shrank
 
 
-def test_after_a_reply_above_95_percent_the_history_is_trimmed():
-    ids = Ids()
-    manager, events, _ = make()
-    msgs = [system("sys"), user("one"), *cycle(ids, 9_000), user("two"), *cycle(ids, 6_500)]
-    assert manager.usage(msgs).trim_due
-    trimmed = manager.after_response(msgs)
-    assert trimmed == [msgs[0], *msgs[4:]]
-    assert kinds(events) == ["trim", "notice"]
-    assert events[1].text.startswith("Trimmed 3 older messages")
-
-
 def test_notice_rows_are_never_sent():
     manager, _, _ = make()
     msgs = [system("sys"), notice("Context window…"), user("hi")]

@@ -1,0 +1,63 @@
+"""How many tokens one answer may take: the `max_tokens` (Ollama: `num_predict`) of a request.
+
+Left to themselves the engines write until the model stops: Ollama's `num_predict` defaults
+to -1 and shifts the prompt out of its window to keep going, llama-server writes until its
+slot is full, and a small model asked for "a very long essay" ran for 13 minutes and 7.8K
+tokens until the user's own earlier messages had to go to make room for it. So every request
+carries a cap:
+
+- The agent's `max_tokens` when it sets one (0: no cap of Brim's own).
+- Otherwise a quarter of the window, kept within 512..4,096 tokens. A quarter leaves three
+  quarters for the conversation, so one answer alone cannot carry a request from below the
+  compaction line (80%) past the window; 4,096 tokens is a long answer (some 3,000 words, or
+  a 300-line file), more than any reply a person reads at once; below 512 a tiny window
+  would cut even a short explanation, and the room left (below) bounds it anyway.
+- Never more than the room the window has left after the prompt (minus a small margin for
+  counting error): an answer never pushes the prompt out of Ollama's window, never draws
+  vLLM's "prompt + max_tokens > max_model_len" rejection, and never needs the history
+  trimmed to fit.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+DEFAULT_SHARE = 4  # the default cap is window // DEFAULT_SHARE ...
+DEFAULT_MIN = 512  # ... kept at least this
+DEFAULT_MAX = 4096  # ... and at most this
+MARGIN_SHARE = 50  # what the room keeps back for counting error: 2% of the window ...
+MARGIN_MIN = 16  # ... and never less than this many tokens
+
+LIMIT_AGENT = "agent"  # the agent's own max_tokens
+LIMIT_DEFAULT = "default"  # the default derived from the window
+LIMIT_ROOM = "room"  # what the window had left after the prompt
+
+
+def default_output_cap(window: int) -> int:
+    """The cap an agent without `max_tokens` gets on a window of `window` tokens."""
+    return max(DEFAULT_MIN, min(DEFAULT_MAX, window // DEFAULT_SHARE))
+
+
+class OutputCap(NamedTuple):
+    """The cap one request carries and what set it (one of the LIMIT_* literals)."""
+
+    tokens: int
+    limit: str
+
+
+def output_cap(configured: int | None, *, window: int, prompt_tokens: int) -> OutputCap:
+    """The `max_tokens` for a request of `prompt_tokens` on `window`.
+
+    `configured` is the agent's `max_tokens`: None takes the default, 0 means no cap of the
+    agent's own (the room left still applies)."""
+    margin = max(MARGIN_MIN, window // MARGIN_SHARE)
+    room = max(1, window - prompt_tokens - margin)
+    if configured is None:
+        wanted, limit = default_output_cap(window), LIMIT_DEFAULT
+    elif configured > 0:
+        wanted, limit = configured, LIMIT_AGENT
+    else:
+        wanted, limit = room, LIMIT_ROOM
+    if room < wanted:
+        return OutputCap(room, LIMIT_ROOM)
+    return OutputCap(wanted, limit)
