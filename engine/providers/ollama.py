@@ -38,6 +38,7 @@ from engine.providers.http_base import (
     DEFAULT_TIMEOUT_S,
     HttpProvider,
     as_int,
+    bearer_headers,
 )
 from engine.providers.openai_compat import new_call_id
 
@@ -114,15 +115,25 @@ class OllamaProvider(HttpProvider):
         *,
         timeout: float = DEFAULT_TIMEOUT_S,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
-            base_url, timeout=timeout, connect_timeout=connect_timeout, transport=transport
+            base_url,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            api_key=api_key,
+            transport=transport,
         )
-        client_kw: dict[str, Any] = {"timeout": self.timeout}
-        if transport is not None:
-            client_kw["transport"] = transport
-        self.client = ollama.AsyncClient(host=self.base_url, **client_kw)
+        # The official client takes httpx's arguments: the same route (never a proxy for a
+        # loopback engine) and the same bearer key as the raw JSON calls.
+        self.client = self._client(
+            ollama.AsyncClient,
+            host=self.base_url,
+            timeout=self.timeout,
+            headers=bearer_headers(api_key),
+            transport=transport,
+        )
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
         """Whatever the official client raised, as one of Brim's errors."""
