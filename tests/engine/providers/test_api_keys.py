@@ -183,3 +183,57 @@ def test_a_provider_given_a_url_with_credentials_refuses_it_rather_than_send_bas
     with pytest.raises(ValueError, match="Authorization: Bearer") as caught:
         make_provider("vllm", "http://bob:hunter2@127.0.0.1:8000")
     assert "hunter2" not in str(caught.value)
+
+
+def _command_lines_holding(secret: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            line = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if secret.encode() in line:
+            found.append(line.replace(b"\0", b" ").decode("utf-8", "replace"))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_a_detached_reflection_reaches_a_keyed_engine_with_no_key_on_any_command_line(
+    tmp_path: Path,
+):
+    import time
+
+    from engine.memory import MemoryService
+    from engine.paths import BrimPaths
+    from tests.engine.memory.fakes import FakeModel, Save, saving
+    from tests.engine.memory.test_processes import _saved_conversation
+
+    home = tmp_path / "home"
+    pref = "I always want reports in format number 7."
+    conversation = _saved_conversation(home, [pref])
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.api_key = KEY
+        fake.responder = FakeModel(extract=saving(Save(pref, "format", pref)))
+        cmd = spawn.reflect_command(
+            conversation,
+            data_dir=home,
+            provider="llamacpp",
+            base_url=fake.url,
+            model="fake",
+            summarizer_model=None,
+            num_ctx=None,
+            workspace=None,
+            api_key_env=CHILD_KEY_VARIABLE,
+        )
+        assert spawn.spawn_detached(cmd, secrets={CHILD_KEY_VARIABLE: KEY})
+        service = MemoryService(BrimPaths.under(home).memory_dir)
+        leaked: list[str] = []
+        deadline = time.monotonic() + 90
+        while not service.pending() and time.monotonic() < deadline:
+            leaked += _command_lines_holding(KEY)
+            time.sleep(0.05)
+        assert [s.quote for s in service.pending()] == [pref]
+        assert fake.chat_requests
+        assert {r.headers.get("authorization") for r in fake.requests} == {f"Bearer {KEY}"}
+    assert leaked == []
+    assert _files_holding(home, KEY) == []
