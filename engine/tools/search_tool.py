@@ -25,6 +25,7 @@ import re2
 
 from engine.tools import anchored
 from engine.tools.anchored import ANCHORED
+from engine.tools.backtracking import search_in_child
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolArgumentError, ToolError
 from engine.tools.registry import Tool
@@ -43,6 +44,8 @@ DEADLINE_S = 20.0
 RE2_MAX_MEM = 32 * 1024 * 1024
 # The deadline is also checked inside a file, every this many lines.
 DEADLINE_EVERY_LINES = 4_096
+# A pattern RE2 cannot run goes to a child process, killed when it runs longer than this.
+BACKTRACKING_DEADLINE_S = 20.0
 Matcher = Callable[[str], object]
 SKIPPED_DIRS = frozenset(
     {
@@ -61,8 +64,9 @@ SKIPPED_DIRS = frozenset(
 )
 
 DESCRIPTION = (
-    "Search the text files in the workspace for a regular expression (RE2 syntax: like "
-    "Python's, without look-around or backreferences) or, "
+    "Search the text files in the workspace for a regular expression (Python syntax; "
+    "patterns with look-around or backreferences are stopped after "
+    f"{BACKTRACKING_DEADLINE_S:g} s) or, "
     "with literal=true, a plain string. Returns matching lines as path:line: text, at most "
     f"{MAX_MATCHES} matches. `path` limits the search to a folder or one file; `glob` to "
     "file names or paths matching a pattern such as *.py or src/*.ts. Binary files, files "
@@ -120,8 +124,8 @@ def _compile(pattern: str, literal: bool, ignore_case: bool) -> Matcher:
     Python's `re` backtracks: `(a+)+$` on 34 a's and a `!` takes longer than the universe,
     in C code no signal or deadline can interrupt, so a model (or a file it was shown) could
     stall the agent for good. Patterns therefore run on RE2, which has no backtracking;
-    the few constructs that need it (look-around, backreferences) are refused with a
-    message that says so and what to do instead."""
+    the few constructs that need backtracking (look-around, backreferences) are run by
+    Python's engine in a child process killed at a deadline (`backtracking.py`)."""
     if not pattern:
         raise ToolArgumentError("pattern must not be empty")
     if len(pattern) > MAX_PATTERN_CHARS:
@@ -130,8 +134,8 @@ def _compile(pattern: str, literal: bool, ignore_case: bool) -> Matcher:
         return _literal(pattern, ignore_case)
     try:
         return re2.compile(pattern, _re2_options(ignore_case)).search
-    except re2.error as exc:
-        reason = _re2_reason(exc)
+    except re2.error:
+        pass
     try:
         re.compile(pattern)
     except re.error as exc:
@@ -139,19 +143,11 @@ def _compile(pattern: str, literal: bool, ignore_case: bool) -> Matcher:
             f"pattern is not a valid regular expression ({exc}); pass literal=true to search "
             "for it as plain text"
         ) from None
-    raise ToolArgumentError(
-        f"pattern cannot be run by search_files ({reason}): searches use a linear-time engine "
-        "(RE2) that has no look-ahead, look-behind or backreferences, so that no pattern can "
-        "hang the search. Rewrite the pattern without them (or search for a simpler pattern "
-        "and filter the lines), or use run_command with grep -P."
-    )
+    raise _NeedsBacktracking(pattern)
 
 
-def _re2_reason(exc: BaseException) -> str:
-    detail = exc.args[0] if exc.args else exc
-    if isinstance(detail, bytes):
-        detail = detail.decode("utf-8", "replace")
-    return str(detail)
+class _NeedsBacktracking(Exception):
+    """A valid pattern RE2 cannot run: look-around or a backreference."""
 
 
 def _literal(pattern: str, ignore_case: bool) -> Matcher:
@@ -252,9 +248,25 @@ def search(
     glob: str | None = None,
     literal: bool = False,
     ignore_case: bool = False,
+    *,
+    backtracking: bool = False,
 ) -> str:
-    """The text search_files returns (blocking; the tool runs it in a thread)."""
-    matches = _compile(pattern, literal, ignore_case)
+    """The text search_files returns (blocking; the tool runs it in a thread).
+    `backtracking`: match with Python's `re` (only ever inside the killable child)."""
+    if backtracking:
+        flags = re.IGNORECASE if ignore_case else 0
+        matches: Matcher = re.compile(pattern, flags).search
+    else:
+        try:
+            matches = _compile(pattern, literal, ignore_case)
+        except _NeedsBacktracking:
+            text = search_in_child(
+                workspace, pattern, path, glob, ignore_case, BACKTRACKING_DEADLINE_S
+            )
+            return (
+                f"{text}\n[The pattern uses look-around or a backreference, so it ran on "
+                f"Python's backtracking engine, stopped after {BACKTRACKING_DEADLINE_S:g} s.]"
+            )
     start = resolve_inside(workspace, path)
     shown_start = display_path(workspace, start)
     if not start.exists():

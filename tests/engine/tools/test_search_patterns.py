@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.tools import ToolError
+from engine.tools import ToolError, search_tool
 from engine.tools.search_tool import search
 
 pytestmark = pytest.mark.anyio
@@ -62,19 +62,28 @@ def await_call(registry, ctx, args: dict[str, object]):
     return asyncio.run(registry.call("search_files", json.dumps(args), ctx, call_id="c1"))
 
 
-@pytest.mark.parametrize(
-    ("pattern", "construct"),
-    [("foo(?=bar)", "look-ahead"), ("(?<!x)foo", "look-behind"), (r"(\w)\1", "backreferences")],
-)
-def test_a_pattern_needing_backtracking_is_refused_with_what_to_do_instead(
-    workspace: Path, registry, make_ctx, pattern: str, construct: str
+@pytest.mark.parametrize("pattern", ["foo(?=bar)", "(?<!x)foo", r"(o)\1"])
+def test_look_around_and_backreferences_still_work_on_the_backtracking_engine(
+    workspace: Path, registry, make_ctx, pattern: str
 ):
-    (workspace / "a.txt").write_text("foobar\n", encoding="utf-8")
+    (workspace / "a.txt").write_text("foobar\nfoo\n", encoding="utf-8")
     outcome = await_call(registry, make_ctx(), {"pattern": pattern})
+    assert not outcome.is_error, outcome.content
+    assert "a.txt:1: foobar" in outcome.content
+    assert "ran on Python's backtracking engine, stopped after 20 s" in outcome.content
+
+
+def test_a_backtracking_pattern_that_explodes_is_killed_at_the_deadline(
+    workspace: Path, registry, make_ctx, monkeypatch
+):
+    monkeypatch.setattr(search_tool, "BACKTRACKING_DEADLINE_S", 3.0)
+    (workspace / "trap.txt").write_text(ATTACK + "\n", encoding="utf-8")
+    started = time.monotonic()
+    outcome = await_call(registry, make_ctx(), {"pattern": "(?=a)(a+)+$"})
+    assert time.monotonic() - started < 15
     assert outcome.is_error
-    assert "linear-time engine (RE2)" in outcome.content
-    assert construct in outcome.content
-    assert "grep -P" in outcome.content
+    assert "was still running after 3 s and was stopped" in outcome.content
+    assert "(a+)+" in outcome.content
 
 
 def test_an_invalid_pattern_is_still_called_invalid(workspace: Path):
