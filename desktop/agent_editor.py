@@ -54,7 +54,7 @@ from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
 from engine.window import WindowResolution
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Engine", ("provider", "base_url", "model")),
+    ("Engine", ("provider", "base_url", "api_key_env", "model")),
     ("Context window", ("num_ctx", "max_context_tokens")),
     ("Compaction", ("summarizer_model", "compaction_ratio", "compaction_reserve_tokens")),
     ("Run", ("max_iterations", "max_tokens")),

@@ -20,6 +20,7 @@ from engine.config import FIELDS_BY_NAME, FieldProblem
 EDITED_FIELDS: tuple[str, ...] = (
     "provider",
     "base_url",
+    "api_key_env",
     "model",
     "system_prompt",
     "num_ctx",
@@ -35,6 +36,7 @@ EDITED_FIELDS: tuple[str, ...] = (
 MNEMONICS: dict[str, str] = {
     "provider": "E",
     "base_url": "U",
+    "api_key_env": "K",
     "model": "M",
     "system_prompt": "y",
     "num_ctx": "w",

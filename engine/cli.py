@@ -93,6 +93,12 @@ def _add_engine_flags(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long to wait for the engine's next bytes before calling it hung (default 600)",
     )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="the environment variable holding the engine's API key (the key itself is "
+        "never taken on the command line)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
 
     probe = sub.add_parser("probe", help="ask an engine what window it really serves")
+    probe.add_argument("--agent", help="probe the engine this agent names")
     _add_engine_flags(probe)
     _data_dir_flag(probe)
     probe.add_argument("--json", action="store_true", help="print one JSON object")
@@ -181,10 +188,13 @@ def agent_from_flags(args: argparse.Namespace, paths: BrimPaths) -> AgentConfig:
         ("max_context_tokens", "max_context_tokens"),
         ("max_tokens", "max_tokens"),
         ("request_timeout", "request_timeout_s"),
+        ("api_key_env", "api_key_env"),
     ):
         value = getattr(args, flag, None)
         if value is not None:
             updates[field] = value
+    if updates.get("api_key_env") and base.api_key is not None:
+        updates["api_key"] = None  # the flag names where the key is; it replaces the file's
     return base.model_copy(update=updates) if updates else base
 
 
@@ -210,6 +220,7 @@ class CliError(Exception):
 
 
 async def _probe(agent: AgentConfig) -> dict[str, Any]:
+    from engine.config.credentials import agent_api_key
     from engine.session import probe_window, provider_for
 
     provider = provider_for(agent)
@@ -228,7 +239,13 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
         resolution = await probe_window(provider, agent, on_wait)
     finally:
         await provider.aclose()
-    return resolution.to_probe_json()
+    result = resolution.to_probe_json()
+    route = getattr(provider, "route", None)
+    if route is not None:  # the engines reached over HTTP: which way, and with what key
+        result["route"] = route.to_json()
+        result["route_text"] = route.describe()
+        result["api_key"] = agent_api_key(agent).describe()
+    return result
 
 
 def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
@@ -245,6 +262,9 @@ def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
             f"{result['provider']} {result['model']}: window {result['window']:,} "
             f"({result['source']})"
         )
+        if "route" in result:
+            print(f"  route: {result['route_text']}")
+            print(f"  api key: {result['api_key']}")
         for warning in result["warnings"]:
             print(f"  warning: {warning}")
     return 0

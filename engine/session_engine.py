@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
+from engine.config.credentials import agent_api_key
 from engine.context import SummaryRequest, SummaryResult
 from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
 from engine.providers.errors import ServerError
@@ -33,9 +34,13 @@ def provider_for(agent: AgentConfig) -> Provider:
             n_ctx=agent.num_ctx,
             n_threads=agent.n_threads,
         )
+    kw: dict[str, object] = {}
     if agent.request_timeout_s is not None:
-        return make_provider(agent.provider, agent.base_url, timeout=agent.request_timeout_s)
-    return make_provider(agent.provider, agent.base_url)
+        kw["timeout"] = agent.request_timeout_s
+    key = agent_api_key(agent)
+    if key.value:
+        kw["api_key"] = key.value
+    return make_provider(agent.provider, agent.base_url, **kw)
 
 
 # How long a start waits for an engine that is still loading its model, and how often it asks.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.config import AgentConfig
+from engine.config.credentials import agent_api_key
 from engine.context.compaction import CompactionPlan
 from engine.events import (
     ErrorEvent,
@@ -182,4 +183,5 @@ class SessionMemoryMixin:
             summarizer_model=agent.summarizer_model,
             num_ctx=agent.num_ctx,
             conversations=conversations,
+            api_key=agent_api_key(agent).value,
         )

@@ -26,6 +26,9 @@ class AgentConfig:
     name: str
     provider: str = _default("provider")
     base_url: str | None = _default("base_url")
+    api_key_env: str | None = _default("api_key_env")
+    # Never shown in a repr (a log line, a traceback's locals): see engine/config/credentials.
+    api_key: str | None = field(default=FIELDS_BY_NAME["api_key"].default, repr=False)
     request_timeout_s: float | None = _default("request_timeout_s")
     model: str = _default("model")
     n_threads: int | None = _default("n_threads")
@@ -53,6 +56,10 @@ class AgentConfig:
                 problems.append(Problem(spec.toml_key, str(exc)))
                 continue
             object.__setattr__(self, spec.name, value)
+        if self.api_key is not None and self.api_key_env is not None:
+            problems.append(
+                Problem("api_key", "set api_key or api_key_env, not both (api_key_env is safer)")
+            )
         if problems:
             raise AgentConfigError(self.source_path or f"agent '{self.name}'", problems)
 

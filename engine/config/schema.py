@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,10 +24,12 @@ from urllib.parse import urlsplit
 
 from engine.providers.base import PROVIDER_KINDS
 
-FieldType = Literal["str", "text", "url", "int", "float", "choice"]
+FieldType = Literal["str", "text", "url", "int", "float", "choice", "secret"]
 
 MAX_WINDOW = 100_000_000  # far above any served window; stops absurd values early
 MAX_NAME_CHARS = 100
+MAX_SECRET_CHARS = 4_096
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Brim, a careful assistant working on the user's machine through the tools you "
@@ -80,6 +83,8 @@ class FieldSpec:
             return "an http:// or https:// URL"
         elif self.type == "text":
             return "a string"
+        elif self.type == "secret":
+            return "a key of printable ASCII characters without spaces"
         else:
             return "a single-line string"
         lo, hi = self.minimum, self.maximum
@@ -92,6 +97,9 @@ class FieldSpec:
         return base
 
     def _refuse(self, value: Any, extra: str = "") -> FieldProblem:
+        if self.type == "secret":  # a key is never repeated back, not even a wrong one
+            shown = "a string" if isinstance(value, str) else describe_value(value)
+            return FieldProblem(f"must be {self.expectation()}, got {shown} that is not")
         return FieldProblem(f"must be {self.expectation()}, got {describe_value(value)}{extra}")
 
     def validate(self, value: Any) -> Any:
@@ -118,6 +126,16 @@ class FieldSpec:
             return value
         if self.type == "url":
             return self._check_url(value)
+        if self.type == "secret":
+            # It goes into an HTTP header: printable ASCII only, so it can neither break the
+            # request nor smuggle a second header in.
+            if (
+                not value
+                or len(value) > MAX_SECRET_CHARS
+                or not all("!" <= c <= "~" for c in value)
+            ):
+                raise self._refuse(value)
+            return value
         if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
             raise FieldProblem("must be valid Unicode text (it holds a lone surrogate)")
         if self.type == "str":
@@ -128,6 +146,11 @@ class FieldSpec:
                 raise FieldProblem(f"must be a single line without control characters ({bad!r})")
             if self.name == "name" and len(value) > MAX_NAME_CHARS:
                 raise FieldProblem(f"must be at most {MAX_NAME_CHARS} characters")
+            if self.name == "api_key_env" and not _ENV_NAME.fullmatch(value):
+                raise FieldProblem(
+                    "must be the name of an environment variable (letters, digits and _, "
+                    f"not starting with a digit), got {describe_value(value)}"
+                )
         return value
 
     def _check_int(self, value: Any) -> int:
@@ -159,6 +182,14 @@ class FieldSpec:
             raise self._refuse(value) from None
         if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
             raise self._refuse(value)
+        if parts.username is not None or parts.password is not None:
+            # Said without repeating the URL: it holds a password.
+            raise FieldProblem(
+                "must not hold a user name or password (user:password@host): Brim refuses "
+                "them rather than send them as Basic auth, which vLLM and SGLang do not "
+                "accept. Put the key in api_key_env (or api_key); it is sent as "
+                "Authorization: Bearer"
+            )
         if any(_is_control(c) or c.isspace() for c in text):
             raise self._refuse(value)
         return text
@@ -263,6 +294,35 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         label="Base URL",
         example="http://127.0.0.1:11434",
         description="Where the engine listens.",
+    ),
+    FieldSpec(
+        "api_key_env",
+        "str",
+        default=None,
+        nullable=True,
+        unset="no key from the environment",
+        providers=("ollama", "llamacpp", "vllm", "sglang"),
+        group="engine",
+        label="API key variable",
+        example="BRIM_VLLM_KEY",
+        description=(
+            "The environment variable that holds the engine's API key (a server started "
+            "with --api-key); sent as Authorization: Bearer, never written anywhere."
+        ),
+    ),
+    FieldSpec(
+        "api_key",
+        "secret",
+        default=None,
+        nullable=True,
+        unset="no key",
+        providers=("ollama", "llamacpp", "vllm", "sglang"),
+        group="engine",
+        label="API key",
+        description=(
+            "The engine's API key itself, sent as Authorization: Bearer. Prefer api_key_env: "
+            "a key here lives in this file in plain text."
+        ),
     ),
     FieldSpec(
         "request_timeout_s",

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from engine.config.credentials import CHILD_KEY_VARIABLE
 from engine.context.compaction import CompactionPlan
 from engine.memory.extractor import (
     OUTPUT_TOKENS,
@@ -169,8 +170,10 @@ class SessionMemory:
         summarizer_model: str | None,
         num_ctx: int | None,
         conversations: list[str] | None = None,
+        api_key: str | None = None,
     ) -> bool:
-        """Start a detached reflection on `conversations` (default: the current one)."""
+        """Start a detached reflection on `conversations` (default: the current one).
+        `api_key` reaches it through its environment, never its command line."""
         if not self.writes:
             return False
         cmd = reflect_command(
@@ -182,8 +185,9 @@ class SessionMemory:
             summarizer_model=summarizer_model,
             num_ctx=num_ctx,
             workspace=self.workspace,
+            api_key_env=CHILD_KEY_VARIABLE if api_key else None,
         )
-        return spawn_detached(cmd)
+        return spawn_detached(cmd, secrets={CHILD_KEY_VARIABLE: api_key} if api_key else None)
 
 
 def extractor_budget(window: int) -> int:

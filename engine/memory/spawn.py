@@ -37,7 +37,10 @@ def reflect_command(
     summarizer_model: str | None,
     num_ctx: int | None,
     workspace: Path | None,
+    api_key_env: str | None = None,
 ) -> list[str]:
+    """The reflection's command line. It holds no secret (anyone can read it in `ps`): an
+    API key travels in the child's environment, and the line only names the variable."""
     cmd = [sys.executable, "-m", "engine.cli"]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
@@ -54,14 +57,19 @@ def reflect_command(
         cmd += ["--summarizer-model", summarizer_model]
     if num_ctx:
         cmd += ["--num-ctx", str(num_ctx)]
+    if api_key_env:
+        cmd += ["--api-key-env", api_key_env]
     if workspace is not None:
         cmd += ["--workspace", str(workspace)]
     return cmd
 
 
-def spawn_detached(cmd: list[str], *, timeout_s: float = 10.0) -> bool:
-    """Start `cmd` detached; True when the launcher started it."""
-    env = dict(os.environ)
+def spawn_detached(
+    cmd: list[str], *, timeout_s: float = 10.0, secrets: dict[str, str] | None = None
+) -> bool:
+    """Start `cmd` detached; True when the launcher started it. `secrets` are added to its
+    environment (never to its command line)."""
+    env = {**os.environ, **(secrets or {})}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:

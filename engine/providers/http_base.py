@@ -3,7 +3,9 @@ whose failures are already classified, so each provider module is only its proto
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -17,7 +19,11 @@ from engine.providers.classify import (
     protocol_error,
     safe_url,
 )
+from engine.providers.errors import EngineUnreachable
+from engine.providers.routes import engine_route
 from engine.providers.wire import WireError, guard_hooks
+
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT_S = 600.0  # a big model may think (or load) for minutes before its first token
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
@@ -31,7 +37,14 @@ __all__ = [
     "as_count",
     "as_int",
     "as_window",
+    "bearer_headers",
 ]
+
+
+def bearer_headers(api_key: str | None) -> dict[str, str] | None:
+    """The header an OpenAI-compatible server's `--api-key` (and a keyed Ollama proxy)
+    expects. The key lives only in this header: never in a URL, a log or a message."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else None
 
 
 class HttpProvider(Provider):
@@ -47,16 +60,40 @@ class HttpProvider(Provider):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url)
+        if "@" in urlsplit(self.base_url).netloc:
+            # httpx would turn user:password@ into Basic auth, which vLLM and SGLang ignore
+            # and which would carry a password in every request; refused, never shown.
+            raise ValueError(
+                f"{safe_url(self.base_url)}: a URL with user:password@ is refused (never sent "
+                "as Basic auth); give the key as api_key_env or api_key, sent as "
+                "Authorization: Bearer"
+            )
         self.timeout = httpx.Timeout(timeout, connect=connect_timeout)
         self.probe_timeout = httpx.Timeout(min(timeout, PROBE_TIMEOUT_S), connect=connect_timeout)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-        self._http = httpx.AsyncClient(
+        self.has_api_key = bool(api_key)
+        self.route = engine_route(self.base_url)
+        self._http = self._client(
+            httpx.AsyncClient,
             base_url=self.base_url,
             timeout=self.timeout,
-            headers=headers,
+            headers=bearer_headers(api_key),
             transport=transport,
             event_hooks=guard_hooks(),  # UTF-8 and bounded lines, checked as bytes arrive
         )
+
+    def _client(self, factory: Callable[..., T], **kw: Any) -> T:
+        """An engine client on this engine's route (a loopback engine never via a proxy);
+        a proxy Brim cannot use (SOCKS without `socksio`) is one clear error."""
+        if kw.get("transport") is None:
+            kw.pop("transport", None)
+            kw.update(self.route.client_kwargs())
+        try:
+            return factory(**kw)
+        except ImportError as exc:
+            raise EngineUnreachable(
+                f"{self.where} would be reached {self.route.describe()}, which Brim cannot "
+                f"use ({exc}); list the host in NO_PROXY to reach it directly"
+            ) from None
 
     @property
     def where(self) -> str:

@@ -46,6 +46,7 @@ from engine.providers.http_base import (
     as_count,
     as_int,
     as_window,
+    bearer_headers,
 )
 from engine.providers.openai_compat import new_call_id
 from engine.providers.wire import WireError, guard_hooks
@@ -157,17 +158,26 @@ class OllamaProvider(HttpProvider):
         *,
         timeout: float = DEFAULT_TIMEOUT_S,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+        api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
-            base_url, timeout=timeout, connect_timeout=connect_timeout, transport=transport
+            base_url,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            api_key=api_key,
+            transport=transport,
         )
-        # The same wire limits as every engine (UTF-8, bounded lines), on the official
-        # client's own connection pool.
-        client_kw: dict[str, Any] = {"timeout": self.timeout, "event_hooks": guard_hooks()}
-        if transport is not None:
-            client_kw["transport"] = transport
-        self.client = ollama.AsyncClient(host=self.base_url, **client_kw)
+        # The official client takes httpx's arguments: the same route (never a proxy for a
+        # loopback engine) and the same bearer key as the raw JSON calls.
+        self.client = self._client(
+            ollama.AsyncClient,
+            host=self.base_url,
+            timeout=self.timeout,
+            headers=bearer_headers(api_key),
+            transport=transport,
+            event_hooks=guard_hooks(),  # the same wire limits (UTF-8, bounded lines)
+        )
         self.version: tuple[int, int, int] | None = None  # from /api/version, at report()
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:

@@ -14,6 +14,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from engine.tools.anchored import ANCHORED, open_folder
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolError
 from engine.tools.registry import Tool
@@ -41,19 +42,20 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def _line(folder: Path, name: str, root: Path) -> str:
-    full = folder / name
+def _line(folder: int, real: Path, name: str, root: Path) -> str:
+    """One entry, looked at through the folder's descriptor `folder` (never by a path that
+    a swapped-in link could redirect); `real` is only used to tell where a link leads."""
     try:
-        st = os.lstat(full)
+        st = os.lstat(name, dir_fd=folder) if ANCHORED else os.lstat(real / name)
     except OSError:
         return f"{'?':<5} {'':>10}  {name}"
     if stat.S_ISLNK(st.st_mode):
         try:
-            target = os.readlink(full)
+            target = os.readlink(name, dir_fd=folder) if ANCHORED else os.readlink(real / name)
         except OSError:
             target = "?"
-        real = Path(os.path.realpath(full))
-        inside = real == root or real.is_relative_to(root)
+        leads = Path(os.path.realpath(real / name))
+        inside = leads == root or leads.is_relative_to(root)
         note = "" if inside else " (outside the workspace)"
         return f"{'link':<5} {'':>10}  {name} -> {target}{note}"
     if stat.S_ISDIR(st.st_mode):
@@ -78,21 +80,25 @@ def list_folder(workspace: Path, path: str = ".") -> str:
     real = resolve_inside(workspace, path)
     shown = display_path(workspace, real)
     root = workspace_root(workspace)
+    # The folder is opened from the workspace's descriptor without following links, and
+    # listed through that descriptor: a folder swapped for a link after the check above
+    # fails the open instead of listing what the link points at.
+    folder = open_folder(workspace, real, shown)
     try:
-        with os.scandir(real) as entries:
-            keys = [(0 if _is_dir(e) else 1, e.name.casefold(), e.name) for e in entries]
-    except FileNotFoundError as exc:
-        raise ToolError(f"{shown}: no such folder") from exc
-    except NotADirectoryError as exc:
-        raise ToolError(f"{shown} is a file, not a folder; use read_file for files") from exc
-    except OSError as exc:
-        raise ToolError(f"{shown}: cannot be listed ({exc.strerror or exc})") from exc
-    if not keys:
-        return f"Folder: {shown} (empty)"
-    keys.sort()
-    count = len(keys)
-    head = f"Folder: {shown} ({count:,} {'entry' if count == 1 else 'entries'})"
-    lines = [head, *(_line(real, name, root) for _, _, name in keys[:MAX_ENTRIES])]
+        try:
+            with os.scandir(folder if ANCHORED else real) as entries:
+                keys = [(0 if _is_dir(e) else 1, e.name.casefold(), e.name) for e in entries]
+        except OSError as exc:
+            raise ToolError(f"{shown}: cannot be listed ({exc.strerror or exc})") from exc
+        if not keys:
+            return f"Folder: {shown} (empty)"
+        keys.sort()
+        count = len(keys)
+        head = f"Folder: {shown} ({count:,} {'entry' if count == 1 else 'entries'})"
+        lines = [head, *(_line(folder, real, name, root) for _, _, name in keys[:MAX_ENTRIES])]
+    finally:
+        if folder >= 0:
+            os.close(folder)
     if count > MAX_ENTRIES:
         lines.append(
             f"[… and {count - MAX_ENTRIES:,} more entries not shown; list a subfolder or use "

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from engine.tools.anchored import open_file
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolArgumentError, ToolError
 from engine.tools.registry import Tool
-from engine.tools.textfiles import (
-    SNIFF_BYTES,
-    human_size,
-    looks_binary,
-    regular_file_size,
-    wide_encoding,
-)
+from engine.tools.textfiles import SNIFF_BYTES, human_size, looks_binary, wide_encoding
 from engine.tools.workspace import display_path, resolve_inside
 
 NAME = "read_file"
@@ -128,13 +124,14 @@ def _count_rest(handle: BinaryIO) -> int:
     return lines
 
 
-def _wide_lines(path: Path, size: int, encoding: str, shown: str) -> list[str]:
+def _wide_lines(handle: BinaryIO, size: int, encoding: str, shown: str) -> list[str]:
     if size > WIDE_MAX_BYTES:
         raise ToolError(
             f"{shown} is {encoding.upper()} text of {human_size(size)}; only files up to "
             f"{human_size(WIDE_MAX_BYTES)} in that encoding can be read"
         )
-    return path.read_bytes().decode(encoding, errors="replace").splitlines()
+    handle.seek(0)
+    return handle.read(WIDE_MAX_BYTES + 1).decode(encoding, errors="replace").splitlines()
 
 
 @dataclass
@@ -217,15 +214,18 @@ def read_page(
     page = _Page(limit=min(limit, MAX_LINES), chars=chars)
     real = resolve_inside(workspace, path)
     shown = display_path(workspace, real)
-    size = regular_file_size(real, shown)
-    if size == 0:
-        return f"File: {shown} (empty, 0 bytes)"
+    # Opened from the workspace's descriptor without following links, and judged by what
+    # was opened: a file swapped for a link after the check above is refused, not followed.
+    fd = open_file(workspace, real, shown)
     try:
-        with open(real, "rb") as handle:
+        with os.fdopen(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return f"File: {shown} (empty, 0 bytes)"
             sample = handle.read(SNIFF_BYTES)
             encoding = wide_encoding(sample)
             if encoding is not None:
-                lines = _wide_lines(real, size, encoding, shown)
+                lines = _wide_lines(handle, size, encoding, shown)
                 total: int | None = len(lines)
                 _page_wide(page, lines, offset)
             elif looks_binary(sample):

@@ -14,12 +14,18 @@ import asyncio
 import fnmatch
 import os
 import re
+import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import re2
+
+from engine.tools import anchored
+from engine.tools.anchored import ANCHORED
+from engine.tools.backtracking import search_in_child
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolArgumentError, ToolError
 from engine.tools.registry import Tool
@@ -33,6 +39,14 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_SHOWN_LINE_CHARS = 300
 MAX_PATTERN_CHARS = 1_000
 DEADLINE_S = 20.0
+# RE2's memory for one pattern's automaton; past it RE2 falls back to a slower but still
+# linear-time search rather than failing.
+RE2_MAX_MEM = 32 * 1024 * 1024
+# The deadline is also checked inside a file, every this many lines.
+DEADLINE_EVERY_LINES = 4_096
+# A pattern RE2 cannot run goes to a child process, killed when it runs longer than this.
+BACKTRACKING_DEADLINE_S = 20.0
+Matcher = Callable[[str], object]
 SKIPPED_DIRS = frozenset(
     {
         ".git",
@@ -50,7 +64,9 @@ SKIPPED_DIRS = frozenset(
 )
 
 DESCRIPTION = (
-    "Search the text files in the workspace for a regular expression (Python syntax) or, "
+    "Search the text files in the workspace for a regular expression (Python syntax; "
+    "patterns with look-around or backreferences are stopped after "
+    f"{BACKTRACKING_DEADLINE_S:g} s) or, "
     "with literal=true, a plain string. Returns matching lines as path:line: text, at most "
     f"{MAX_MATCHES} matches. `path` limits the search to a folder or one file; `glob` to "
     "file names or paths matching a pattern such as *.py or src/*.ts. Binary files, files "
@@ -94,19 +110,51 @@ class _Tally:
     stopped: str = ""  # why the walk ended early, when it did
 
 
-def _compile(pattern: str, literal: bool, ignore_case: bool) -> re.Pattern[str]:
+def _re2_options(ignore_case: bool) -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every refused pattern on stderr
+    options.case_sensitive = not ignore_case
+    options.max_mem = RE2_MAX_MEM
+    return options
+
+
+def _compile(pattern: str, literal: bool, ignore_case: bool) -> Matcher:
+    """A matcher whose work is linear in the line's length, whatever the pattern.
+
+    Python's `re` backtracks: `(a+)+$` on 34 a's and a `!` takes longer than the universe,
+    in C code no signal or deadline can interrupt, so a model (or a file it was shown) could
+    stall the agent for good. Patterns therefore run on RE2, which has no backtracking;
+    the few constructs that need backtracking (look-around, backreferences) are run by
+    Python's engine in a child process killed at a deadline (`backtracking.py`)."""
     if not pattern:
         raise ToolArgumentError("pattern must not be empty")
     if len(pattern) > MAX_PATTERN_CHARS:
         raise ToolArgumentError(f"pattern is longer than {MAX_PATTERN_CHARS} characters")
-    flags = re.IGNORECASE if ignore_case else 0
+    if literal:
+        return _literal(pattern, ignore_case)
     try:
-        return re.compile(re.escape(pattern) if literal else pattern, flags)
+        return re2.compile(pattern, _re2_options(ignore_case)).search
+    except re2.error:
+        pass
+    try:
+        re.compile(pattern)
     except re.error as exc:
         raise ToolArgumentError(
             f"pattern is not a valid regular expression ({exc}); pass literal=true to search "
             "for it as plain text"
-        ) from exc
+        ) from None
+    raise _NeedsBacktracking(pattern)
+
+
+class _NeedsBacktracking(Exception):
+    """A valid pattern RE2 cannot run: look-around or a backreference."""
+
+
+def _literal(pattern: str, ignore_case: bool) -> Matcher:
+    if not ignore_case:
+        return lambda line: pattern in line
+    folded = pattern.casefold()
+    return lambda line: folded in line.casefold()
 
 
 def _wanted(rel: str, name: str, glob: str | None) -> bool:
@@ -115,16 +163,75 @@ def _wanted(rel: str, name: str, glob: str | None) -> bool:
     return fnmatch.fnmatchcase(rel if "/" in glob else name, glob)
 
 
-def _files(start: Path) -> Iterator[Path]:
+@dataclass(frozen=True)
+class _Entry:
+    """A file found by the walk: its path by name (for display and globs) and, where the
+    platform allows, the descriptor of the folder it was found in and its name there."""
+
+    path: Path
+    folder: int | None = None
+
+
+def _entries(workspace: Path, start: Path, shown: str) -> Iterator[_Entry]:
     """Every file under `start`, in a stable order, without walking into skipped folders or
-    following folder symlinks."""
+    following folder symlinks. Folders are walked by descriptor (`os.fwalk` checks each
+    one it enters is the folder it listed), so a folder swapped for a link mid-walk is not
+    entered."""
     if not start.is_dir():
-        yield start
+        yield _Entry(start)
         return
-    for folder, dirs, files in os.walk(start):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            yield Path(folder) / name
+    if not ANCHORED:
+        for folder, dirs, files in os.walk(start):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+            for name in sorted(files):
+                yield _Entry(Path(folder) / name)
+        return
+    top = anchored.open_folder(workspace, start, shown)
+    try:
+        for folder, dirs, files, fd in os.fwalk(".", dir_fd=top):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+            for name in sorted(files):
+                yield _Entry(start / folder / name, fd)
+    finally:
+        os.close(top)
+
+
+def _is_link(entry: _Entry) -> bool:
+    try:
+        if entry.folder is None:
+            return entry.path.is_symlink()
+        st = os.stat(entry.path.name, dir_fd=entry.folder, follow_symlinks=False)
+        return stat.S_ISLNK(st.st_mode)
+    except OSError:
+        return False
+
+
+def _open_entry(workspace: Path, entry: _Entry, rel: str) -> int | None:
+    """A read descriptor of a regular file found by the walk (None: not one, or gone).
+
+    A plain file is opened by name in its folder's descriptor without following links; a
+    link (already judged to stay inside) is opened by its resolved path from the workspace
+    root, component by component, the way read_file opens."""
+    if entry.folder is not None and not _is_link(entry):
+        try:
+            fd = os.open(
+                entry.path.name,
+                os.O_RDONLY | anchored.NOFOLLOW | anchored.NONBLOCK | anchored.CLOEXEC,
+                dir_fd=entry.folder,
+            )
+        except OSError:
+            return None  # vanished, or became a link since it was looked at
+        try:
+            anchored.check_regular(os.fstat(fd), rel)
+            os.set_blocking(fd, True)
+        except (ToolError, OSError):
+            os.close(fd)
+            return None
+        return fd
+    try:
+        return anchored.open_file(workspace, Path(os.path.realpath(entry.path)), rel)
+    except ToolError:
+        return None
 
 
 def _shown(line: str) -> str:
@@ -141,9 +248,25 @@ def search(
     glob: str | None = None,
     literal: bool = False,
     ignore_case: bool = False,
+    *,
+    backtracking: bool = False,
 ) -> str:
-    """The text search_files returns (blocking; the tool runs it in a thread)."""
-    rx = _compile(pattern, literal, ignore_case)
+    """The text search_files returns (blocking; the tool runs it in a thread).
+    `backtracking`: match with Python's `re` (only ever inside the killable child)."""
+    if backtracking:
+        flags = re.IGNORECASE if ignore_case else 0
+        matches: Matcher = re.compile(pattern, flags).search
+    else:
+        try:
+            matches = _compile(pattern, literal, ignore_case)
+        except _NeedsBacktracking:
+            text = search_in_child(
+                workspace, pattern, path, glob, ignore_case, BACKTRACKING_DEADLINE_S
+            )
+            return (
+                f"{text}\n[The pattern uses look-around or a backreference, so it ran on "
+                f"Python's backtracking engine, stopped after {BACKTRACKING_DEADLINE_S:g} s.]"
+            )
     start = resolve_inside(workspace, path)
     shown_start = display_path(workspace, start)
     if not start.exists():
@@ -152,36 +275,42 @@ def search(
     deadline = time.monotonic() + DEADLINE_S
     tally = _Tally()
     hits: list[str] = []
-    for file in _files(start):
+    for entry in _entries(workspace, start, shown_start):
         if tally.files >= MAX_FILES:
             tally.stopped = f"stopped after {MAX_FILES:,} files"
             break
         if time.monotonic() > deadline:
             tally.stopped = f"stopped after {DEADLINE_S:g} seconds"
             break
-        real = Path(os.path.realpath(file))
-        if real != root and not real.is_relative_to(root):
-            tally.outside += 1
+        if _is_link(entry):
+            real = Path(os.path.realpath(entry.path))
+            if real != root and not real.is_relative_to(root):
+                tally.outside += 1
+                continue
+        rel = display_path(workspace, entry.path)
+        if not _wanted(rel, entry.path.name, glob):
             continue
-        if not real.is_file():
-            continue
-        rel = display_path(workspace, file)
-        if not _wanted(rel, file.name, glob):
+        fd = _open_entry(workspace, entry, rel)
+        if fd is None:
             continue
         tally.files += 1
-        try:
-            if real.stat().st_size > MAX_FILE_BYTES:
-                tally.large += 1
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+                    tally.large += 1
+                    continue
+                data = handle.read(MAX_FILE_BYTES + 1)
+            except OSError:
                 continue
-            data = real.read_bytes()
-        except OSError:
-            continue
         if looks_binary(data[:SNIFF_BYTES]):
             tally.binary += 1
             continue
         found = False
         for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-            if rx.search(line):
+            if number % DEADLINE_EVERY_LINES == 0 and time.monotonic() > deadline:
+                tally.stopped = f"stopped after {DEADLINE_S:g} seconds"
+                break
+            if matches(line):
                 found = True
                 hits.append(f"{rel}:{number}: {_shown(line)}")
                 if len(hits) >= MAX_MATCHES:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from engine.tools.errors import PathOutsideWorkspace, ToolArgumentError
+from engine.tools.errors import PathOutsideWorkspace, ToolArgumentError, ToolError
 
 MAX_PATH_CHARS = 4_096
 
@@ -36,7 +36,10 @@ def resolve_inside(workspace: Path, raw: str) -> Path:
     root = workspace_root(workspace)
     given = Path(raw.strip())
     candidate = given if given.is_absolute() else root / given
-    real = Path(os.path.realpath(candidate))
+    try:
+        real = Path(os.path.realpath(candidate))
+    except OSError as exc:  # a link on the way vanished while it was being followed
+        raise ToolError(f"{raw!r} changed while it was being looked up ({exc.strerror})") from exc
     if real != root and not real.is_relative_to(root):
         raise PathOutsideWorkspace(
             f"{raw!r} is outside the workspace ({root}); only files inside it can be used"

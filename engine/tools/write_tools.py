@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.atomic import atomic_write_bytes
+from engine.tools import anchored
 from engine.tools.approval import ApprovalRequest
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolArgumentError, ToolError
@@ -77,12 +77,13 @@ class _Snapshot:
     data: bytes | None
 
 
-def _snapshot(real: Path, shown: str) -> _Snapshot:
-    if not real.exists():
+def _snapshot(workspace: Path, real: Path, shown: str) -> _Snapshot:
+    """The file as it is now, read through the workspace's descriptor (a link swapped in
+    for the file or a parent is refused, so no outside file reaches the approval)."""
+    if not anchored.exists(workspace, real):
         return _Snapshot(None)
-    regular_file_size(real, shown)
     try:
-        return _Snapshot(real.read_bytes())
+        return _Snapshot(anchored.read_bytes(workspace, real, shown))
     except OSError as exc:
         raise ToolError(f"{shown}: cannot be read ({exc.strerror or exc})") from exc
 
@@ -109,7 +110,7 @@ def _write_plan(workspace: Path, path: str, content: str) -> tuple[Path, str, _S
     shown = display_path(workspace, real)
     if real.is_dir():
         raise ToolError(f"{shown} is a folder; give a file path")
-    before = _snapshot(real, shown)
+    before = _snapshot(workspace, real, shown)
     size = len(content.encode("utf-8"))
     facts = f"{human_size(size)}, {_line_count(content):,} lines"
     if before.data is None:
@@ -130,7 +131,7 @@ def _commit(
     workspace: Path, path: str, real: Path, shown: str, before: _Snapshot, data: bytes
 ) -> None:
     """Write `data` if the file is still as it was when the change was approved."""
-    now = _snapshot(real, shown)
+    now = _snapshot(workspace, real, shown)
     if now != before:
         raise ToolError(
             f"{shown} changed while waiting for approval; nothing was written. Read it again "
@@ -140,10 +141,9 @@ def _commit(
     if resolve_inside(workspace, path) != real:
         raise ToolError(f"{shown} moved while waiting for approval; nothing was written")
     try:
-        real.parent.mkdir(parents=True, exist_ok=True)
-        if resolve_inside(workspace, path) != real:
-            raise ToolError(f"{shown}: a parent folder leads elsewhere; nothing was written")
-        atomic_write_bytes(real, data)
+        # Through the parent folder's descriptor, each folder opened without following
+        # links: a folder swapped for a link now fails the write instead of leaving.
+        anchored.write_bytes(workspace, real, shown, data)
     except OSError as exc:
         raise ToolError(f"{shown}: cannot be written ({exc.strerror or exc})") from exc
 
@@ -192,7 +192,7 @@ def _edit_plan(workspace: Path, path: str, old: str, new: str) -> _EditPlan:
             f"{shown} is {human_size(size)}; edit_file edits files up to "
             f"{human_size(MAX_EDIT_BYTES)}"
         )
-    before = _snapshot(real, shown)
+    before = _snapshot(workspace, real, shown)
     if before.data is None:
         raise ToolError(f"{shown}: no such file")
     try:

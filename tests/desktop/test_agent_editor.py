@@ -318,3 +318,28 @@ def test_the_screenshot_script_draws_the_editor_after_a_probe(qtbot, tmp_path):
     assert (image.width(), image.height()) == DIALOG_SIZE
     colours = {image.pixel(x, y) for x in range(0, image.width(), 16) for y in range(0, 720, 16)}
     assert len(colours) > 5
+
+
+def test_an_api_key_variable_set_in_the_editor_reaches_a_keyed_vllm_and_only_its_name_is_saved(
+    qtbot, real_desktop, vllm, monkeypatch
+):
+    key = "sk-desk-4b1e9f7a"
+    monkeypatch.setenv("BRIM_DESK_KEY", key)
+    vllm.api_key = key
+    d = real_desktop(agents={"q.toml": commented_agent("q", "vllm", vllm.url, VLLM_MODEL)})
+    dialog = open_editor(qtbot, d)
+    probe(qtbot, dialog)
+    assert "check the API key" in dialog.failure.text()
+
+    type_into(qtbot, dialog, "api_key_env", "1 bad")
+    assert "name of an environment variable" in dialog.problem_text("api_key_env")
+    type_into(qtbot, dialog, "api_key_env", "BRIM_DESK_KEY")
+    qtbot.keyClick(dialog, Qt.Key.Key_P, Qt.KeyboardModifier.AltModifier)
+    answered = lambda: dialog.failure.isHidden() and not dialog.table.isHidden()  # noqa: E731
+    qtbot.waitUntil(answered, timeout=10000)
+    save_and_wait_for_the_new_session(qtbot, d, dialog)
+
+    saved = (d.paths.agents_dir / "q.toml").read_text(encoding="utf-8")
+    assert 'api_key_env = "BRIM_DESK_KEY"' in saved and key not in saved
+    chat(qtbot, d, "hello")
+    assert vllm.chat_requests[-1].headers["authorization"] == f"Bearer {key}"

@@ -344,6 +344,10 @@ class FakeServer:
         with self._lock:
             self._requests.append(request)
 
+    def refuse(self, exchange: Exchange, request: RecordedRequest) -> bool:
+        """A chance to answer before routing (an API key check). True: answered."""
+        return False
+
     def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         path = handler.path.split("?", 1)[0]
         length = int(handler.headers.get("Content-Length") or 0)
@@ -356,6 +360,8 @@ class FakeServer:
         headers = {k.lower(): v for k, v in handler.headers.items()}
         recorded = RecordedRequest(method, path, body, headers)
         self._record(recorded)
+        if self.refuse(exchange, recorded):
+            return
         if path in self._overrides:
             status, data, content_type = self._overrides[path]
             exchange.send(status, data, content_type)

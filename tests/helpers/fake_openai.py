@@ -34,6 +34,9 @@ class FakeOpenAIServer(FakeServer):
     def __init__(self, model: str, *, token_delay: float = 0.0) -> None:
         super().__init__(token_delay=token_delay)
         self.model = model
+        # The server's `--api-key`: requests to the guarded paths without
+        # `Authorization: Bearer <key>` get the engine's 401.
+        self.api_key: str | None = None
         self._last_prompt: list[int] = []
         self.route("GET", "/v1/models", self._models)
         self.route("POST", self.chat_path, self._chat)
@@ -43,6 +46,21 @@ class FakeOpenAIServer(FakeServer):
         return self.requests_to(self.chat_path)
 
     # -- what each engine overrides -------------------------------------------------------
+
+    def guarded(self, path: str) -> bool:
+        """Whether `--api-key` protects `path` (vLLM: everything under /v1)."""
+        return path.startswith("/v1")
+
+    def unauthorized_body(self) -> dict[str, Any]:
+        return {"error": "Unauthorized"}  # vLLM's AuthenticationMiddleware, and SGLang's
+
+    def refuse(self, exchange: Exchange, request: RecordedRequest) -> bool:
+        if self.api_key is None or not self.guarded(request.path):
+            return False
+        if request.headers.get("authorization") == f"Bearer {self.api_key}":
+            return False
+        exchange.send_json(401, self.unauthorized_body())
+        return True
 
     def _models(self, ex: Exchange, req: RecordedRequest) -> None:
         raise NotImplementedError
@@ -244,6 +262,16 @@ class FakeLlamaServer(FakeOpenAIServer):
         b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}',
         "application/json; charset=utf-8",
     )
+
+    # What llama-server's `--api-key` leaves open (its public endpoints).
+    PUBLIC_PATHS = frozenset({"/health", "/v1/health", "/models", "/v1/models", "/api/tags"})
+
+    def guarded(self, path: str) -> bool:
+        return path not in self.PUBLIC_PATHS
+
+    def unauthorized_body(self) -> dict[str, Any]:
+        error = {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
+        return {"error": error}
 
     def __init__(
         self,

@@ -7,6 +7,11 @@ llama-server reports `cache_n` and `prompt_n`).
 
 It answers Brim over HTTP/1.0 (the body ends when the connection closes), so it never has to
 re-frame a stream.
+
+It also works as a forward proxy (what `HTTP_PROXY` names): a request for an absolute URL
+(`GET http://engine.example:8000/v1/models`) is relayed to `target` as if `target` were that
+host. `requests` keeps every request line it received, either way, so a test can show that
+a proxy got nothing.
 """
 
 from __future__ import annotations
@@ -18,10 +23,19 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "host",
+    "proxy-authorization",
+    "proxy-connection",
+}
 
 
 @dataclass
@@ -45,6 +59,7 @@ class RecordingProxy:
     def __init__(self, target: str) -> None:
         self.target = target.rstrip("/")
         self.chats: list[ProxiedChat] = []
+        self.requests: list[tuple[str, str]] = []  # (method, path or absolute URL)
         self._lock = threading.Lock()
         self._httpd: _Server | None = None
 
@@ -80,18 +95,22 @@ class RecordingProxy:
     def _relay(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
+        with self._lock:
+            self.requests.append((method, handler.path))
+        path = handler.path
+        if "://" in path:  # forward-proxy form: the path part goes to `target`
+            parts = urlsplit(path)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
         chat: ProxiedChat | None = None
-        if handler.path.endswith("/chat/completions"):
+        if path.endswith("/chat/completions"):
             chat = ProxiedChat(started=time.monotonic(), body=json.loads(raw or b"{}"))
             with self._lock:
                 self.chats.append(chat)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_BY_HOP}
         try:
             with (
-                httpx.Client(timeout=httpx.Timeout(600, connect=5)) as client,
-                client.stream(
-                    method, self.target + handler.path, content=raw, headers=headers
-                ) as response,
+                httpx.Client(timeout=httpx.Timeout(600, connect=5), trust_env=False) as client,
+                client.stream(method, self.target + path, content=raw, headers=headers) as response,
             ):
                 handler.send_response(response.status_code)
                 for key, value in response.headers.items():

@@ -1,5 +1,6 @@
 """The offline guarantee: a whole headless session (streaming, compaction, memory extraction,
-the review CLI) opens no connection except to the engine the agent names."""
+the review CLI) opens no connection except to the engine the agent names, also when the
+proxy variables name a proxy."""
 
 from __future__ import annotations
 
@@ -10,7 +11,16 @@ from pathlib import Path
 from tests.engine.memory.fakes import FakeModel, Save, saving
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_engines import FakeLlamaServer
+from tests.helpers.recording_proxy import RecordingProxy
 
+PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
 PREF = "I always prefer British spelling in everything you write."
 FILLER = [f"Filler {i}: " + "lorem ipsum dolor sit " * 40 for i in range(12)]
 
@@ -29,12 +39,15 @@ sys.addaudithook(_record)
 """
 
 
-def test_a_full_session_connects_only_to_the_configured_engine(tmp_path: Path):
+def _full_session(tmp_path: Path, extra_env: dict[str, str]) -> tuple[list[list], str]:
+    """Chat (streaming, compaction, extraction), review, accept, chat again; every
+    connection and name lookup each process made, and the engine's address."""
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(RECORDER, encoding="utf-8")
     log = tmp_path / "connections.jsonl"
     env = {
+        **extra_env,
         "BRIM_CONNECT_LOG": str(log),
         "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
     }
@@ -54,7 +67,23 @@ def test_a_full_session_connects_only_to_the_configured_engine(tmp_path: Path):
         engine_address = repr(("127.0.0.1", fake.port))
     assert chat.of_type("compaction") and model.seen.get("extractor")  # it all really ran
     records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    connects = [r for r in records if r[0] == "socket.connect"]
-    assert connects, "the recorder saw nothing: it is not installed"
+    assert [r for r in records if r[0] == "socket.connect"], "the recorder is not installed"
+    return records, engine_address
+
+
+def test_a_full_session_connects_only_to_the_configured_engine(tmp_path: Path):
+    records, engine_address = _full_session(tmp_path, {})
+    elsewhere = [r for r in records if r[0] != "socket.connect" or r[1] != engine_address]
+    assert elsewhere == []
+
+
+def test_with_every_proxy_variable_set_the_proxy_receives_nothing(tmp_path: Path):
+    # A desktop behind a corporate proxy: the variables name it and NO_PROXY is empty.
+    # The prompts for the engine on this machine must still go to the engine alone.
+    with RecordingProxy("http://127.0.0.1:9") as proxy:
+        env = {key: proxy.url for key in PROXY_VARIABLES} | {"NO_PROXY": "", "no_proxy": ""}
+        records, engine_address = _full_session(tmp_path, env)
+        received = list(proxy.requests)
+    assert received == []
     elsewhere = [r for r in records if r[0] != "socket.connect" or r[1] != engine_address]
     assert elsewhere == []

@@ -59,6 +59,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         name = "full"
         provider = "vllm"
         base_url = "http://gpu-box:8000"
+        api_key_env = "GPU_BOX_KEY"
         request_timeout_s = 30.0
         model = "Qwen/Qwen2.5-7B-Instruct"
         num_ctx = 32768
@@ -82,6 +83,8 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "name": "full",
         "provider": "vllm",
         "base_url": "http://gpu-box:8000",
+        "api_key_env": "GPU_BOX_KEY",
+        "api_key": None,
         "request_timeout_s": 30.0,
         "model": "Qwen/Qwen2.5-7B-Instruct",
         "n_threads": 4,

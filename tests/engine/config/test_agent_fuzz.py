@@ -109,12 +109,18 @@ def _valid(spec: FieldSpec) -> st.SearchStrategy:
         base = st.sampled_from(["http://127.0.0.1:11434", "https://gpu-box.lan:8443/v1"])
     elif spec.type == "text":
         base = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
+    elif spec.type == "secret":
+        base = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1)
+    elif spec.name == "api_key_env":
+        base = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
     else:
         base = single_line.filter(lambda s: s.strip()) if spec.required else single_line
     return st.one_of(st.none(), base) if spec.nullable else base
 
 
-valid_agents = st.fixed_dictionaries({spec.name: _valid(spec) for spec in AGENT_FIELDS})
+valid_agents = st.fixed_dictionaries({spec.name: _valid(spec) for spec in AGENT_FIELDS}).filter(
+    lambda v: v["api_key"] is None or v["api_key_env"] is None  # one source of the key
+)
 
 ORIGINAL = textwrap.dedent(
     """\
