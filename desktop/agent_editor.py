@@ -60,7 +60,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Run", ("max_iterations", "max_tokens")),
     ("System prompt", ("system_prompt",)),
 )
-DIALOG_SIZE = (1040, 720)
+DIALOG_SIZE = (1040, 760)
 
 EDITOR_STYLE = f"""
 QDialog#agentEditor {{ background: {theme.WINDOW_BG}; }}
