@@ -43,14 +43,15 @@ None stated.
 """
 
 _TURN = re.compile(r"^Turn (\d+):")
+_PROSE_WORDS = (
+    "the a report shows that our team reviewed every section of this document and found "
+    "nothing unusual in how the figures were gathered or explained"
+)
 
 
 def prose_file(seed: int, words: int = 700) -> str:
     rng = random.Random(seed)
-    vocabulary = (
-        "the a report shows that our team reviewed every section of this document and found "
-        "nothing unusual in how the figures were gathered or explained"
-    ).split(" ")
+    vocabulary = _PROSE_WORDS.split()
     lines = []
     for _ in range(words // 14):
         lines.append(" ".join(rng.choice(vocabulary) for _ in range(14)).capitalize() + ".")
