@@ -68,14 +68,23 @@ def numbers_file(seed: int, rows: int = 120) -> str:
     return "\n".join(lines) + "\n"
 
 
-def workspace(tmp_path: Path, files: int, *, numbers_every: int = 0) -> Path:
-    """`files` files of about 1,000-1,500 tokens: prose, or (every `numbers_every`-th) a
-    CSV table of numbers, which costs about twice the tokens per character."""
+def workspace(
+    tmp_path: Path,
+    files: int,
+    *,
+    numbers_every: int = 0,
+    numbers_from: int | None = None,
+    rows: int = 120,
+) -> Path:
+    """`files` files of about 1,000-1,500 tokens: prose, or a CSV table of `rows` numbers
+    (every `numbers_every`-th file, or every file from `numbers_from` on), which costs about
+    twice the tokens per character."""
     ws = tmp_path / "ws"
     ws.mkdir()
     for i in range(files):
-        numbers = numbers_every and i % numbers_every == numbers_every - 1
-        text = numbers_file(i) if numbers else prose_file(i)
+        numbers = bool(numbers_every and i % numbers_every == numbers_every - 1)
+        numbers = numbers or (numbers_from is not None and i >= numbers_from)
+        text = numbers_file(i, rows) if numbers else prose_file(i)
         (ws / f"file{i}.txt").write_text(text, encoding="utf-8")
     return ws
 
