@@ -135,9 +135,9 @@ class ContextBudget:
     @property
     def summary_tokens(self) -> int:
         """The summary's own budget: a share of the free space, clamped (and never more
-        than half of it, however small it is)."""
+        than a quarter of it, however small it is)."""
         free = self.free_tokens
-        floor = min(SUMMARY_MIN_TOKENS, free // 2)
+        floor = min(SUMMARY_MIN_TOKENS, free // 4)
         return max(64, floor, min(SUMMARY_MAX_TOKENS, int(free * SUMMARY_FREE_SHARE)))
 
     @property
