@@ -97,3 +97,24 @@ def test_brims_count_of_every_request_on_llama_server_is_the_engines_own(tmp_pat
         line.startswith("Counting: llamacpp: exact: llama-server's /tokenize")
         for line in run.context_lines
     )
+
+
+def test_a_prefix_that_leaves_no_room_on_4096_even_with_compact_tools_says_what_to_pin(
+    tmp_path: Path,
+):
+    ws = workspace(tmp_path, 2)
+    with FakeLlamaServer(n_ctx=4096, slots=1, n_ctx_train=32768) as fake:
+        run = run_turns(
+            fake,
+            tmp_path,
+            ws,
+            1,
+            provider="llamacpp",
+            files=2,
+            system_prompt="Check every figure twice before you answer. " * 250,
+        )
+
+    pins = [t for t in run.notices if "Pin a window of at least" in t]
+    assert len(pins) == 1
+    assert "start llama-server with a larger -c" in pins[0]
+    assert "even with compact tool descriptions" in pins[0]
