@@ -384,6 +384,8 @@ class TokenCounter:
         tool_tokens = self.count_tools(tools)
         if self.strategy == "heuristic":
             gap = self._learn_ratio(messages, tool_tokens, has_tools, reported)
+        elif self._engine is not None and self._engine_failed is not None:
+            gap = self._learn_scale_from(messages, tools, has_tools, reported)
         else:
             base = self._base_overhead(has_tools)
             gap = reported - self.count_messages(messages) - tool_tokens - base
@@ -455,6 +457,24 @@ class TokenCounter:
 
     def _give_up(self, why: str) -> None:
         self._engine_failed = why
+
+    def _learn_scale_from(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        has_tools: bool,
+        reported: float,
+    ) -> float:
+        """The engine stopped counting: learn the o200k scale from the reported total instead
+        (as the heuristic learns its ratio), and return the framing gap left over."""
+        units = sum(self._message_units(m) for m in messages)
+        units += sum(self._schema_units(t) for t in tools)
+        framing = MESSAGE_OVERHEAD * len(messages)
+        text_tokens = reported - framing - self._overhead.get(has_tools)
+        if units >= MIN_UNITS_TO_LEARN_SCALE and text_tokens >= 1:
+            low, high = SCALE_BOUNDS
+            self._scale = min(high, max(low, _smooth(self._scale, text_tokens / units)))
+        return reported - self.count_messages(messages) - self.count_tools(tools)
 
     def _learn_scale(self, message: Message, exact: int) -> None:
         units = self._message_units(message)

@@ -191,3 +191,27 @@ def test_an_ollama_on_this_machine_is_counted_exactly_from_the_gguf_its_modelfil
     reference = GgufTokenizer(blob)
     message = user(TABLE)
     assert counter.count_message(message) == reference.count_message(message)
+
+
+def test_when_the_engine_stops_counting_the_estimate_still_learns_from_each_answer():
+    with FakeLlamaServer() as fake:
+        fake.route("POST", "/tokenize", lambda ex, req: ex.send_json(404, {"error": "no"}))
+        provider = LlamaCppProvider(fake.url)
+        counter = counter_for(provider, "")
+        messages = _conversation(6)
+        engine = len(tokenize(render_chat(_to_wire(messages), TOOLS), add_special=True))
+
+        async def go() -> None:
+            try:
+                await counter.prime(messages, TOOLS)
+            finally:
+                await provider.aclose()
+
+        asyncio.run(go())
+        first = counter.count_request(messages, TOOLS)
+        for _ in range(6):
+            counter.calibrate(messages, TOOLS, engine)
+        learned = counter.count_request(messages, TOOLS)
+
+    assert abs(learned - engine) < abs(first - engine) or first == engine
+    assert abs(learned - engine) <= 0.03 * engine
