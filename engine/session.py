@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -348,11 +349,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                 for m in model_messages(self._messages)[:1]
                 if m.role == "system"
             )
-            return (
-                system_tokens
-                + self._counter.count_tools(schemas)
-                + self._counter.request_overhead(bool(schemas))
-            )
+            # Counted as text (a real BPE where the engine counts remotely): JSON runs more
+            # tokens per character than the conversation a ratio was learned from.
+            tools = self._counter.count_text(json.dumps(schemas, ensure_ascii=False))
+            return system_tokens + tools + self._counter.request_overhead(bool(schemas))
 
         if prefix() <= FIXED_PREFIX_MAX_RATIO * space:
             return

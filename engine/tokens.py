@@ -21,6 +21,7 @@ ratio never forces a recount.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import gzip
@@ -29,6 +30,7 @@ import json
 import logging
 import math
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -54,12 +56,18 @@ DEFAULT_RATIO = 3.5  # unknown family: on the low side, so Brim compacts early r
 SEED_REQUEST_OVERHEAD = 3  # the generation prompt every template appends ("<|im_start|>assistant")
 # A ratio learned from a few characters would mostly measure the framing.
 MIN_CHARS_TO_LEARN_RATIO = 256
-# Engine tokens per o200k token, for a message the engine has not counted yet (a summary
-# the ladder just wrote): learned from every exact count, within these bounds.
-SCALE_BOUNDS = (0.5, 2.5)
+# For what the engine has not counted yet (a summary the ladder just wrote): engine tokens
+# per character, learned from every exact count, within these bounds; and, for a bare text
+# (a tool result being sized), engine tokens per o200k token, learned from a sample of exact
+# counts when o200k is first needed (it takes a second to load, so only then).
+O200K_SCALE_BOUNDS = (0.5, 2.5)
+MIN_CHARS_TO_LEARN_SCALE = 64
 MIN_UNITS_TO_LEARN_SCALE = 16
+SCALE_SAMPLES = 24
 # After this many counts in a row the engine could not make, Brim stops asking it.
 ENGINE_FAILURES_TO_GIVE_UP = 3
+# Messages counted through the engine at once (a resumed conversation counts them all).
+PRIME_CONCURRENCY = 8
 
 # Characters per token by model family, for models Brim cannot tokenize itself. Checked in
 # order: the first pattern found in the lower-cased model name wins.
@@ -237,7 +245,10 @@ class TokenCounter:
         self._exact: dict[str, int] = {}  # content hash -> the engine's count of the message
         self._tools_exact: dict[str, int] = {}  # schema-list hash -> the engine's count
         self._engine_overhead: int | None = None
-        self._scale = 1.0  # engine tokens per o200k token
+        self._o200k_cache: dict[str, int] = {}  # content hash -> o200k tokens
+        self._o200k: tiktoken.Encoding | None = None  # loaded on first need
+        self._o200k_scale = 1.0  # engine tokens per o200k token
+        self._samples: deque[tuple[str, int]] = deque(maxlen=SCALE_SAMPLES)
         self._engine_failed: str | None = None  # why Brim stopped asking the engine
         self._engine_misses = 0
         if tokenizer is not None:
@@ -245,9 +256,6 @@ class TokenCounter:
             seed = 0.0  # the tokenizer reports its own framing; only a residual is learned
         elif self._engine is not None:
             self.strategy = "exact"
-            # What the engine has not counted yet is estimated from o200k, scaled.
-            self.encoding_name = "o200k_base"
-            self._encoding = load_encoding(self.encoding_name)
             seed = 0.0
         else:
             self.encoding_name = encoding or openai_encoding_name(model)
@@ -310,9 +318,10 @@ class TokenCounter:
         """Tokens of a bare text (not cached): for sizing a tool result before it is a message."""
         if self._tokenizer is not None:
             return self._tokenizer.count_text(text)
+        if self._engine is not None:
+            return math.ceil(len(self._o200k_encoding().encode_ordinary(text)) * self._o200k_scale)
         if self._encoding is not None:
-            tokens = len(self._encoding.encode_ordinary(text))
-            return math.ceil(tokens * self._scale) if self._engine is not None else tokens
+            return len(self._encoding.encode_ordinary(text))
         return math.ceil(len(text) / self._ratio)
 
     def count_message(self, message: Message) -> int:
@@ -326,7 +335,7 @@ class TokenCounter:
             exact = self._exact.get(message.content_hash)
             if exact is not None:
                 return exact
-            return math.ceil(units * self._scale) + MESSAGE_OVERHEAD
+            return self._estimate(message) + MESSAGE_OVERHEAD
         if self._encoding is not None:
             return units + MESSAGE_OVERHEAD
         return math.ceil(units / self._ratio) + _framing(message)
@@ -342,7 +351,8 @@ class TokenCounter:
             exact = self._tools_exact.get(tools_key(tools))
             if exact is not None:
                 return exact
-            return math.ceil(sum(self._schema_units(t) for t in tools) * self._scale)
+            text = json.dumps(tools, ensure_ascii=False, sort_keys=True)
+            return self.count_text(text)
         tokenizer_tools = getattr(self._tokenizer, "count_tools", None)
         if tokenizer_tools is not None:
             # The template renders the list as one block with its own preamble: count it whole.
@@ -428,18 +438,33 @@ class TokenCounter:
                     self._give_up(self.note or f"{engine.engine} did not answer")
                     return
                 self._engine_overhead = overhead
-            for message in messages:
-                if message.is_notice or message.content_hash in self._exact:
-                    continue
-                tokens = await engine.count_message(message)
-                if tokens is None:
-                    self._missed()
-                    if self._engine_failed is not None:
-                        return
-                    continue
-                self._engine_misses = 0
-                self._learn_scale(message, tokens)
-                self._store(self._exact, message.content_hash, tokens)
+            pending = list(
+                {
+                    m.content_hash: m
+                    for m in messages
+                    if not m.is_notice and m.content_hash not in self._exact
+                }.values()
+            )
+            if pending:
+                # The first warms the engine's prefix counts; the rest (a resumed conversation
+                # has many) are asked together, a few at a time.
+                first = await engine.count_message(pending[0])
+                gate = asyncio.Semaphore(PRIME_CONCURRENCY)
+
+                async def count(message: Message) -> int | None:
+                    async with gate:
+                        return await engine.count_message(message)
+
+                rest = await asyncio.gather(*(count(m) for m in pending[1:]))
+                for message, tokens in zip(pending, [first, *rest], strict=True):
+                    if tokens is None:
+                        self._missed()
+                        if self._engine_failed is not None:
+                            return
+                        continue
+                    self._engine_misses = 0
+                    self._learn_scale(message, tokens)
+                    self._store(self._exact, message.content_hash, tokens)
             key = tools_key(tools) if tools else ""
             if tools and key not in self._tools_exact:
                 tokens = await engine.count_tools(tools)
@@ -465,24 +490,60 @@ class TokenCounter:
         has_tools: bool,
         reported: float,
     ) -> float:
-        """The engine stopped counting: learn the o200k scale from the reported total instead
-        (as the heuristic learns its ratio), and return the framing gap left over."""
-        units = sum(self._message_units(m) for m in messages)
-        units += sum(self._schema_units(t) for t in tools)
+        """The engine stopped counting: learn tokens per character from the reported total
+        instead (as the heuristic learns its ratio), and return the framing gap left over."""
+        encoding = self._o200k_encoding()
+        units = sum(self._o200k_units(m) for m in messages)
+        units += (
+            len(encoding.encode_ordinary(json.dumps(tools, ensure_ascii=False))) if tools else 0
+        )
         framing = MESSAGE_OVERHEAD * len(messages)
         text_tokens = reported - framing - self._overhead.get(has_tools)
         if units >= MIN_UNITS_TO_LEARN_SCALE and text_tokens >= 1:
-            low, high = SCALE_BOUNDS
-            self._scale = min(high, max(low, _smooth(self._scale, text_tokens / units)))
+            low, high = O200K_SCALE_BOUNDS
+            scale = _smooth(self._o200k_scale, text_tokens / units)
+            self._o200k_scale = min(high, max(low, scale))
         return reported - self.count_messages(messages) - self.count_tools(tools)
 
+    def _o200k_units(self, message: Message) -> int:
+        key = message.content_hash
+        units = self._o200k_cache.get(key)
+        if units is None:
+            encoding = self._o200k_encoding()
+            units = sum(len(encoding.encode_ordinary(p)) for p in _message_text(message) if p)
+            self._store(self._o200k_cache, key, units)
+        return units
+
+    def _estimate(self, message: Message) -> int:
+        """A message the engine has not counted yet (a checkpoint the ladder just wrote)."""
+        return math.ceil(self._o200k_units(message) * self._o200k_scale)
+
     def _learn_scale(self, message: Message, exact: int) -> None:
-        units = self._message_units(message)
-        if units < MIN_UNITS_TO_LEARN_SCALE:
+        if self._message_units(message) < MIN_CHARS_TO_LEARN_SCALE:
             return
-        observed = max(0, exact - MESSAGE_OVERHEAD) / units
-        low, high = SCALE_BOUNDS
-        self._scale = min(high, max(low, _smooth(self._scale, observed)))
+        tokens = max(0, exact - MESSAGE_OVERHEAD)
+        text = "".join(_message_text(message))
+        if self._o200k is None:
+            self._samples.append((text, tokens))
+        else:
+            o200k = len(self._o200k.encode_ordinary(text))
+            if o200k:
+                low, high = O200K_SCALE_BOUNDS
+                scale = _smooth(self._o200k_scale, tokens / o200k)
+                self._o200k_scale = min(high, max(low, scale))
+
+    def _o200k_encoding(self) -> tiktoken.Encoding:
+        """o200k, loaded on first need, its scale to this engine learned from the sample of
+        exact counts kept until then."""
+        if self._o200k is None:
+            self._o200k = load_encoding("o200k_base")
+            counted = sum(tokens for _, tokens in self._samples)
+            o200k = sum(len(self._o200k.encode_ordinary(text)) for text, _ in self._samples)
+            if counted and o200k:
+                low, high = O200K_SCALE_BOUNDS
+                self._o200k_scale = min(high, max(low, counted / o200k))
+            self._samples.clear()
+        return self._o200k
 
     # -- the caches -------------------------------------------------------------------------
 

@@ -102,24 +102,29 @@ def test_on_vllm_the_loop_counter_equals_the_engines_own_count_of_the_request():
     assert counter.estimate_is_exact and counted == engine
 
 
-def test_a_message_the_engine_has_not_counted_yet_is_estimated_close_to_its_count():
+def test_what_the_engine_has_not_counted_yet_is_estimated_close_to_its_count():
+    """A checkpoint the ladder just wrote (prose) is estimated from the engine's own counts
+    per character; a bare text being sized (a tool result of numbers) from a real BPE scaled
+    to the engine, so a table is not taken at the prose ratio."""
     with FakeLlamaServer(n_ctx=32768) as fake:
         provider = LlamaCppProvider(fake.url)
         counter = counter_for(provider, "")
-        fresh = user(TABLE + "\n" + PROSE)
+        checkpoint = assistant("## Goal\n" + PROSE)
+        table = user(TABLE)
 
-        async def go() -> tuple[int, int]:
+        async def go() -> tuple[int, int, int, int]:
             try:
                 await counter.prime(_conversation(4), [])
-                estimate = counter.count_message(fresh)
-                await counter.prime([fresh], [])
-                return estimate, counter.count_message(fresh)
+                estimates = counter.count_message(checkpoint), counter.count_text(TABLE)
+                await counter.prime([checkpoint, table], [])
+                return (*estimates, counter.count_message(checkpoint), counter.count_message(table))
             finally:
                 await provider.aclose()
 
-        estimate, exact = asyncio.run(go())
+        checkpoint_estimate, table_estimate, checkpoint_exact, table_exact = asyncio.run(go())
 
-    assert abs(estimate - exact) <= 0.1 * exact
+    assert abs(checkpoint_estimate - checkpoint_exact) <= 0.1 * checkpoint_exact
+    assert abs(table_estimate - table_exact) <= 0.1 * table_exact
 
 
 def _describe(provider, model: str) -> str:
