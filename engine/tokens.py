@@ -515,7 +515,12 @@ class TokenCounter:
         return units
 
     def _estimate(self, message: Message) -> int:
-        """A message the engine has not counted yet (a checkpoint the ladder just wrote)."""
+        """A message the engine has not counted yet (a checkpoint the ladder just wrote, the
+        system prompt before the first request): o200k scaled to the engine once o200k is
+        loaded (sizing a tool result loads it), the family ratio until then, so a start
+        without tools does not spend a second loading a vocabulary it may never need."""
+        if self._o200k is None:
+            return math.ceil(self._message_units(message) / self._ratio)
         return math.ceil(self._o200k_units(message) * self._o200k_scale)
 
     def _learn_scale(self, message: Message, exact: int) -> None:
