@@ -24,8 +24,7 @@ from tests.engine.memory.fakes import FakeModel, Save, saving
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 PREF = "I always prefer British spelling in everything you write."
-# About 230 tokens a turn (by the engine's count), so a run of turns reaches compaction.
-FILLER = "lorem ipsum dolor sit amet " * 45
+FILLER = "lorem ipsum dolor sit amet " * 30
 KILLS = 50
 MAX_RUNS = 150  # a run that finishes before its kill is a clean exit, not a kill
 WINDOW = 2048
