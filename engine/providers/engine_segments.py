@@ -11,7 +11,9 @@ renders `/apply-template` and `/tokenize`s the result, vLLM `/tokenize`s the mes
 prefix counts are measured once. For templates whose messages begin and end at special tokens
 (ChatML and most others) a request then costs the sum of its segments plus a fixed framing
 (the generation prompt, a BOS), also measured once; whatever a template does across message
-boundaries is left to the counter's calibration (the framing residual).
+boundaries is left to the counter's calibration (the framing residual). An assistant
+message is measured with a user message after it (llama-server renders a final assistant
+message as a prefill to continue, without its end of turn).
 """
 
 from __future__ import annotations
@@ -61,10 +63,41 @@ class EngineSegments:
             self._counts[messages] = await self._count_chat(list(messages), [])
         return self._counts[messages]
 
+    async def _after_assistant(self, message: Message) -> int | None:
+        """An assistant message never goes last: llama-server takes a final assistant message
+        for a prefill to continue (no end-of-turn, no generation prompt), which would count it
+        short. It is measured between the neutral prefix and a trailing user message, less
+        what that user message costs (a user segment, measured after the system prefix)."""
+        prefix = _TOOLS_PROBE  # system, user
+        base = await self._count(prefix)
+        alone = await self._count(prefix[:1])
+        trailer = user(_ANCHOR)
+        self.calls += 1
+        after = await self._count_chat([*prefix, message, trailer], [])
+        if base is None or alone is None or after is None:
+            return None
+        user_segment = base - alone
+        return after - base - user_segment if after - base >= user_segment else None
+
+    async def _prefix_count(self, prefix: tuple[Message, ...]) -> int | None:
+        """The engine's count of a neutral prefix as it stands before another message: one
+        that ends with an assistant message is not asked alone (it would be a prefill)."""
+        if prefix[-1].role != "assistant":
+            return await self._count(prefix)
+        if prefix not in self._counts:
+            head = await self._count(prefix[:-1])
+            last = await self._after_assistant(prefix[-1])
+            self._counts[prefix] = None if head is None or last is None else head + last
+        return self._counts[prefix]
+
     async def count_message(self, message: Message) -> int | None:
         """The tokens the template spends on `message` (its content and its framing)."""
+        if message.role == "assistant":
+            counted = await self._after_assistant(message)
+            if counted is not None:
+                return counted
         for prefix in _PREFIXES.get(message.role, _PREFIXES["user"]):
-            before = await self._count(prefix)
+            before = await self._prefix_count(prefix)
             if before is None:
                 continue
             self.calls += 1

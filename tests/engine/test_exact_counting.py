@@ -65,7 +65,9 @@ def test_on_llama_server_each_new_message_is_counted_once_and_the_request_exactl
             out = []
             try:
                 for turns in range(1, 7):
-                    messages = _conversation(turns)
+                    # A request ends with the user's turn (a final assistant message would
+                    # be a prefill to continue, which llama-server renders open-ended).
+                    messages = [*_conversation(turns), user("And the total?")]
                     before = len(fake.requests_to("/apply-template"))
                     counted = await _prime_and_count(counter, messages, TOOLS)
                     calls = len(fake.requests_to("/apply-template")) - before

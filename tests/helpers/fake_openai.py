@@ -293,7 +293,13 @@ class FakeLlamaServer(FakeOpenAIServer):
         return messages
 
     def render(self, body: dict[str, Any]) -> str:
-        return render_chat(self._messages(body.get("messages") or []), body.get("tools"))
+        messages = self._messages(body.get("messages") or [])
+        if messages and messages[-1].get("role") == "assistant":
+            # Like llama-server: a final assistant message is a prefill to continue, rendered
+            # without its end of turn and without a generation prompt.
+            text = render_chat(messages, body.get("tools"), add_generation_prompt=False)
+            return text.removesuffix("<|im_end|>\n")
+        return render_chat(messages, body.get("tools"))
 
     def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
         return tokenize(self.render(body), add_special=True)
