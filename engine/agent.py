@@ -209,10 +209,22 @@ class AgentLoop:
         return self.counter.count_tools(schemas) + self.counter.request_overhead(bool(schemas))
 
     def _budget(self) -> int | None:
+        """The per-run token budget, or None. Every engine Brim drives is a local one, where a
+        token costs nothing but time: unset, a run is not capped (a cap of one window stopped
+        a healthy file-reading run after 13 requests at 29% full)."""
         limit = self.agent.budget_max_tokens
-        if limit == 0:
-            return None
-        return limit if limit is not None else self.window.window
+        return limit if limit else None
+
+    async def _count_exactly(self, messages: list[Message]) -> None:
+        """Have the engine count what it has not counted yet (each new message once), so
+        every figure below is exact on an engine that counts through its endpoints."""
+        await self.counter.prime(model_messages(messages), self._schemas())
+
+    def _size_tool_results(self) -> None:
+        """Tool results are cut to what the window leaves after the fixed prefix."""
+        sizer = getattr(self.tools, "size_results", None)
+        if sizer is not None:
+            sizer(self.context.budget.tool_result_tokens, self.counter.count_text)
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -240,6 +252,7 @@ class AgentLoop:
             pressure = self.pressure.check(iterations)
             if pressure:
                 self._notice(pressure, "warning")
+            await self._count_exactly(self.conversation.live())
             overhead = self.overhead_tokens()
             prepared = await self.context.prepare(
                 self.conversation.live(),
@@ -254,6 +267,7 @@ class AgentLoop:
             self.sink(StepEvent(iterations, cap))
             self.sink(StateEvent("streaming"))
             request = alternating(prepared.request)
+            await self._count_exactly(request)
             counted = self.counter.count_request(request, self._schemas())
             out_cap = output_cap(
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
@@ -292,6 +306,7 @@ class AgentLoop:
                 await self._recover_overflow(None, overhead, attempt=overflows)
             if not answer.calls:
                 break
+            self._size_tool_results()
             await self._run_tools(answer.calls)
             if self._over_budget(totals):
                 if budget_compacted:
@@ -302,6 +317,7 @@ class AgentLoop:
                 await self.compact(REASON_SESSION_BUDGET)
                 totals.spent = 0
 
+        await self._count_exactly(self.conversation.live())  # the rail's next-request figures
         # Nothing is trimmed after the reply: what the answer took is made room for by the next
         # request's ladder, where compaction gets first refusal, so the user's earlier
         # messages are summarized rather than dropped to make room for the answer.
@@ -312,6 +328,7 @@ class AgentLoop:
     async def compact(self, reason: str = REASON_MANUAL) -> bool:
         """`/compact`, the summarize_context tool and a used-up budget: the ladder's path."""
         self.sink(StateEvent("compacting"))
+        await self._count_exactly(self.conversation.live())
         outcome = await self.context.compact(
             self.conversation.live(), reason=reason, overhead_tokens=self.overhead_tokens()
         )
@@ -502,7 +519,9 @@ class AgentLoop:
         usage = answer.usage
         totals.prompt = usage.prompt_tokens or counted
         totals.completion += usage.completion_tokens or 0
-        totals.spent += (usage.prompt_tokens or counted) + (usage.completion_tokens or 0)
+        # What the engine evaluated anew: a prefix reused from its cache is not spent twice.
+        prompt = usage.prompt_tokens if usage.prompt_tokens is not None else counted
+        totals.spent += max(0, prompt - (usage.cached_tokens or 0)) + (usage.completion_tokens or 0)
         totals.last_text = answer.text
         totals.finish = answer.finish_reason
         if usage.eval_s:
@@ -514,6 +533,8 @@ class AgentLoop:
                 prompt_tokens=usage.prompt_tokens,
                 completion_tokens=usage.completion_tokens,
                 cached_tokens=usage.cached_tokens,
+                counted=counted,
+                counted_exact=self.counter.estimate_is_exact,
             )
         )
         used = usage.prompt_tokens if usage.prompt_tokens is not None else counted

@@ -77,6 +77,10 @@ class UsageEvent(Event):
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int | None  # None: the engine did not report it (not the same as 0)
+    # Brim's own count of the request, made before it was sent, and whether it is exact
+    # (the engine's tokenizer) or estimated: beside prompt_tokens it shows the counting error.
+    counted: int | None = None
+    counted_exact: bool = False
 
 
 @dataclass

@@ -150,6 +150,9 @@ class ContextReport:
     requests: int = 0  # requests measured in this conversation (the timeline may be shorter)
     taken_at: float = 0.0
     exact_breakdown: bool = False  # the categories come from the engine's own tokenizer
+    # How Brim counts on this engine: "exact: …" (how) or "estimated (…): …" (why).
+    counting: str = ""
+    compact_tools: bool = False  # the tool schemas go out with compact descriptions
 
     @property
     def percent(self) -> float:
@@ -214,9 +217,14 @@ class ContextReport:
                 f"{format_tokens(self.compact_at)} (reserve {format_tokens(self.reserve)})"
             )
             out.append(self.headroom_line())
+        if self.counting:
+            out.append(f"Counting: {self.counting}")
         out.extend(self.cache_lines())
         for category in self.categories:
-            out.append(f"  {category.name:<32} {category.tokens:>9,}")
+            name = category.name
+            if name == CATEGORY_TOOLS and self.compact_tools:
+                name += " (compact)"
+            out.append(f"  {name:<32} {category.tokens:>9,}")
         if self.instructions:
             out.append("Project instructions: " + ", ".join(self.instructions))
         return out
@@ -540,6 +548,8 @@ def build_context_report(
     categories: Sequence[Category] = (),
     instructions: Sequence[str] = (),
     exact_breakdown: bool = False,
+    counting: str = "",
+    compact_tools: bool = False,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
     history would make now (overhead included); the engine's count wins while it is fresh."""
@@ -560,6 +570,8 @@ def build_context_report(
         "requests": tracker.requests,
         "taken_at": time.time(),
         "exact_breakdown": exact_breakdown,
+        "counting": counting,
+        "compact_tools": compact_tools,
     }
     if budget is None:
         return ContextReport(window=None, **common)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import replace
@@ -26,6 +27,7 @@ from engine.context import (
     journal_preamble,
     render_work_state,
 )
+from engine.context.constants import FIXED_PREFIX_MAX_RATIO, FIXED_PREFIX_UNWORKABLE_RATIO
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     EngineLoadingEvent,
@@ -44,6 +46,7 @@ from engine.providers.base import Provider
 from engine.providers.errors import ProviderError
 from engine.report import FillWarnings, RequestTracker
 from engine.session_adapters import AnnouncingApprover, SessionConversation, workspace_tools
+from engine.session_budget import output_reserve, pin_advice
 from engine.session_engine import probe_window, provider_for, record_summary_usage, summarize
 from engine.session_memory import SessionMemoryMixin
 from engine.session_reports import SessionReportsMixin
@@ -306,6 +309,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                 memory=self._memory,
                 messages=lambda: self._messages,
             )
+            self._fit_tool_schemas()
             context = ContextManager(
                 window=self._window.window,
                 count_message=self._counter.count_message,
@@ -317,6 +321,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                 work_state=lambda: render_work_state(state.read()),
                 sink=self._ladder_event,
                 before_summarize=self._extract_memory if self._memory_writes else None,
+                output_reserve=output_reserve(self.agent, self._provider),
             )
             self._loop = AgentLoop(
                 agent=self.agent,
@@ -338,6 +343,39 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
     def _window_learned(self, resolution: WindowResolution) -> None:
         """The loop learned the engine's real window: the reports and the next loop use it."""
         self._window = resolution
+
+    def _fit_tool_schemas(self) -> None:
+        """Decided once per loop, so the schemas stay a stable prefix: where the full tool
+        schemas would make the fixed prefix more than 40% of the window, the tools are
+        advertised with compact descriptions; where even those leave too little room, the
+        user hears what window to pin."""
+        assert self._window is not None and self._counter is not None
+        runner = self._tools
+        if runner is None or not hasattr(runner, "use_compact_schemas"):
+            return
+        space = self._window.window - output_reserve(self.agent, self._provider)
+
+        def prefix() -> int:
+            schemas = runner.schemas()
+            system_tokens = sum(
+                self._counter.count_message(m)
+                for m in model_messages(self._messages)[:1]
+                if m.role == "system"
+            )
+            # Counted as text (a real BPE where the engine counts remotely): JSON runs more
+            # tokens per character than the conversation a ratio was learned from.
+            tools = self._counter.count_text(json.dumps(schemas, ensure_ascii=False))
+            return system_tokens + tools + self._counter.request_overhead(bool(schemas))
+
+        if prefix() <= FIXED_PREFIX_MAX_RATIO * space:
+            return
+        runner.use_compact_schemas()
+        fixed = prefix()
+        if fixed <= FIXED_PREFIX_UNWORKABLE_RATIO * space:
+            return
+        text = pin_advice(fixed, self._window.window, self.agent.provider)
+        if not any(m.kind == "notice" and m.content == text for m in self._messages):
+            self._append(notice(text, "warning"), emit=True)
 
     async def _compact_from_tool(self) -> str:
         assert self._loop is not None

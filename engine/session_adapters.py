@@ -11,6 +11,7 @@ from pathlib import Path
 
 from engine.agent import ToolRun
 from engine.context import WorkState
+from engine.context.constants import RESULT_CHARS_PER_TOKEN
 from engine.events import EventSink, StateEvent
 from engine.memory import SessionMemory
 from engine.messages import Message, ToolCall, model_messages
@@ -23,6 +24,7 @@ from engine.tools import (
     ToolRegistry,
     default_registry,
 )
+from engine.tools.compact_schemas import compact_schemas
 
 
 class AnnouncingApprover:
@@ -47,9 +49,21 @@ class RegistryRunner:
         self.registry = registry
         self.ctx = ctx
         self._schemas = registry.schemas()
+        self.compact = False
+
+    def use_compact_schemas(self) -> None:
+        """Advertise the same tools with compact descriptions (engine/tools/compact_schemas)."""
+        self._schemas = compact_schemas(self.registry.schemas())
+        self.compact = True
 
     def schemas(self) -> list[dict[str, object]]:
         return self._schemas
+
+    def size_results(self, tokens: int, count_tokens: Callable[[str], int]) -> None:
+        """Cut tool results (and read_file pages) to `tokens`, measured by `count_tokens`."""
+        self.ctx.result_budget_tokens = tokens
+        self.ctx.result_budget_chars = tokens * RESULT_CHARS_PER_TOKEN
+        self.ctx.count_tokens = count_tokens
 
     async def run(self, call: ToolCall) -> ToolRun:
         outcome = await self.registry.call(call.name, call.arguments, self.ctx, call_id=call.id)

@@ -122,6 +122,8 @@ class SessionReportsMixin:
             categories=rows,
             instructions=[item.name for item in instructions],
             exact_breakdown=counter.estimate_is_exact,
+            counting=f"{self._provider.kind}: {counter.describe()}",
+            compact_tools=bool(getattr(loop.tools, "compact", False)),
         )
 
     def usage_report(self) -> UsageReport:

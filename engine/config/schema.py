@@ -478,13 +478,16 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         default=None,
         nullable=True,
         key=("budget", "max_tokens"),
-        unset="the context window",
+        unset="no cap",
         minimum=0,
         maximum=1_000_000_000,
         group="run",
         label="Run token budget",
         example=128000,
-        description="Token-spend ceiling per run; 0 disables the cap.",
+        description=(
+            "Token-spend ceiling per run, counted as the engine's new work: prompt tokens not "
+            "served from its cache, plus the answer. Unset or 0: no cap."
+        ),
     ),
     FieldSpec(
         "system_prompt",

@@ -6,7 +6,7 @@ compaction trigger and the trim check can never disagree about how full the cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.context.constants import (
     CONTEXT_CLEAR_THRESHOLD_RATIO,
@@ -14,13 +14,19 @@ from engine.context.constants import (
     CONTEXT_WARN_RATIO,
     DEFAULT_COMPACTION_RATIO,
     OVERFLOW_TRIM_RATIO,
+    POST_COMPACTION_RATIO,
     RECENT_TAIL_MAX_TOKENS,
     RECENT_TAIL_MIN_TOKENS,
     RECENT_TAIL_RATIO,
     SMALL_WINDOW_TOKENS,
+    SUMMARY_FREE_SHARE,
     SUMMARY_MAX_TOKENS,
     SUMMARY_MAX_TOKENS_RATIO,
     SUMMARY_MIN_TOKENS,
+    TAIL_MIN_FREE_SHARE,
+    TOOL_RESULT_MAX_TOKENS,
+    TOOL_RESULT_MIN_TOKENS,
+    TOOL_RESULT_TAIL_SHARE,
     TRIM_RATIO,
 )
 
@@ -64,11 +70,23 @@ class ContextBudget:
     `reserve_tokens` (compaction_reserve_tokens) pins absolute headroom and wins over
     `compaction_ratio`. The trim budget is 95% of the window but never below the compaction
     threshold, so compaction always gets first refusal even with a tiny reserve.
+
+    `output_reserve` is the answer's room an engine adds to the prompt before it checks the
+    window (vLLM and SGLang reject prompt + max_tokens > max_model_len): every rung is then a
+    share of the window minus it. `fixed_tokens` is the fixed prefix every request carries
+    (system prompt, tool schemas, framing): the recent tail, the summary and a tool result's
+    first cut are sized from what it leaves, not from the raw window.
     """
 
     window: int
     compaction_ratio: float = DEFAULT_COMPACTION_RATIO
     reserve_tokens: int | None = None
+    output_reserve: int = 0
+    fixed_tokens: int = 0
+
+    def with_fixed(self, fixed_tokens: int) -> ContextBudget:
+        """The same budget with the fixed prefix measured anew."""
+        return replace(self, fixed_tokens=max(0, fixed_tokens))
 
     def __post_init__(self) -> None:
         if self.window <= 0:
@@ -82,34 +100,62 @@ class ContextBudget:
             )
 
     @property
+    def prompt_space(self) -> int:
+        """What the prompt may use: the window less the answer's reserved room (at most half
+        the window, so a max_tokens near the window still leaves a prompt)."""
+        return self.window - min(max(0, self.output_reserve), self.window // 2)
+
+    @property
     def clear_threshold(self) -> int:
-        return int(self.window * CONTEXT_CLEAR_THRESHOLD_RATIO)
+        return int(self.prompt_space * CONTEXT_CLEAR_THRESHOLD_RATIO)
 
     @property
     def warn_threshold(self) -> int:
-        return int(self.window * CONTEXT_WARN_RATIO)
+        return int(self.prompt_space * CONTEXT_WARN_RATIO)
 
     @property
     def critical_threshold(self) -> int:
-        return int(self.window * CONTEXT_CRITICAL_RATIO)
+        return int(self.prompt_space * CONTEXT_CRITICAL_RATIO)
 
     @property
     def compact_threshold(self) -> int:
         if self.reserve_tokens is not None:
-            return self.window - self.reserve_tokens
-        return int(self.window * self.compaction_ratio)
+            return max(1, min(self.window - self.reserve_tokens, self.prompt_space))
+        return int(self.prompt_space * self.compaction_ratio)
 
     @property
     def trim_threshold(self) -> int:
-        return max(int(self.window * TRIM_RATIO), self.compact_threshold)
+        return max(int(self.prompt_space * TRIM_RATIO), self.compact_threshold)
 
     @property
-    def tail_tokens(self) -> int:
-        return recent_tail_tokens(self.window)
+    def free_tokens(self) -> int:
+        """What the conversation may fill before compaction, after the fixed prefix."""
+        return max(0, self.compact_threshold - max(0, self.fixed_tokens))
 
     @property
     def summary_tokens(self) -> int:
-        return summary_max_tokens(self.window)
+        """The summary's own budget: a share of the free space, clamped (and never more
+        than a quarter of it, however small it is)."""
+        free = self.free_tokens
+        floor = min(SUMMARY_MIN_TOKENS, free // 4)
+        return max(64, floor, min(SUMMARY_MAX_TOKENS, int(free * SUMMARY_FREE_SHARE)))
+
+    @property
+    def tail_tokens(self) -> int:
+        """The recent tail kept verbatim by compaction: what keeps the rebuilt request (fixed
+        prefix + summary + tail) under POST_COMPACTION_RATIO of the prompt space, within the
+        clamps of `recent_tail_tokens`, and never below a fifth of the free space."""
+        room = int(self.prompt_space * POST_COMPACTION_RATIO) - self.fixed_tokens
+        room -= self.summary_tokens
+        floor = max(64, int(self.free_tokens * TAIL_MIN_FREE_SHARE))
+        return max(floor, min(recent_tail_tokens(self.prompt_space), room))
+
+    @property
+    def tool_result_tokens(self) -> int:
+        """How long a tool result may be when it first enters the history (and a read_file
+        page): it must fit the recent tail, so the next compaction keeps it verbatim."""
+        share = int(self.tail_tokens * TOOL_RESULT_TAIL_SHARE)
+        return max(TOOL_RESULT_MIN_TOKENS, min(TOOL_RESULT_MAX_TOKENS, share))
 
     def headroom(self, used: int) -> int:
         """Tokens available before auto-compact (the rail's headroom line)."""
@@ -125,7 +171,7 @@ class ContextBudget:
             critical=used > self.critical_threshold,
             compact_due=used >= self.compact_threshold,
             trim_due=used > self.trim_threshold,
-            over_window=used > self.window,
+            over_window=used > self.prompt_space,
         )
 
 

@@ -54,6 +54,29 @@ KEEP_REQUEST_TAIL_SHARE = 0.25
 SUMMARY_MAX_TOKENS_RATIO = 0.15
 SUMMARY_MIN_TOKENS = 256
 SUMMARY_MAX_TOKENS = 4_096
+
+# Budgets from the space the fixed prefix (system prompt, tool schemas, framing) leaves.
+# "Free" is what the conversation may fill before compaction: the compaction threshold minus
+# the fixed prefix. The summary gets a share of it; the recent tail is what keeps the rebuilt
+# request under POST_COMPACTION_RATIO of the window, so every compaction frees at least
+# (compaction ratio - POST_COMPACTION_RATIO) of it.
+SUMMARY_FREE_SHARE = 0.2
+POST_COMPACTION_RATIO = 0.58
+TAIL_MIN_FREE_SHARE = 0.2
+# A tool result's first insertion (and a read_file page) fits the recent tail, so the
+# compaction after it keeps the result the model is working on.
+TOOL_RESULT_TAIL_SHARE = 0.8
+TOOL_RESULT_MIN_TOKENS = 200
+TOOL_RESULT_MAX_TOKENS = 4_000  # about the 16,000 characters of old, on large windows
+# Characters per token assumed when a token budget must become a character budget (a
+# read_file page); the cut itself is checked in tokens, so dense text is cut shorter.
+RESULT_CHARS_PER_TOKEN = 3
+
+# The tool schemas get compact descriptions when the full ones would make the fixed prefix
+# more than this share of the window; a prefix above FIXED_PREFIX_UNWORKABLE_RATIO even then
+# leaves too little room to work, and the user is told what window to pin.
+FIXED_PREFIX_MAX_RATIO = 0.4
+FIXED_PREFIX_UNWORKABLE_RATIO = 0.5
 # Room kept free in the summarizer's request for framing and chat-template tokens.
 SUMMARY_PROMPT_MARGIN_TOKENS = 128
 

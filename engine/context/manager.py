@@ -131,8 +131,9 @@ class ContextManager:
         protected_turns: int = PROTECTED_TURNS,
         summarizer_window: int | None = None,
         before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
+        output_reserve: int = 0,
     ) -> None:
-        self.budget = ContextBudget(window, compaction_ratio, reserve_tokens)
+        self.budget = ContextBudget(window, compaction_ratio, reserve_tokens, output_reserve)
         self.count_message = count_message
         self.summarize = summarize
         self._count = count
@@ -155,7 +156,25 @@ class ContextManager:
     def set_window(self, window: int) -> None:
         """The effective window changed (a new engine report, a new ceiling)."""
         b = self.budget
-        self.budget = ContextBudget(window, b.compaction_ratio, b.reserve_tokens)
+        reserve = (
+            b.reserve_tokens if b.reserve_tokens is None or b.reserve_tokens < window else None
+        )
+        self.budget = ContextBudget(
+            window, b.compaction_ratio, reserve, b.output_reserve, b.fixed_tokens
+        )
+
+    def measure_prefix(self, messages: Sequence[Message], overhead_tokens: int) -> int:
+        """Measure the fixed prefix every request carries (the leading system message, the
+        tool schemas and the framing in `overhead_tokens`) and size the budgets from it."""
+        fixed = overhead_tokens
+        for message in messages:
+            if message.is_notice:
+                continue
+            if message.role != "system":
+                break
+            fixed += self.count_message(message)
+        self.budget = self.budget.with_fixed(fixed)
+        return fixed
 
     def tokens(self, messages: Sequence[Message], overhead_tokens: int = 0) -> int:
         msgs = list(messages)
@@ -185,6 +204,7 @@ class ContextManager:
         """Run the ladder on the history about to be sent and build the request."""
         msgs = model_messages(list(history))
         original = list(msgs)
+        self.measure_prefix(msgs, overhead_tokens)
         usage = self.usage(msgs, overhead_tokens)
         cleared = trimmed = 0
         compaction: CompactionResult | None = None
@@ -240,6 +260,7 @@ class ContextManager:
         """Compact now (`/compact`, the `summarize_context` tool, a used-up session budget):
         the same path as automatic compaction, differing only in when it runs."""
         msgs = model_messages(list(history))
+        self.measure_prefix(msgs, overhead_tokens)
         return await self._compact_or_trim(msgs, reason, overhead_tokens, announce=None)
 
     async def on_overflow(
@@ -256,6 +277,7 @@ class ContextManager:
         retrying. A silent cut is not retried (its answer came back), so the "retrying
         once" notice is only said for a rejection; the caller tells of the cut itself."""
         msgs = model_messages(list(history))
+        self.measure_prefix(msgs, overhead_tokens)
         before = self.tokens(msgs)
         if rejected:
             self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE))
@@ -370,6 +392,7 @@ class ContextManager:
             work_state=self._work_state_text(),
             journal=self.journal,
             tail_tokens=tail,
+            max_summary_tokens=self.budget.summary_tokens,
             summarizer_window=self.summarizer_window,
             before_summarize=self.before_summarize,
             guided_only=self._guided_only,
@@ -397,11 +420,13 @@ class ContextManager:
             self._just_compacted = True
             self._progress_note = result.progress_note
             out = result.messages
-            # A summary that still leaves the request over the compaction threshold (a huge
-            # newest message, a long checkpoint) is followed by the trim rung at once.
+            # A summary that still leaves the request over the trim line (a huge newest
+            # message, a long checkpoint) is followed by the trim rung at once; below the
+            # line what compaction kept stays (trimming it to the compaction threshold only
+            # discarded, without a summary, what the summarizer had just chosen to keep).
             dropped = 0
-            if self.tokens(out, overhead) > self.budget.compact_threshold:
-                out, dropped = self._trim(out, self.budget.compact_threshold, overhead)
+            if self.tokens(out, overhead) > self.budget.trim_threshold:
+                out, dropped = self._trim(out, self.budget.trim_threshold, overhead)
             return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
 
         self.sink(

@@ -9,9 +9,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.messages import Message, ToolCall
+
+if TYPE_CHECKING:
+    from engine.providers.engine_segments import EngineSegments
 
 PROVIDER_KINDS: tuple[str, ...] = ("embedded", "ollama", "llamacpp", "vllm", "sglang")
 
@@ -144,6 +147,19 @@ class Provider(ABC):
     def segment_tokenizer(self, model: str) -> SegmentTokenizer | None:
         """A local exact tokenizer for this engine's model, where one exists."""
         return None
+
+    def engine_segments(self, model: str) -> EngineSegments | None:
+        """Exact per-message counts through the engine's own endpoints, where it has them."""
+        return None
+
+    def counting_source(self, model: str) -> str:
+        """How `segment_tokenizer` counts, for `/context` ("" when it does not)."""
+        return ""
+
+    def counting_note(self, model: str) -> str:
+        """Why Brim's count for this engine is an estimate (shown by `/context`); engines that
+        count exactly say how instead."""
+        return "this engine cannot count tokens for Brim"
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections or child processes."""

@@ -75,6 +75,7 @@ _NUMBER_PATTERNS: tuple[tuple[re.Pattern[str], int | None, int | None], ...] = (
     (re.compile(r"\((\d+) in the messages"), 1, None),
     (re.compile(r"messages resulted in (\d+) tokens"), 1, None),
     (re.compile(r"context length is only (\d+)"), None, 1),
+    (re.compile(r"You passed (\d+) input tokens"), 1, None),  # vLLM, current builds
 )
 
 

@@ -475,6 +475,12 @@ class EmbeddedProvider(Provider):
             raise self._crashed(child)
         raise _error_from(message)
 
+    def counting_source(self, model: str) -> str:
+        return "the model's own tokenizer and chat template, in Brim's process"
+
+    def counting_note(self, model: str) -> str:
+        return "the model file could not be opened for counting"
+
     def segment_tokenizer(self, model: str) -> GgufTokenizer | None:
         """The exact tokenizer, opened vocabulary-only in this process (no child needed).
         None when the file is missing or unreadable: the request itself will say why."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
 from engine.providers.base import EngineReport, ModelInfo, Usage
+from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
 from engine.providers.http_base import as_int, as_window
 from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
@@ -157,6 +158,17 @@ class LlamaCppProvider(OpenAICompatProvider):
             prompt_eval_s=_ms_to_s(timings.get("prompt_ms")),
             eval_s=_ms_to_s(timings.get("predicted_ms")),
         )
+
+    def engine_segments(self, model: str) -> EngineSegments:
+        async def count(messages: list[Message], tools: list[dict[str, Any]]) -> int | None:
+            return await self.count_prompt(model, messages, tools)
+
+        return EngineSegments(
+            count, "llama-server's /tokenize of each message as its /apply-template frames it"
+        )
+
+    def counting_note(self, model: str) -> str:
+        return "llama-server's /apply-template or /tokenize did not answer"
 
     async def count_prompt(
         self, model: str, messages: list[Message], tools: list[dict[str, Any]]

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import ollama
@@ -74,6 +76,30 @@ def parse_version(text: Any) -> tuple[int, int, int] | None:
 def counts_whole_prompt(version: tuple[int, int, int] | None) -> bool:
     """Whether `prompt_eval_count` is the whole prompt (unknown versions: assume current)."""
     return version is None or version >= WHOLE_PROMPT_COUNT_SINCE
+
+
+_FROM_LINE = re.compile(r"^\s*FROM\s+(\S.*?)\s*$", re.MULTILINE | re.IGNORECASE)
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
+
+
+def modelfile_blob(modelfile: Any) -> str | None:
+    """The file the model runs from: the `FROM` line of `/api/show`'s modelfile that is not a
+    comment (Ollama writes `# FROM name` as advice, then `FROM /…/blobs/sha256-…`). It is a
+    path on the machine Ollama runs on; a name (`FROM llama3.1`) is not a file."""
+    if not isinstance(modelfile, str):
+        return None
+    for match in _FROM_LINE.finditer(modelfile):
+        target = match.group(1).strip().strip('"')
+        if os.path.isabs(target):
+            return target
+    return None
+
+
+def runs_here(base_url: str) -> bool:
+    """Whether the Ollama at `base_url` runs on this machine (a loopback address), so the
+    model file its `/api/show` names is a file Brim can open too."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host in _LOOPBACK_HOSTS or host.startswith("127.")
 
 
 def modelfile_num_ctx(parameters: Any) -> int | None:
@@ -179,6 +205,9 @@ class OllamaProvider(HttpProvider):
             event_hooks=guard_hooks(),  # the same wire limits (UTF-8, bounded lines)
         )
         self.version: tuple[int, int, int] | None = None  # from /api/version, at report()
+        self._blobs: dict[str, str | None] = {}  # model -> its GGUF, from /api/show
+        self._tokenizers: dict[str, Any] = {}  # model -> GgufTokenizer or None
+        self._notes: dict[str, str] = {}  # model -> why its count is an estimate
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
         """Whatever the official client raised, as one of Brim's errors."""
@@ -276,6 +305,7 @@ class OllamaProvider(HttpProvider):
             ) from exc
         if not isinstance(show, dict):
             raise self._protocol_error("an /api/show answer that is not a JSON object")
+        self._blobs[model] = modelfile_blob(show.get("modelfile"))
         try:
             running = await asyncio.wait_for(self.client.ps(), self.probe_timeout.read)
         except TimeoutError as exc:
@@ -295,6 +325,42 @@ class OllamaProvider(HttpProvider):
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
             tool_calls=_calls_tools(show.get("capabilities")),
         )
+
+    def segment_tokenizer(self, model: str) -> Any:
+        """The model's own vocabulary, opened vocabulary-only from the GGUF that `/api/show`
+        names, when Ollama runs on this machine and the file can be read: Brim then counts
+        the text exactly (Ollama's framing is learned as a residual). None otherwise, with
+        the reason kept for `/context`."""
+        if model in self._tokenizers:
+            return self._tokenizers[model]
+        blob = self._blobs.get(model)
+        tokenizer = None
+        if not runs_here(self.base_url):
+            host = urlsplit(self.base_url).hostname or self.base_url
+            self._notes[model] = (
+                f"Ollama runs on another machine ({host}), so the model's own vocabulary "
+                "cannot be opened here"
+            )
+        elif blob is None:
+            self._notes[model] = "Ollama's /api/show names no model file (no FROM path)"
+        elif not os.access(blob, os.R_OK):
+            self._notes[model] = f"the model file Ollama names ({blob}) cannot be read here"
+        else:
+            try:
+                from engine.providers.gguf_tokenizer import GgufTokenizer
+
+                tokenizer = GgufTokenizer(blob)
+            except Exception as exc:  # not a GGUF, a vocabulary llama.cpp cannot load
+                self._notes[model] = f"the model file {blob} could not be opened ({exc})"
+        self._tokenizers[model] = tokenizer
+        return tokenizer
+
+    def counting_note(self, model: str) -> str:
+        return self._notes.get(model, "Ollama cannot count tokens for Brim")
+
+    def counting_source(self, model: str) -> str:
+        """How the count is made when it is exact."""
+        return f"the model's own GGUF vocabulary ({self._blobs.get(model)}), opened read-only"
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions

@@ -13,3 +13,7 @@ class SglangProvider(OpenAICompatProvider):
     kind = "sglang"
     engine_name = "SGLang"
     owned_by = "sglang"
+
+    def counting_note(self, model: str) -> str:
+        # Its /tokenize takes a text prompt, not chat messages: no chat template applied.
+        return "SGLang's /tokenize takes text, not chat messages, so it cannot frame a chat"

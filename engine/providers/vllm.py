@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
+from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError
 from engine.providers.http_base import as_window
 from engine.providers.openai_compat import OpenAICompatProvider
@@ -14,6 +15,15 @@ class VllmProvider(OpenAICompatProvider):
     kind = "vllm"
     engine_name = "vLLM"
     owned_by = "vllm"
+
+    def engine_segments(self, model: str) -> EngineSegments:
+        async def count(messages: list[Message], tools: list[dict[str, Any]]) -> int | None:
+            return await self.count_prompt(model, messages, tools)
+
+        return EngineSegments(count, "vLLM's /tokenize of each message through its chat template")
+
+    def counting_note(self, model: str) -> str:
+        return "vLLM's /tokenize did not answer (an older build, or the endpoint is off)"
 
     async def count_prompt(
         self, model: str, messages: list[Message], tools: list[dict[str, Any]]

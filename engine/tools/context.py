@@ -34,6 +34,10 @@ class ToolContext:
     compact: CompactHook | None = None  # None: summarize_context is unavailable
     result_budget_chars: int = DEFAULT_RESULT_BUDGET_CHARS
     metrics: ToolMetrics = field(default_factory=ToolMetrics)
+    # The same budget in tokens, with the counter that measures it (the agent loop sets both
+    # from the space the window leaves): a result dense in digits or JSON is cut shorter.
+    result_budget_tokens: int | None = None
+    count_tokens: Callable[[str], int] | None = None
 
     @property
     def result_store(self) -> ToolResultStore | None:

@@ -225,7 +225,13 @@ class ToolRegistry:
             raw = str(raw)
         store = ctx.result_store
         content, truncated = shape_result(
-            name, raw, budget, tool_call_id=call_id, store=store.store if store else None
+            name,
+            raw,
+            budget,
+            tool_call_id=call_id,
+            store=store.store if store else None,
+            budget_tokens=ctx.result_budget_tokens if budget_chars is None else None,
+            count_tokens=ctx.count_tokens,
         )
         ctx.metrics.record(name, len(raw))
         return ToolOutcome(content, truncated, len(raw), is_error, denied)

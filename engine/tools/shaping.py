@@ -60,6 +60,23 @@ def _cut_point(text: str, room: int) -> int:
     return room
 
 
+def _chars_within(
+    text: str, budget_chars: int, budget_tokens: int, count_tokens: Callable[[str], int]
+) -> int:
+    """The longest character budget (at most `budget_chars`) whose head of `text` fits
+    `budget_tokens` tokens, found by bisection (a dozen counts of at most the head)."""
+    low, high = 0, min(budget_chars, len(text))
+    if count_tokens(text[:high]) <= budget_tokens:
+        return budget_chars
+    while high - low > 16:
+        middle = (low + high) // 2
+        if count_tokens(text[:middle]) <= budget_tokens:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
 def cut_notice(
     tool_name: str, kept: int, total: int, tool_call_id: str | None, stored: bool
 ) -> str:
@@ -90,16 +107,27 @@ def shape_result(
     *,
     tool_call_id: str | None = None,
     store: StoreResult | None = None,
+    budget_tokens: int | None = None,
+    count_tokens: Callable[[str], int] | None = None,
 ) -> tuple[str, bool]:
     """The result as it enters the history, and whether it was cut.
+
+    With `budget_tokens` and `count_tokens` the result must also fit that many tokens: the
+    character budget is a guess at it, and text dense in digits, JSON or code runs more
+    tokens per character than prose, so such a result is cut shorter.
 
     A cut result is stored whole (cleaned, so offsets match what the model saw) before it
     is cut; the notice after it names `retrieve_tool_result`, the call id and the offset to
     continue from. The content stays within `budget_chars` unless the budget is smaller
     than the notice itself."""
     text = clean_text(raw)
-    if len(text) <= budget_chars:
+    fits_tokens = budget_tokens is None or count_tokens is None
+    if not fits_tokens and len(text) <= budget_chars:
+        fits_tokens = count_tokens(text) <= budget_tokens  # type: ignore[misc]
+    if len(text) <= budget_chars and fits_tokens:
         return text, False
+    if budget_tokens is not None and count_tokens is not None:
+        budget_chars = _chars_within(text, budget_chars, budget_tokens, count_tokens)
     stored = False
     if store is not None and tool_call_id:
         try:

@@ -12,8 +12,9 @@
         srv.requests                 # every request, any path
         srv.wait_for_disconnect(2)   # the client abandoned a stream
 
-Each fake counts prompts with `fake_tokenizer` (a token is a whitespace-separated word), so
-tests can predict every number. Details per engine: `fake_ollama`, `fake_openai`, and the
+Each fake counts prompts with `fake_tokenizer` (a real BPE vocabulary, o200k, under a ChatML
+template), so counts depend on content as on a real engine; tests compute their expectations
+with the same functions. Details per engine: `fake_ollama`, `fake_openai`, and the
 shared machinery (replies, failures, recording) in `fake_http`.
 """
 

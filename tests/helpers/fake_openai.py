@@ -332,7 +332,13 @@ class FakeLlamaServer(FakeOpenAIServer):
         return messages
 
     def render(self, body: dict[str, Any]) -> str:
-        return render_chat(self._messages(body.get("messages") or []), body.get("tools"))
+        messages = self._messages(body.get("messages") or [])
+        if messages and messages[-1].get("role") == "assistant":
+            # Like llama-server: a final assistant message is a prefill to continue, rendered
+            # without its end of turn and without a generation prompt.
+            text = render_chat(messages, body.get("tools"), add_generation_prompt=False)
+            return text.removesuffix("<|im_end|>\n")
+        return render_chat(messages, body.get("tools"))
 
     def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
         return tokenize(self.render(body), add_special=True)
@@ -545,26 +551,25 @@ class FakeVllm(FakeOpenAIServer):
         return {"error": error}
 
     def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        """vLLM's 400 for prompt + max_tokens > max_model_len, word for word: the flat
+        envelope's older message, or the one current builds send (`param: input_tokens`)."""
+        requested = max_tokens or 0
         if self.error_envelope == "flat":
-            requested = prompt + (max_tokens or 0)
             message = (
                 f"This model's maximum context length is {window} tokens. However, you "
-                f"requested {requested} tokens ({prompt} in the messages, {max_tokens or 0} "
+                f"requested {prompt + requested} tokens ({prompt} in the messages, {requested} "
                 "in the completion). Please reduce the length of the messages or completion."
             )
-        elif prompt > window:
-            message = (
-                f"This model's maximum context length is {window} tokens. However, your "
-                f"request has {prompt} input tokens. Please reduce the length of the input "
-                "messages."
-            )
-        else:
-            message = (
-                f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This "
-                f"model's maximum context length is {window} tokens and your request has "
-                f"{prompt} input tokens ({max_tokens} > {window} - {prompt})."
-            )
-        return self.error_body(400, message, "BadRequestError")
+            return self.error_body(400, message, "BadRequestError")
+        message = (
+            f"You passed {prompt} input tokens and requested {requested} output tokens. "
+            f"However, the model's context length is only {window} tokens, resulting in a "
+            f"maximum input length of {max(0, window - requested)} tokens. Please reduce the "
+            f"length of the input prompt. (parameter=input_tokens, value={prompt})"
+        )
+        body = self.error_body(400, message, "BadRequestError")
+        body["error"]["param"] = "input_tokens"
+        return body
 
     def midstream_error(self, reply: Reply) -> bytes:
         payload = self.error_body(500, reply.error_message, "InternalServerError")

@@ -259,6 +259,7 @@ def test_a_turn_gives_up_when_a_pass_does_not_shrink_the_request(tmp_path: Path)
 
 def test_a_llama_server_still_loading_is_waited_for_with_progress(tmp_path: Path):
     with FakeLlamaServer(n_ctx=4096, slots=1, loading=True) as fake:
+
         def finish_loading_after_three_polls() -> None:
             # Done by what the server saw, not by a clock: a loaded machine starts late.
             while sum(r.path == "/health" for r in fake.requests) < 3 and not stop.is_set():

@@ -108,5 +108,20 @@ class FakeModel:
                 return Reply(text='{"revisions": []}')
             return Reply(text="", tool_calls=[FakeToolCall("revise_memory", r) for r in revisions])
         if self.chat is not None:
-            return self.chat(body)
+            return self.chat(without_nudges(body))
         return Reply(text=self.chat_reply)
+
+
+def without_nudges(body: dict[str, Any]) -> dict[str, Any]:
+    """The request as a model reads its task: Brim's pressure notes ("[CONTEXT WARNING: …",
+    "[ITERATION …") ride in a user message after a tool result, and a scripted model that
+    keys on the last message must not take one for a new request from the user."""
+    messages = [
+        m
+        for m in body.get("messages") or []
+        if not (
+            m.get("role") == "user"
+            and str(m.get("content") or "").startswith(("[CONTEXT ", "[ITERATION "))
+        )
+    ]
+    return {**body, "messages": messages}
