@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.config import AgentConfig
-from engine.context import ContextManager, IterationPressure
+from engine.context import ContextManager, IterationPressure, LadderOutcome
 from engine.context.constants import (
     REASON_MANUAL,
     REASON_SESSION_BUDGET,
 )
 from engine.events import (
     TOOL_PREVIEW_CHARS,
+    AnswerProgressEvent,
     ClearEvent,
     ContextEvent,
     DeltaEvent,
@@ -59,6 +60,9 @@ from engine.tokens import TokenCounter, detect_silent_truncation
 from engine.window import WindowResolution
 
 log = logging.getLogger(__name__)
+
+# How often a streaming answer's growth is reported to the gauge (seconds).
+PROGRESS_EVERY_S = 0.1
 
 
 class Conversation(Protocol):
@@ -224,7 +228,7 @@ class AgentLoop:
             request = alternating(prepared.request)
             counted = self.counter.count_request(request, self._schemas())
             try:
-                answer = await self._stream(request)
+                answer = await self._stream(request, counted)
             except ContextOverflow as exc:
                 if overflow_retried or not await self._recover_overflow(exc, overhead):
                     self.sink(ErrorEvent(exc.kind, _overflow_failure(exc)))
@@ -245,6 +249,11 @@ class AgentLoop:
 
             self.conversation.append(assistant(answer.text, answer.calls))
             truncated = self._land(request, counted, answer, totals)
+            if not truncated:
+                # What a compaction on the same model replays: the engine holds it cached.
+                self.context.sent(
+                    request, self._schemas(), answer.usage.prompt_tokens or counted
+                )
             if truncated and not overflow_retried:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
                 overflow_retried = True
@@ -272,13 +281,18 @@ class AgentLoop:
 
     async def compact(self, reason: str = REASON_MANUAL) -> bool:
         """`/compact`, the summarize_context tool and a used-up budget: the ladder's path."""
+        outcome = await self.compact_outcome(reason)
+        return outcome.compaction is not None and outcome.compaction.ok
+
+    async def compact_outcome(self, reason: str = REASON_MANUAL) -> LadderOutcome:
+        """The same, with what it did (for the summarize_context tool's answer)."""
         self.sink(StateEvent("compacting"))
         outcome = await self.context.compact(
             self.conversation.live(), reason=reason, overhead_tokens=self.overhead_tokens()
         )
         if outcome.history != model_messages(self.conversation.live()):
             self.conversation.replace(outcome.history)
-        return outcome.compaction is not None and outcome.compaction.ok
+        return outcome
 
     async def _recover_overflow(self, exc: ContextOverflow | None, overhead: int) -> bool:
         if exc is not None and exc.window and exc.window < self.window.window:
@@ -318,12 +332,13 @@ class AgentLoop:
                 )
             )
 
-    async def _stream(self, request: list[Message]) -> _Answer:
+    async def _stream(self, request: list[Message], counted: int = 0) -> _Answer:
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
         usage = Usage()
         finish: str | None = None
         first_token: float | None = None
+        reported = 0.0
         try:
             async for item in self.provider.stream_chat(self.agent.model, request, self._options()):
                 if isinstance(item, TextDelta):
@@ -331,6 +346,10 @@ class AgentLoop:
                         first_token = time.monotonic()
                     parts.append(item.text)
                     self.sink(DeltaEvent(item.text))
+                    now = time.monotonic()
+                    if now - reported >= PROGRESS_EVERY_S:
+                        reported = now
+                        self._progress(counted, parts)
                 elif isinstance(item, ToolCallsReady):
                     calls = item.calls
                 elif isinstance(item, StreamDone):
@@ -341,6 +360,16 @@ class AgentLoop:
                 self.conversation.append(assistant("".join(parts)).with_meta(partial=True))
             raise
         return _Answer("".join(parts), calls, usage, finish, first_token)
+
+    def _progress(self, counted: int, parts: list[str]) -> None:
+        """The gauge's view of a streaming answer: the prompt plus the answer so far."""
+        self.sink(
+            AnswerProgressEvent(
+                prompt_tokens=counted,
+                completion_tokens=self.counter.count_text("".join(parts)),
+                window=self.context.budget.window,
+            )
+        )
 
     def _land(self, request: list[Message], counted: int, answer: _Answer, totals: _Totals) -> bool:
         """A request landed: report usage and fill, calibrate, and look for a silent cut.

@@ -20,6 +20,7 @@ from engine.config import AgentConfig, default_agent
 from engine.context import (
     ContextManager,
     Journal,
+    LadderOutcome,
     SummaryRequest,
     SummaryResult,
     WorkState,
@@ -33,7 +34,7 @@ from engine.messages import Message, model_messages, notice, system, user
 from engine.paths import BrimPaths
 from engine.prompt import system_prompt
 from engine.providers.base import Provider
-from engine.providers.errors import ProviderError
+from engine.providers.errors import ModelNotFound, ProviderError
 from engine.report import FillWarnings, RequestTracker
 from engine.session_adapters import AnnouncingApprover, SessionConversation, workspace_tools
 from engine.session_engine import probe_window, provider_for, record_summary_usage, summarize
@@ -104,6 +105,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         self._had_turn = False  # a turn ran in this conversation in this session
         self._to_reflect: list[str] = []  # left with a turn, not yet reflected on
         self._manual_compaction = False  # /compact does not extract
+        # A summarizer_model the engine does not serve: the agent's own model summarizes.
+        self._summarizer_fallback = False
+        self._summarizer_probed = False
+        self._summarizer_window: int | None = None  # the summarizer model's own window
         self._conversation_claim: ConversationClaim | None = None  # no other process writes
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -263,6 +268,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             await self._resolve_window()
             if self._window is None:
                 return None
+        await self._prepare_summarizer()
         loop = self._agent_loop()
         self._had_turn = True
         if self._memory is not None:
@@ -309,6 +315,9 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                 work_state=lambda: render_work_state(state.read()),
                 sink=self._ladder_event,
                 before_summarize=self._extract_memory if self._memory_writes else None,
+                summarizer_window=self._summarizer_window,
+                summarizer_shares_cache=not self._separate_summarizer()
+                or self._summarizer_fallback,
             )
             self._loop = AgentLoop(
                 agent=self.agent,
@@ -327,25 +336,91 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         return self._loop
 
     async def _compact_from_tool(self) -> str:
+        """The summarize_context tool's answer: what the ladder really did, in figures."""
         assert self._loop is not None
-        ok = await self._loop.compact()
-        return "Context compacted." if ok else "Nothing was compacted (nothing old enough)."
+        return describe_outcome(await self._loop.compact_outcome())
+
+    def summarizer_model(self) -> str:
+        """The model that writes checkpoints: the agent's summarizer_model while the engine
+        serves it, else the agent's own."""
+        chosen = self.agent.summarizer_model
+        if not chosen or self._summarizer_fallback:
+            return self.agent.model
+        return chosen
+
+    def _separate_summarizer(self) -> bool:
+        return bool(self.agent.summarizer_model) and self.agent.summarizer_model != self.agent.model
+
+    def _fall_back_to_agent_model(self, exc: ProviderError) -> None:
+        """Said once: the summarizer model is not served, so the agent's model summarizes
+        (seed 000), against the agent's window."""
+        if self._summarizer_fallback:
+            return
+        self._summarizer_fallback = True
+        self._summarizer_window = None
+        if self._loop is not None:
+            self._loop.context.summarizer_window = None
+            self._loop.context.summarizer_shares_cache = True
+        self._append(
+            notice(
+                f"The engine does not serve the summarizer model {self.agent.summarizer_model!r} "
+                f"({exc.message}); {self.agent.model or 'the agent model'} writes the "
+                "checkpoints instead. Fix summarizer_model in the agent to use another.",
+                "warning",
+            ),
+            emit=True,
+        )
+
+    async def _prepare_summarizer(self) -> None:
+        """Once per session, for a separate summarizer model: ask the engine for its window
+        (its prompt budget is its own, not the agent's); an unserved one falls back now."""
+        if self._summarizer_probed or not self._separate_summarizer():
+            return
+        self._summarizer_probed = True
+        assert self._provider is not None
+        try:
+            found = await probe_window(
+                self._provider, self.agent.with_changes(model=self.agent.summarizer_model)
+            )
+        except ModelNotFound as exc:
+            self._fall_back_to_agent_model(exc)
+            return
+        except (ProviderError, ValueError) as exc:
+            log.info("could not probe the summarizer's window: %s", exc)
+            return
+        if found.source != "fallback":
+            self._summarizer_window = found.window
+            if self._loop is not None:
+                self._loop.context.summarizer_window = found.window
 
     async def _summarize(self, request: SummaryRequest) -> SummaryResult:
-        """The summarizer (engine/session_engine.py); summaries count in `/usage`."""
+        """The summarizer (engine/session_engine.py); summaries count in `/usage`. A
+        summarizer model the engine answers 404 for is dropped for the agent's own."""
+        assert self._provider is not None
+        model = self.summarizer_model()
+        try:
+            return await self._summarize_with(request, model)
+        except ModelNotFound as exc:
+            if model == self.agent.model:
+                raise
+            self._fall_back_to_agent_model(exc)
+        return await self._summarize_with(request, self.agent.model)
+
+    async def _summarize_with(self, request: SummaryRequest, model: str) -> SummaryResult:
         assert self._provider is not None
         return await summarize(
             self._provider,
             self.agent,
             request,
-            on_done=lambda model, done: record_summary_usage(
+            on_done=lambda used, done: record_summary_usage(
                 self._store,
                 self._provider,
                 agent=self.agent.name,
                 conversation_id=self.conversation_id,
-                model=model,
+                model=used,
                 done=done,
             ),
+            model=model,
         )
 
     async def compact(self) -> None:
@@ -354,6 +429,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             await self._resolve_window()
             if self._window is None:
                 return
+        await self._prepare_summarizer()
         loop = self._agent_loop()
         self._manual_compaction = True  # the chat layer cannot answer for the run's gate
         try:
@@ -503,6 +579,24 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         if fraction >= 1.0 or fraction - self._load_reported >= 0.01:
             self._load_reported = fraction
             self._emit(LoadProgressEvent(round(min(1.0, max(0.0, fraction)), 3)))
+
+
+def describe_outcome(outcome: LadderOutcome) -> str:
+    """The model is told the truth about the compaction it asked for."""
+    result = outcome.compaction
+    sizes = f"{outcome.tokens_before:,} → {outcome.tokens_after:,} tokens"
+    if result is not None and result.ok:
+        return (
+            f"Compacted {result.messages_before} → {result.messages_after} messages ({sizes}): "
+            "the older messages are replaced by the checkpoint in the system message."
+        )
+    why = result.detail if result is not None and result.detail else "nothing old enough to summarize"
+    if outcome.trimmed:
+        return (
+            f"Not compacted: {why}. {outcome.trimmed} older messages were dropped without a "
+            f"summary instead ({sizes})."
+        )
+    return f"Not compacted: {why}. The context is unchanged ({outcome.tokens_before:,} tokens)."
 
 
 class UnknownConversation(Exception):
