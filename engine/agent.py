@@ -251,9 +251,7 @@ class AgentLoop:
             truncated = self._land(request, counted, answer, totals)
             if not truncated:
                 # What a compaction on the same model replays: the engine holds it cached.
-                self.context.sent(
-                    request, self._schemas(), answer.usage.prompt_tokens or counted
-                )
+                self.context.sent(request, self._schemas(), answer.usage.prompt_tokens or counted)
             if truncated and not overflow_retried:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
                 overflow_retried = True

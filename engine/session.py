@@ -590,7 +590,9 @@ def describe_outcome(outcome: LadderOutcome) -> str:
             f"Compacted {result.messages_before} → {result.messages_after} messages ({sizes}): "
             "the older messages are replaced by the checkpoint in the system message."
         )
-    why = result.detail if result is not None and result.detail else "nothing old enough to summarize"
+    why = "nothing old enough to summarize"
+    if result is not None and result.detail:
+        why = result.detail
     if outcome.trimmed:
         return (
             f"Not compacted: {why}. {outcome.trimmed} older messages were dropped without a "

@@ -199,10 +199,9 @@ def checkpoint_of(summary_message_content: str) -> str:
 
 
 # Sections a later checkpoint may not lose: the task, its rules, what is finished and why.
-# Goal is one statement: a new non-empty Goal restates it. The others are lists: each prior
-# entry is carried unless the new answer restates it (the rule Covered So Far follows).
-RESTATED_WHOLE = ("Goal",)
-CARRIED_ENTRIES = ("Constraints & Preferences", "Done", "Key Decisions")
+# Each prior entry is carried unless the new answer restates it (the rule Covered So Far
+# follows); a Goal the summarizer rewrote in other words keeps the earlier wording beside it.
+CARRIED_ENTRIES = ("Goal", "Constraints & Preferences", "Done", "Key Decisions")
 
 
 def has_checkpoint_headings(text: str) -> bool:
@@ -232,9 +231,6 @@ def carry_forward(checkpoint: str, priors: Iterable[str]) -> str:
     _, sections = parse_checkpoint(checkpoint)
     for prior in priors:
         _, old = parse_checkpoint(prior)
-        for title in RESTATED_WHOLE:
-            if not _entries(sections.get(title, [])) and _entries(old.get(title, [])):
-                sections[title] = _entries(old[title])
         for title in CARRIED_ENTRIES:
             new = _entries(sections.get(title, []))
             keys = {_entry_key(line) for line in new}
@@ -264,31 +260,43 @@ def cap_checkpoint(checkpoint: str, max_tokens: int, count_text: Callable[[str],
     would otherwise fill the window it was written to free."""
     if max_tokens <= 0 or count_text(checkpoint) <= max_tokens:
         return checkpoint
-    _, sections = parse_checkpoint(checkpoint)
-    if COVERED_SECTION in sections:  # one entry per line, so a folder line can be left out
-        items = covered_items(checkpoint)
-        sections[COVERED_SECTION] = [f"- {item}" for item in items]
-    over = count_text(checkpoint) - max_tokens
+    _, parsed = parse_checkpoint(checkpoint)
+    sections = {title: _entries(lines) for title, lines in parsed.items()}
+    sections[COVERED_SECTION] = [f"- {item}" for item in covered_items(checkpoint)]
     dropped: dict[str, int] = {}
-    for title in CAP_ORDER:
-        lines = _entries(sections.get(title, []))
-        while lines and over > 0:
-            over -= count_text(lines.pop(0)) + 1
-            dropped[title] = dropped.get(title, 0) + 1
-        sections[title] = lines
-        if over <= 0:
-            break
-    for title, n in dropped.items():
-        note = f"- ({n} earlier {'entry' if n == 1 else 'entries'} left out to fit the summary)"
-        sections[title] = [note, *sections[title]]
-    if COVERED_SECTION in sections:
-        kept = [_BULLET.sub("", ln).strip() for ln in sections[COVERED_SECTION]]
-        notes = [f"- {k}" for k in kept if k.startswith("(")]
-        sections[COVERED_SECTION] = notes + render_covered([k for k in kept if not k.startswith("(")])
-    text = render_checkpoint(sections)
-    while count_text(text) > max_tokens and _entries(sections.get("Goal", [])):
-        goal = " ".join(_entries(sections["Goal"]))
-        keep = max(0, len(goal) - max(40, len(goal) // 4))
-        sections["Goal"] = [goal[:keep].rstrip() + " …"] if keep > 40 else []
-        text = render_checkpoint(sections)
+
+    def rendered() -> str:
+        out = dict(sections)
+        for title, n in dropped.items():
+            note = f"- ({n} earlier {'entry' if n == 1 else 'entries'} left out to fit the summary)"
+            lines = out.get(title, [])
+            if title == COVERED_SECTION:
+                lines = render_covered([_BULLET.sub("", ln).strip() for ln in lines])
+            out[title] = [note, *lines]
+        if COVERED_SECTION not in dropped:
+            items = [_BULLET.sub("", ln).strip() for ln in out.get(COVERED_SECTION, [])]
+            out[COVERED_SECTION] = render_covered(items)
+        return render_checkpoint(out)
+
+    def drop(over: int) -> int:
+        """Leave out entries worth about `over` tokens; what is still over afterwards."""
+        for title in CAP_ORDER:
+            lines = sections.get(title, [])
+            while lines and over > 0:
+                over -= count_text(lines.pop(0)) + 1
+                dropped[title] = dropped.get(title, 0) + 1
+            if over <= 0:
+                break
+        return over
+
+    drop(count_text(checkpoint) - max_tokens)  # an estimate per line, then exactly:
+    text = rendered()
+    while count_text(text) > max_tokens and any(sections.get(t) for t in CAP_ORDER):
+        drop(max(1, count_text(text) - max_tokens))
+        text = rendered()
+    while count_text(text) > max_tokens and sections.get("Goal"):
+        goal = " ".join(_BULLET.sub("", ln).strip() for ln in sections["Goal"])
+        keep = len(goal) - max(40, len(goal) // 4)
+        sections["Goal"] = [f"- {goal[:keep].rstrip()} …"] if keep > 40 else []
+        text = rendered()
     return text

@@ -39,9 +39,9 @@ from engine.context.constants import (
     CONTINUATION_ROLE,
     KEEP_REQUEST_TAIL_SHARE,
     MIN_SUMMARIZABLE_TOKENS,
-    SUMMARY_MIN_TOKENS,
     REASON_PREFLIGHT,
     SUMMARY_HEADINGS,
+    SUMMARY_MIN_TOKENS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
     SUMMARY_ROLE,
 )
@@ -333,9 +333,11 @@ def build_summary_request(
 
 def _text_tokens(text: str, count_message: CountMessage) -> int:
     """A bare text's tokens in the per-message counter's units (its framing taken off)."""
-    return max(0, count_message(Message(role="user", content=text)) - count_message(
-        Message(role="user", content="")
-    ))
+    return max(
+        0,
+        count_message(Message(role="user", content=text))
+        - count_message(Message(role="user", content="")),
+    )
 
 
 @dataclass(frozen=True)
@@ -533,9 +535,7 @@ async def compact(
                 system_text=GUIDED_SYSTEM,
                 closing="",
             )
-            guided = await guided_checkpoint(
-                guided_request.messages[1].content.rstrip(), summarize
-            )
+            guided = await guided_checkpoint(guided_request.messages[1].content.rstrip(), summarize)
         if guided is None:
             return _result(
                 "refused", reason, original, original, count_message, detail=refusal, plan=plan,

@@ -54,6 +54,10 @@ ANSWER_PREFIX = "Answer:"
 ANSWER_STOP = ("\n\n",)
 ANSWER_MAX_TOKENS = 96
 NONE_ANSWERS = frozenset({"none", "none.", "n/a", "nothing", "nothing.", "no", "no."})
+# An acknowledgement answers no question: "Noted." is not a goal.
+ACKNOWLEDGEMENTS = frozenset(
+    {"noted", "ok", "okay", "sure", "understood", "got it", "acknowledged", "yes", "done"}
+)
 
 
 def is_compaction_request(first: str, last: str) -> bool:
@@ -110,7 +114,7 @@ async def guided_checkpoint(
         answer = _clean(result.text)
         if result.finish_reason == "length" or not answer:
             continue  # incomplete answers are dropped, never used
-        if answer.lower() in NONE_ANSWERS:
+        if answer.lower() in NONE_ANSWERS or answer.lower().strip(" .!") in ACKNOWLEDGEMENTS:
             continue
         sections[section] = [f"- {answer}"]
     if "Goal" not in sections and len(sections) < 2:
