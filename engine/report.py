@@ -150,6 +150,11 @@ class ContextReport:
     requests: int = 0  # requests measured in this conversation (the timeline may be shorter)
     taken_at: float = 0.0
     exact_breakdown: bool = False  # the categories come from the engine's own tokenizer
+    # Which request `used` describes: "last request" (the engine's count of the request that
+    # just landed, mid-run) or "next request" (what the history costs when sent now, while
+    # an answer streams and whenever the agent is at rest).
+    describes: str = "next request"
+    streaming: bool = False  # `used` includes an answer still streaming
 
     @property
     def percent(self) -> float:
@@ -182,7 +187,7 @@ class ContextReport:
         kind = " (estimated)" if self.estimated else ""
         return (
             f"Context {self.percent:.0f}% full{kind}: {format_tokens(self.used)} of "
-            f"{format_tokens(self.window)} ({self.source})"
+            f"{format_tokens(self.window)} ({self.source}) · {self.describes}"
         )
 
     def headroom_line(self) -> str:
@@ -379,6 +384,7 @@ class RequestTracker:
     fresh: bool = False  # the last point still describes the live history
     resumed: bool = False
     acts_here: int = 0  # requests and ladder acts seen live since the reset or restore
+    streaming: tuple[int, int] | None = None  # (prompt, answer so far) of the request in flight
     _pending_usage: tuple[int | None, int | None] | None = None
 
     def on_usage(self, prompt_tokens: int | None, cached_tokens: int | None) -> None:
@@ -392,6 +398,7 @@ class RequestTracker:
         del self.points[:-TIMELINE_POINTS]
         prompt, cached = self._pending_usage or (None, None)
         self._pending_usage = None
+        self.streaming = None
         self.last_measured = True
         self.last_prompt = prompt if prompt is not None else used
         self.last_cached = cached
@@ -402,6 +409,17 @@ class RequestTracker:
             self.any_reported = True
             self.session_cached += cached
         self.fresh = not estimated
+
+    def on_stream(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """An answer is streaming: the gauge counts it as it grows."""
+        self.streaming = (prompt_tokens, completion_tokens)
+
+    def settle(self) -> None:
+        """The run is over (finished, cancelled or failed): from now on the gauge describes
+        the next request, not the last one (its answer, a cancelled partial and any tool
+        result since are part of what will be sent)."""
+        self.fresh = False
+        self.streaming = None
 
     def on_marker(self, kind: str, detail: str = "") -> None:
         self.acts_here += 1
@@ -422,6 +440,7 @@ class RequestTracker:
         self.fresh = False
         self.resumed = False
         self.acts_here = 0
+        self.streaming = None
         self._pending_usage = None
 
     def restore(
@@ -540,16 +559,26 @@ def build_context_report(
     categories: Sequence[Category] = (),
     instructions: Sequence[str] = (),
     exact_breakdown: bool = False,
+    exact_estimate: bool = False,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
-    history would make now (overhead included); the engine's count wins while it is fresh."""
+    history would make now (overhead included; `exact_estimate`: by the engine's own
+    tokenizer); the engine's count of the last request wins while a run is on and nothing
+    has changed since it landed."""
     reported = tracker.last_used()
     used = reported if reported is not None else estimate
+    describes = "last request" if reported is not None else "next request"
+    streaming = tracker.streaming is not None
+    if tracker.streaming is not None:
+        used = sum(tracker.streaming)
+        describes = "next request"
     session, last = tracker.cache_shares()
     common = {
         "source": source,
         "used": used,
-        "estimated": reported is None,
+        "estimated": streaming or (reported is None and not exact_estimate),
+        "describes": describes,
+        "streaming": streaming,
         "categories": tuple(categories),
         "cache_session": session,
         "cache_last": last,

@@ -35,7 +35,7 @@ from engine.paths import BrimPaths
 from engine.prompt import system_prompt
 from engine.providers.base import Provider
 from engine.providers.errors import ModelNotFound, ProviderError
-from engine.report import FillWarnings, RequestTracker
+from engine.report import ContextReport, FillWarnings, RequestTracker
 from engine.session_adapters import AnnouncingApprover, SessionConversation, workspace_tools
 from engine.session_engine import probe_window, provider_for, record_summary_usage, summarize
 from engine.session_memory import SessionMemoryMixin
@@ -91,6 +91,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
         # What the context rail shows (engine/report.py), fed from this session's events.
         self._tracker = RequestTracker()
+        self._last_report: ContextReport | None = None  # what a streaming update builds on
         self._fill_warnings = FillWarnings()
         self._compacting_from: int | None = None  # context before a running compaction
         self._compaction_row: str | None = None  # replaces the ladder's "Compacted" line
@@ -279,10 +280,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
         finally:
-            # The answer is in the history now and the counter has calibrated on this
-            # request: the rail's breakdown shows what the next request will carry, the
-            # same figures `/context` shows.
-            self._emit_report()
+            # The answer (or the cancelled partial) is in the history now and the counter
+            # has calibrated on this request: the gauge and the breakdown show what the next
+            # request will carry, the same figures `/context` shows.
+            self._settle_report()
 
     def _agent_loop(self) -> AgentLoop:
         assert self._provider is not None and self._window is not None

@@ -13,6 +13,7 @@ from engine.context.budget import ContextBudget
 from engine.events import ContextEvent, Event
 from engine.report import CacheShare, RequestTracker, build_context_report
 from tests.desktop.conftest import agent_toml
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
 SUMMARY = (
@@ -29,8 +30,7 @@ def _send(qtbot: Any, window: Any, text: str) -> None:
 
 def _summaries_or(text: str):  # type: ignore[no-untyped-def]
     def respond(request: Any) -> Reply:
-        last = str(request.body["messages"][-1].get("content", ""))
-        return Reply(text=SUMMARY if "Covered So Far" in last else text)
+        return Reply(text=SUMMARY if is_compaction(request.body) else text)
 
     return respond
 

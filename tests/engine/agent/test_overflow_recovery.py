@@ -10,6 +10,7 @@ from engine.events import CompactionEvent, ErrorEvent, Event, TurnEndEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 SUMMARY = (
@@ -47,8 +48,7 @@ def test_one_rejection_compacts_and_the_retry_succeeds(tmp_path: Path):
     rejected, Brim learns the real window from the error, compacts, and the retry lands."""
 
     def respond(request):  # type: ignore[no-untyped-def]
-        last = str(request.body["messages"][-1].get("content", ""))
-        return Reply(text=SUMMARY if "Covered So Far" in last else "ok")
+        return Reply(text=SUMMARY if is_compaction(request.body) else "ok")
 
     with FakeLlamaServer(n_ctx=1500, slots=1) as fake:
         fake.responder = respond
