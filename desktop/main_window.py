@@ -296,6 +296,9 @@ class MainWindow(QMainWindow):
     def _on_open_failed(self, _message: str) -> None:
         self.header.set_state("not started")  # the banner already says why
         self.load_progress.hide()
+        # Nothing is open: no numbers of the conversation shown before may stay up.
+        self.rail.clear()
+        self.header.clear_context()
 
     @Slot(object)
     def on_event(self, event: Event) -> None:
@@ -312,7 +315,12 @@ class MainWindow(QMainWindow):
                         self.transcript.add_notice(warning, "warning")
             case ContextEvent():
                 self.header.set_context(
-                    event.used, event.window, event.percent, event.source, estimated=event.estimated
+                    event.used,
+                    event.window,
+                    event.percent,
+                    event.source,
+                    estimated=event.estimated,
+                    describes="last request",
                 )
             case ContextReportEvent():
                 if event.snapshot:
@@ -357,6 +365,15 @@ class MainWindow(QMainWindow):
                         event.tokens_per_s,
                     )
                 )
+            case ErrorEvent(kind="message_too_large"):
+                # Refused before anything was sent or compacted: the text goes back into the
+                # composer (nothing typed is lost) and its row leaves the transcript.
+                self.banner.show_error(event.kind, event.message)
+                self.transcript.remove_last_user(self.composer.last_sent())
+                self._turns = max(0, self._turns - 1)
+                self.header.set_turn(self._turns)
+                if not self.composer.toPlainText():
+                    self.composer.setPlainText(self.composer.last_sent())
             case ErrorEvent():
                 self.transcript.finish_stream()
                 self.banner.show_error(event.kind, event.message)
@@ -374,6 +391,7 @@ class MainWindow(QMainWindow):
                 report.percent,
                 report.source,
                 estimated=report.estimated,
+                describes=report.describes,
             )
 
     def _show_load_progress(self, fraction: float) -> None:

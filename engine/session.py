@@ -27,10 +27,11 @@ from engine.context import (
     journal_preamble,
     render_work_state,
 )
+from engine.context.history import is_fixed
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import ErrorEvent, Event, LoadProgressEvent, NoticeEvent, StateEvent, WindowEvent
 from engine.memory import SessionMemory, standing_block
-from engine.messages import Message, model_messages, notice, system, user
+from engine.messages import Message, alternating, model_messages, notice, system, user
 from engine.paths import BrimPaths
 from engine.prompt import system_prompt
 from engine.providers.base import Provider
@@ -184,6 +185,8 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._emit_pending_memory(always=True)  # a front end without a review dialog
             self._emit(NoticeEvent("info", "Review memory with `brim memory review`."))
             return
+        if await self._refuse_if_it_cannot_fit(text):
+            return
         self._append(user(text))
         self._turn_task = asyncio.create_task(self._run_turn())
         try:
@@ -195,6 +198,38 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._turn_task = None
             self._emit_pending_memory()
             self._emit(StateEvent("ready"))
+
+    async def _refuse_if_it_cannot_fit(self, text: str) -> bool:
+        """A message that cannot fit the window even alone (with only what every request
+        carries: the system prompt, the checkpoint, pinned messages, the tools) is refused
+        before anything is compacted, stored or sent: no compaction could make room for it.
+        True when refused (an error event with the figures)."""
+        if self._window is None and self._provider is not None:
+            await self._resolve_window()
+        if self._window is None or self._provider is None:
+            return False  # the turn reports why the engine is unknown
+        loop = self._agent_loop()
+        assert self._counter is not None
+        schemas = loop.tools.schemas() if loop.tools is not None else []
+        fixed = [m for m in model_messages(self._messages) if is_fixed(m)]
+        message = user(text)
+        total = self._counter.count_request(alternating([*fixed, message]), schemas)
+        window = loop.context.budget.window
+        if total <= window:
+            return False
+        own = self._counter.count_message(message)
+        self._emit(
+            ErrorEvent(
+                "message_too_large",
+                f"This message is about {own:,} tokens; with the system prompt and tools "
+                f"({total - own:,} tokens) it needs {total:,}, more than the whole "
+                f"{window:,}-token window. Nothing was sent or compacted: shorten it, send "
+                "it in parts, or give the agent a file to read instead.",
+                data={"tokens": total, "message_tokens": own, "window": window},
+            )
+        )
+        self._emit(StateEvent("ready"))
+        return True
 
     def cancel(self) -> None:
         if self._turn_task is not None and not self._turn_task.done():
