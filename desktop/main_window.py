@@ -268,6 +268,10 @@ class MainWindow(QMainWindow):
         self._turns = 0
         self.header.set_turn(0)
         self.header.clear_rate()  # the last answer's speed belongs to the conversation left
+        # So do its numbers: the next conversation's report replaces them once it is open,
+        # and a start that fails leaves none of them up.
+        self.rail.clear()
+        self.header.clear_context()
         self._shown_warnings.clear()
 
     @Slot()
@@ -384,7 +388,9 @@ class MainWindow(QMainWindow):
 
     def _show_report(self, report: ContextReport) -> None:
         self.rail.set_report(report)
-        if report.window:
+        if not report.window:
+            self.header.clear_context()  # the engine did not say: no figures from before
+        else:
             self.header.set_context(
                 report.used,
                 report.window,
