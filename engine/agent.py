@@ -61,8 +61,9 @@ from engine.window import WindowResolution
 
 log = logging.getLogger(__name__)
 
-# How often a streaming answer's growth is reported to the gauge (seconds).
-PROGRESS_EVERY_S = 0.1
+# How often a streaming answer's growth is reported to the gauge (seconds): often enough
+# to see it move, rarely enough that headless output is not flooded with reports.
+PROGRESS_EVERY_S = 0.25
 
 
 class Conversation(Protocol):

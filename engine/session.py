@@ -203,11 +203,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         """A message that cannot fit the window even alone (with only what every request
         carries: the system prompt, the checkpoint, pinned messages, the tools) is refused
         before anything is compacted, stored or sent: no compaction could make room for it.
-        True when refused (an error event with the figures)."""
-        if self._window is None and self._provider is not None:
-            await self._resolve_window()
+        True when refused (an error event with the figures). Checked once the window is
+        known (from the second message of a session whose engine was not up at start)."""
         if self._window is None or self._provider is None:
-            return False  # the turn reports why the engine is unknown
+            return False  # the turn resolves it (and says why when it cannot)
         loop = self._agent_loop()
         assert self._counter is not None
         schemas = loop.tools.schemas() if loop.tools is not None else []
@@ -215,9 +214,12 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         message = user(text)
         total = self._counter.count_request(alternating([*fixed, message]), schemas)
         window = loop.context.budget.window
-        if total <= window:
-            return False
         own = self._counter.count_message(message)
+        # Counted exactly, the whole request decides. Estimated (a learned ratio, which can
+        # be far off on tool schemas before the first answer), only a message that alone
+        # outgrows the window is refused: an ordinary message must never be.
+        if total <= window or (not self._counter.estimate_is_exact and own <= window):
+            return False
         self._emit(
             ErrorEvent(
                 "message_too_large",
