@@ -152,3 +152,4 @@ def test_the_summarize_context_tool_tells_the_model_what_the_compaction_did(tmp_
     assert answers[0].startswith("Not compacted: nothing old enough to summarize")
     assert "Context compacted" not in answers[0]
     assert any(a.startswith("Compacted ") and " → " in a for a in answers[1:]), answers
+
