@@ -325,7 +325,7 @@ def categories(
         tokens = count_message(message)
         if message.meta_value("memory"):
             memory += tokens
-        elif message.role == "system":
+        elif message.role == "system" and message.kind != "summary":
             inside = 0
             for item in instructions:
                 block = project_block(item)
