@@ -228,6 +228,7 @@ class AgentLoop:
             self.sink(StateEvent("streaming"))
             request = alternating(prepared.request)
             counted = self.counter.count_request(request, self._schemas())
+            sent_at = time.time()
             try:
                 answer = await self._stream(request, counted)
             except ContextOverflow as exc:
@@ -252,7 +253,8 @@ class AgentLoop:
             truncated = self._land(request, counted, answer, totals)
             if not truncated:
                 # What a compaction on the same model replays: the engine holds it cached.
-                self.context.sent(request, self._schemas(), answer.usage.prompt_tokens or counted)
+                tokens = answer.usage.prompt_tokens or counted
+                self.context.sent(request, self._schemas(), tokens, sent_at)
             if truncated and not overflow_retried:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
                 overflow_retried = True

@@ -348,6 +348,12 @@ class Replay:
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...]
     tokens: int
+    at: float = 0.0  # when it was sent: history messages created since came after it
+
+    def newer(self, history: Sequence[Message]) -> list[Message]:
+        """The history's messages that arrived after the request was sent (its answer,
+        tool results, the next user message): they follow the replayed prefix."""
+        return [m for m in history if m.created >= self.at and m.kind == "chat"]
 
 
 # Every replayed compaction request ends with one of these; benchmarks and tests tell the
@@ -371,11 +377,14 @@ REPLAY_INSTRUCTION = (
 )
 
 
-def replay_messages(replay: Replay, instruction: str) -> list[Message]:
-    """The last-sent conversation with `instruction` after it, as the wire joins it."""
+def replay_messages(
+    replay: Replay, instruction: str, newer: Sequence[Message] = ()
+) -> list[Message]:
+    """The last-sent conversation, what came after it, then `instruction`, as the wire
+    joins them: the engine's cache holds the first part, so only the rest is evaluated."""
     from engine.messages import alternating
 
-    return alternating([*replay.messages, Message(role="user", content=instruction)])
+    return alternating([*replay.messages, *newer, Message(role="user", content=instruction)])
 
 
 def replay_request(
@@ -385,6 +394,7 @@ def replay_request(
     max_tokens: int,
     work_state: str | None,
     count_message: CountMessage,
+    newer: Sequence[Message] = (),
 ) -> SummaryRequest | None:
     """The checkpoint request on the cached conversation, or None when the answer would not
     have room in the window (then the transcript form, which is fitted, is used)."""
@@ -396,12 +406,15 @@ def replay_request(
             "adds):\n" + _fence("WORK STATE", work_state)
         )
     cost = count_message(Message(role="user", content=instruction))
+    cost += sum(count_message(m) for m in newer)
     room = window - replay.tokens - cost - SUMMARY_PROMPT_MARGIN_TOKENS
     out = min(max_tokens, room)
     if out < SUMMARY_MIN_TOKENS:
         return None
     return SummaryRequest(
-        messages=replay_messages(replay, instruction), max_tokens=out, tools=replay.tools
+        messages=replay_messages(replay, instruction, newer),
+        max_tokens=out,
+        tools=replay.tools,
     )
 
 
@@ -491,9 +504,10 @@ async def compact(
         prompt_budget=prompt_budget,
         work_state=work_state,
     )
+    newer = replay.newer(messages) if replay is not None else []
     replayed = (
         replay_request(replay, window=window, max_tokens=out_tokens, work_state=work_state,
-                       count_message=count_message)
+                       count_message=count_message, newer=newer)
         if replay is not None
         else None
     )  # fmt: skip
@@ -523,7 +537,7 @@ async def compact(
 
         if replayed is not None and replay is not None:
             guided = await guided_checkpoint(
-                "", summarize, frame=lambda q: replay_messages(replay, q), tools=replay.tools
+                "", summarize, frame=lambda q: replay_messages(replay, q, newer), tools=replay.tools
             )
         else:
             guided_request = build_summary_request(

@@ -174,9 +174,12 @@ class ContextManager:
             framing = max(0, self._count(msgs) - sum(map(self.count_message, msgs)))
         return threshold - overhead - framing
 
-    def sent(self, request: Sequence[Message], tools: Sequence[dict], tokens: int) -> None:
-        """The engine accepted `request` (its wire form) whole: what a compaction replays."""
-        self._last_sent = Replay(tuple(request), tuple(tools), tokens)
+    def sent(
+        self, request: Sequence[Message], tools: Sequence[dict], tokens: int, at: float
+    ) -> None:
+        """The engine accepted `request` (its wire form, sent at `at`) whole: what a
+        compaction replays."""
+        self._last_sent = Replay(tuple(request), tuple(tools), tokens, at)
 
     def next_request(
         self,

@@ -104,7 +104,7 @@ def test_a_compaction_on_the_agents_own_model_replays_the_conversation_as_last_s
     msgs = _history_with_prior()
     sent = tuple(alternating(msgs[:8]))
     tools = ({"type": "function", "function": {"name": "read_file", "parameters": {}}},)
-    replay = Replay(sent, tools, sum(map(count, sent)))
+    replay = Replay(sent, tools, sum(map(count, sent)), at=msgs[8].created)
     fake = FakeSummarizer()
     result = asyncio.run(
         compact(msgs, window=WINDOW, count_message=count, summarize=fake, replay=replay)
@@ -115,6 +115,8 @@ def test_a_compaction_on_the_agents_own_model_replays_the_conversation_as_last_s
     assert list(request.messages[: len(sent)]) == list(sent)  # the same prefix, unchanged
     assert "[Brim compaction]" in request.messages[-1].content
     assert request.tools == tools
+    # What came after that request follows it, before the instruction.
+    assert request.messages[-2].content == msgs[-1].content == "halfway"
 
 
 entries = st.lists(st.text("abcdefgh ", min_size=1, max_size=12).map(str.strip), max_size=4)
