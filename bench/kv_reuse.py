@@ -18,11 +18,13 @@ minus cached) over the whole run, compaction requests included, against the slid
 
     python -m bench kv_reuse            # several minutes on two cores (progress on stderr)
     python -m bench kv_reuse --details  # also one row per request
+    KV_REUSE_WINDOWS=4096 python -m bench kv_reuse   # one case only
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -285,7 +287,10 @@ def main() -> list[dict[str, Any]]:
     """The figures of every case, then one row per request (marked `detail`)."""
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
+    only = {int(w) for w in os.environ.get("KV_REUSE_WINDOWS", "").split(",") if w.strip()}
     for case in CASES:
+        if only and case.window not in only:
+            continue
         rows, per_request = run_case(case)
         out.extend(rows)
         details.extend({"detail": True, **row} for row in per_request)
