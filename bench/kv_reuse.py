@@ -139,9 +139,10 @@ class RecordingProvider(EmbeddedProvider):
                 shared = _common_prefix(tokens, self._previous)
                 self._previous = tokens
                 usage = item.usage
-                self.tally.requests.append(
-                    Request(kind, usage.prompt_tokens or 0, usage.cached_tokens or 0, shared)
-                )
+                request = Request(kind, usage.prompt_tokens or 0, usage.cached_tokens or 0, shared)
+                self.tally.requests.append(request)
+                # Each request as it lands: a long run that is stopped still leaves its figures.
+                print(f"request {self._n_ctx} {request}", file=sys.stderr, flush=True)
             yield item
 
 
