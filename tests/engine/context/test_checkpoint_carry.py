@@ -145,3 +145,23 @@ def test_no_entry_of_the_task_sections_is_lost_whatever_the_new_checkpoint_says(
     for title, items in (("Goal", goal), ("Constraints & Preferences", rules), ("Done", done)):
         wanted = {" ".join(i.strip(".").lower().split()) for i in items if i.strip(" .")}
         assert wanted <= keys(merged.get(title, [])) | {"(none)"}
+
+
+def test_the_replayed_compaction_fits_when_the_last_request_was_already_past_the_threshold():
+    """On a 4,096 window the last request sat at 81% and a 460-token turn came after it:
+    the replay still fits (that turn stays verbatim in the tail, so it is left out)."""
+    msgs = _history_with_prior()
+    sent = tuple(alternating(msgs[:8]))
+    newest = user("tables rows columns " * 150)  # ~460 tokens by this counter
+    history = [*msgs, newest]
+    replay = Replay(sent, (), 3321, at=newest.created)
+    fake = FakeSummarizer()
+    result = asyncio.run(
+        compact(history, window=4096, count_message=count, summarize=fake, replay=replay)
+    )
+    assert result.ok
+    request = fake.requests[0]
+    assert list(request.messages[: len(sent)]) == list(sent)
+    assert "[Brim compaction]" in request.messages[-1].content
+    assert request.max_tokens >= 256
+    assert 3321 + count(request.messages[-1]) + request.max_tokens <= 4096
