@@ -8,7 +8,7 @@ window that drops the oldest messages to stay under a budget before every reques
 agent without a ladder does).
 
 - 1024-token window, short turns (the first case, kept as it was);
-- 4096-token window, longer turns (~250 tokens each, as on a real small window).
+- 4096-token window, longer turns (~400 tokens each: a log excerpt per turn).
 
 Per request the engine's `cached_tokens` (reused from its KV cache) is set against the
 tokens the request shares with the previous one (their common token prefix: the most a
@@ -54,7 +54,7 @@ class Case:
 
 
 CASES = (  # the longer case first: it is the one the targets are set on
-    Case("4096-token window, ~250-token turns", 4096, 32, long_turns=True),
+    Case("4096-token window, ~400-token turns", 4096, 32, long_turns=True),
     Case("1024-token window, short turns", 1024, 24, long_turns=False),
 )
 
