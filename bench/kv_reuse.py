@@ -1,17 +1,30 @@
-"""Brim's ladder against a naive sliding window, on the real embedded engine.
+"""Brim's ladder against a naive sliding window, on the real embedded engine: what the
+engine's KV cache reuses, and how many prompt tokens it evaluates anew, compaction included.
 
-The same scripted 30-turn session runs twice on a 1024-token window: once through Brim's
-session (stable prefix; clear, compact and trim only when due) and once with a sliding
+Two cases, each a scripted 30-turn session run twice: through Brim's session (a stable
+prefix; clear, compact and trim only when due; a compaction on the agent's own model
+replays the conversation as last sent, so the engine reuses its cache) and with a sliding
 window that drops the oldest messages to stay under a budget before every request (what an
-agent without a ladder does). Printed side by side: the share of prompt tokens the engine
-reused from its KV cache, and the total time it spent evaluating prompts.
+agent without a ladder does).
 
-    python -m bench.kv_reuse            # several minutes on two cores (progress on stderr)
+- 1024-token window, short turns (the first case, kept as it was);
+- 4096-token window, longer turns (~400 tokens each: a log excerpt per turn).
+
+Per request the engine's `cached_tokens` (reused from its KV cache) is set against the
+tokens the request shares with the previous one (their common token prefix: the most a
+prefix cache can reuse). Printed side by side: the share of the reusable prefix reused on
+the agent's requests (worst and overall), and the prompt tokens evaluated anew (prompt
+minus cached) over the whole run, compaction requests included, against the sliding window.
+
+    python -m bench kv_reuse            # several minutes on two cores (progress on stderr)
+    python -m bench kv_reuse --details  # also one row per request
+    KV_REUSE_WINDOWS=4096 python -m bench kv_reuse   # one case only
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 import time
@@ -21,85 +34,131 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import default_agent
-from engine.context.compaction import SUMMARIZER_SYSTEM
-from engine.context.guided import GUIDED_SYSTEM
+from engine.context.guided import is_compaction_request
 from engine.messages import Message, assistant, system, user
 from engine.paths import BrimPaths
-from engine.providers.base import ChatOptions, StreamDone, StreamItem, TextDelta, Usage
+from engine.providers.base import ChatOptions, StreamDone, StreamItem, TextDelta
 from engine.providers.embedded import EmbeddedProvider
 from engine.session import ChatSession
 
-WINDOW = 1024
 TURNS = 30
-MAX_TOKENS = 24
-SLIDING_BUDGET = int(WINDOW * 0.75)  # the naive agent keeps the newest messages under this
-FREEFORM_PREFIX = SUMMARIZER_SYSTEM[:60]  # the whole-checkpoint prompt, before its fields
+SLIDING_SHARE = 0.75  # the naive agent keeps the newest messages under this share
 
 
-def is_compaction_request(messages: list[Message]) -> bool:
-    first = messages[0].content if messages else ""
-    return first == GUIDED_SYSTEM or first.startswith(FREEFORM_PREFIX)
+@dataclass(frozen=True)
+class Case:
+    name: str
+    window: int
+    max_tokens: int
+    long_turns: bool
 
 
-def scripted_turns(count: int = TURNS) -> list[str]:
-    return [
-        f"Step {i}: the service on port {8000 + i} restarted at 0{i % 10}:15 after job "
-        f"batch-{i} wrote {i * 37} records to /srv/data/part-{i}.csv. Acknowledge briefly."
-        for i in range(count)
-    ]
+CASES = (  # the longer case first: it is the one the targets are set on
+    Case("4096-token window, ~400-token turns", 4096, 32, long_turns=True),
+    Case("1024-token window, short turns", 1024, 24, long_turns=False),
+)
+
+
+def scripted_turns(count: int = TURNS, *, long_turns: bool = False) -> list[str]:
+    turns = []
+    for i in range(count):
+        text = (
+            f"Step {i}: the service on port {8000 + i} restarted at 0{i % 10}:15 after job "
+            f"batch-{i} wrote {i * 37} records to /srv/data/part-{i}.csv."
+        )
+        if long_turns:
+            lines = [
+                f"  {i:02d}:{m:02d}:07 worker-{m % 4} shard {i * 7 + m} committed "
+                f"{(i + 1) * (m + 3) * 11} rows in {m * 13 + 40} ms (queue depth {m + i % 5})"
+                for m in range(9)
+            ]
+            text += " The log of that run:\n" + "\n".join(lines)
+        turns.append(text + " Acknowledge briefly.")
+    return turns
+
+
+@dataclass
+class Request:
+    """One request that landed: what it cost and what it could have reused."""
+
+    kind: str  # agent | compaction | sliding
+    prompt: int
+    cached: int
+    shared: int  # the common token prefix with the request before it
+
+    @property
+    def evaluated(self) -> int:
+        return max(0, self.prompt - self.cached)
+
+    @property
+    def reuse(self) -> float | None:
+        """Reused tokens as a share of the reusable prefix (None: nothing was reusable)."""
+        return min(self.cached, self.shared) / self.shared if self.shared else None
 
 
 @dataclass
 class Tally:
-    requests: int = 0
-    prompt_tokens: int = 0
-    cached_tokens: int = 0
-    prompt_eval_s: float = 0.0
-    usages: list[Usage] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    wall_s: float = 0.0
 
-    def add(self, usage: Usage) -> None:
-        self.requests += 1
-        self.prompt_tokens += usage.prompt_tokens or 0
-        self.cached_tokens += usage.cached_tokens or 0
-        self.prompt_eval_s += usage.prompt_eval_s or 0.0
-        self.usages.append(usage)
+    def of(self, kind: str) -> list[Request]:
+        return [r for r in self.requests if r.kind == kind]
 
-    def row(self, variant: str, wall_s: float) -> dict[str, Any]:
-        share = self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
-        return {
-            "variant": variant,
-            "requests": self.requests,
-            "prompt tokens": self.prompt_tokens,
-            "reused from KV cache": self.cached_tokens,
-            "reused share": round(share, 3),
-            "prompt eval s": round(self.prompt_eval_s, 2),
-            "wall s": round(wall_s, 1),
-        }
+    @property
+    def evaluated(self) -> int:
+        return sum(r.evaluated for r in self.requests)
+
+    @property
+    def prompt(self) -> int:
+        return sum(r.prompt for r in self.requests)
 
 
 class RecordingProvider(EmbeddedProvider):
-    """The embedded engine, tallying the usage of every request that lands: the agent's
-    own requests in `tally`, the summarizer's (compaction) in `compaction`."""
+    """The embedded engine, recording every request that lands: its usage, whether a
+    compaction sent it, and its token prefix shared with the request before it."""
 
-    def __init__(self, tally: Tally, compaction: Tally | None = None, **kwargs: Any) -> None:
+    def __init__(self, tally: Tally, *, sliding: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tally = tally
-        self.compaction = compaction or tally
+        self.sliding = sliding
+        self._previous: list[int] = []
 
     async def stream_chat(  # type: ignore[override]
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[StreamItem]:
-        summarizing = is_compaction_request(messages)
+        first = messages[0].content if messages and messages[0].role == "system" else ""
+        last = messages[-1].content if messages else ""
+        kind = "sliding" if self.sliding else "agent"
+        if not self.sliding and is_compaction_request(first, last):
+            kind = "compaction"
+        tokenizer = self.segment_tokenizer(model)
+        tools = list(options.tools) or None
+        tokens = tokenizer.request_tokens(messages, tools) if tokenizer else []
         async for item in super().stream_chat(model, messages, options):
             if isinstance(item, StreamDone):
-                (self.compaction if summarizing else self.tally).add(item.usage)
+                shared = _common_prefix(tokens, self._previous)
+                self._previous = tokens
+                usage = item.usage
+                request = Request(kind, usage.prompt_tokens or 0, usage.cached_tokens or 0, shared)
+                self.tally.requests.append(request)
+                # Each request as it lands: a long run that is stopped still leaves its figures.
+                print(f"request {self._n_ctx} {request}", file=sys.stderr, flush=True)
             yield item
 
 
-async def run_ladder(turns: list[str]) -> tuple[Tally, Tally, float]:
-    tally, compaction = Tally(), Tally()
-    provider = RecordingProvider(tally, compaction, n_ctx=WINDOW)
-    agent = default_agent().with_changes(num_ctx=WINDOW, max_tokens=MAX_TOKENS)
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+async def run_ladder(case: Case, turns: list[str]) -> Tally:
+    tally = Tally()
+    provider = RecordingProvider(tally, n_ctx=case.window)
+    agent = default_agent().with_changes(num_ctx=case.window, max_tokens=case.max_tokens)
     with tempfile.TemporaryDirectory() as home:
         session = ChatSession(
             agent, BrimPaths.resolve(Path(home)), lambda _e: None, provider=provider
@@ -108,85 +167,149 @@ async def run_ladder(turns: list[str]) -> tuple[Tally, Tally, float]:
         await session.start()
         for i, text in enumerate(turns):
             await session.send(text)
-            _progress("ladder", i)
-        wall = time.perf_counter() - started
+            _progress(case, "ladder", i)
+        tally.wall_s = time.perf_counter() - started
         await session.close()
-    return tally, compaction, wall
+    return tally
 
 
-async def run_sliding(turns: list[str]) -> tuple[Tally, float]:
+async def run_sliding(case: Case, turns: list[str]) -> Tally:
     tally = Tally()
-    provider = RecordingProvider(tally, n_ctx=WINDOW)
+    provider = RecordingProvider(tally, sliding=True, n_ctx=case.window)
     tokenizer = provider.segment_tokenizer("")
     assert tokenizer is not None
     head = system(default_agent().system_prompt)
     history: list[Message] = []
+    budget = int(case.window * SLIDING_SHARE)
     started = time.perf_counter()
     try:
-        for text in turns:
+        for i, text in enumerate(turns):
             history.append(user(text))
             # Slide: drop the oldest messages until the request fits the budget.
-            while len(history) > 1 and tokenizer.count_request([head, *history]) > SLIDING_BUDGET:
+            while len(history) > 1 and tokenizer.count_request([head, *history]) > budget:
                 history.pop(0)
             parts: list[str] = []
-            options = ChatOptions(max_tokens=MAX_TOKENS)
+            options = ChatOptions(max_tokens=case.max_tokens)
             async for item in provider.stream_chat("", [head, *history], options):
                 if isinstance(item, TextDelta):
                     parts.append(item.text)
             history.append(assistant("".join(parts)))
-            _progress("sliding", len(tally.usages) - 1)
+            _progress(case, "sliding", i)
     finally:
         await provider.aclose()
-    return tally, time.perf_counter() - started
+    tally.wall_s = time.perf_counter() - started
+    return tally
 
 
-def _progress(variant: str, turn: int) -> None:
-    print(f"{variant}: turn {turn + 1}/{TURNS}", file=sys.stderr, flush=True)
+def _progress(case: Case, variant: str, turn: int) -> None:
+    print(f"{case.window}: {variant}: turn {turn + 1}/{TURNS}", file=sys.stderr, flush=True)
 
 
-def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The agent's requests, and with its compactions, beside the sliding window."""
-    agent, compaction, sliding = rows
-    base = f"sliding window, {sliding['requests']} requests"
+def case_rows(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
+    """One row per request of both runs (the --details table)."""
+    rows = []
+    for variant, tally in (("brim", ladder), ("sliding", sliding)):
+        for index, r in enumerate(tally.requests, start=1):
+            rows.append(
+                {
+                    "case": case.window,
+                    "variant": variant,
+                    "request": index,
+                    "kind": r.kind,
+                    "prompt": r.prompt,
+                    "shared with previous": r.shared,
+                    "reused (cached)": r.cached,
+                    "reused / reusable": None if r.reuse is None else round(r.reuse, 3),
+                    "evaluated anew": r.evaluated,
+                }
+            )
+    return rows
+
+
+def figures(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
+    """The case's figures, Brim beside the sliding window."""
+    agent = [r for r in ladder.of("agent") if r.shared]
+    worst = min((r.reuse for r in agent if r.reuse is not None), default=None)
+    overall = (
+        sum(min(r.cached, r.shared) for r in agent) / sum(r.shared for r in agent)
+        if agent
+        else None
+    )
+    slid = [r for r in sliding.requests if r.shared]
+    slid_overall = (
+        sum(min(r.cached, r.shared) for r in slid) / sum(r.shared for r in slid) if slid else None
+    )
+    base = f"sliding window at {round(SLIDING_SHARE * 100)}%, {len(sliding.requests)} requests"
+    compaction = ladder.of("compaction")
+    where = f"{TURNS} turns, {case.name}"
     return [
         {
-            "measure": f"{TURNS} turns in a {WINDOW}-token window: share of prompt read from KV",
-            "brim": agent["reused share"],
-            "baseline": sliding["reused share"],
+            "measure": f"{where}: reusable prefix reused, worst agent request",
+            "brim": None if worst is None else round(worst, 4),
+            "baseline": 1.0,
+            "baseline is": "the target: all of it (>= 0.99)",
+        },
+        {
+            "measure": f"{where}: reusable prefix reused, all agent requests",
+            "brim": None if overall is None else round(overall, 4),
+            "baseline": None if slid_overall is None else round(slid_overall, 4),
             "baseline is": base,
         },
         {
-            "measure": "the same: prompt evaluation, the agent's requests (s)",
-            "brim": agent["prompt eval s"],
-            "baseline": sliding["prompt eval s"],
+            "measure": f"{where}: prompt tokens evaluated anew, compaction included",
+            "brim": ladder.evaluated,
+            "baseline": sliding.evaluated,
+            "baseline is": base + " (target: brim <= baseline / 5)",
+        },
+        {
+            "measure": f"{where}: of which compaction requests "
+            f"({len(compaction)} requests, {len(ladder.of('agent'))} agent requests)",
+            "brim": sum(r.evaluated for r in compaction),
+            "baseline": sliding.evaluated,
             "baseline is": base,
         },
         {
-            "measure": "the same: prompt evaluation with the compaction requests (s)",
-            "brim": round(agent["prompt eval s"] + compaction["prompt eval s"], 2),
-            "baseline": sliding["prompt eval s"],
+            "measure": f"{where}: prompt tokens sent",
+            "brim": ladder.prompt,
+            "baseline": sliding.prompt,
             "baseline is": base,
         },
     ]
+
+
+def run_case(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    turns = scripted_turns(long_turns=case.long_turns)
+    ladder = asyncio.run(run_ladder(case, turns))
+    sliding = asyncio.run(run_sliding(case, turns))
+    return figures(case, ladder, sliding), case_rows(case, ladder, sliding)
 
 
 def main() -> list[dict[str, Any]]:
-    turns = scripted_turns()
-    ladder, compaction, ladder_wall = asyncio.run(run_ladder(turns))
-    sliding, sliding_wall = asyncio.run(run_sliding(turns))
-    base_eval = sliding.prompt_eval_s or 1e-9
-    rows = [
-        ladder.row("brim ladder: the agent's requests", ladder_wall),
-        compaction.row("brim ladder: its compaction requests", 0.0),
-        sliding.row("sliding window (baseline)", sliding_wall),
-    ]
-    for row, tally in zip(rows, (ladder, compaction, sliding), strict=True):
-        row["eval time vs baseline"] = round(tally.prompt_eval_s / base_eval, 2)
-    rows[1]["wall s"] = None  # included in the agent's wall time above
-    return rows
+    """The figures of every case, then one row per request (marked `detail`)."""
+    out: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    only = {int(w) for w in os.environ.get("KV_REUSE_WINDOWS", "").split(",") if w.strip()}
+    for case in CASES:
+        if only and case.window not in only:
+            continue
+        rows, per_request = run_case(case)
+        out.extend(rows)
+        details.extend({"detail": True, **row} for row in per_request)
+        from bench import format_table
+
+        print(format_table(rows), file=sys.stderr, flush=True)  # each case as it finishes
+    return out + details
+
+
+def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The side-by-side figures (the per-request rows stay in --details)."""
+    return [row for row in rows if not row.get("detail")]
 
 
 if __name__ == "__main__":
     from bench import format_table
 
-    print(format_table(main()))
+    everything = main()
+    print(format_table(summarize(everything)))
+    print()
+    print(format_table([r for r in everything if r.get("detail")]))

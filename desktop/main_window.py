@@ -269,6 +269,10 @@ class MainWindow(QMainWindow):
         self._turns = 0
         self.header.set_turn(0)
         self.header.clear_rate()  # the last answer's speed belongs to the conversation left
+        # So do its numbers: the next conversation's report replaces them once it is open,
+        # and a start that fails leaves none of them up.
+        self.rail.clear()
+        self.header.clear_context()
         self._shown_warnings.clear()
 
     @Slot()
@@ -297,6 +301,9 @@ class MainWindow(QMainWindow):
     def _on_open_failed(self, _message: str) -> None:
         self.header.set_state("not started")  # the banner already says why
         self.load_progress.hide()
+        # Nothing is open: no numbers of the conversation shown before may stay up.
+        self.rail.clear()
+        self.header.clear_context()
 
     @Slot(object)
     def on_event(self, event: Event) -> None:
@@ -313,7 +320,12 @@ class MainWindow(QMainWindow):
                         self.transcript.add_notice(warning, "warning")
             case ContextEvent():
                 self.header.set_context(
-                    event.used, event.window, event.percent, event.source, estimated=event.estimated
+                    event.used,
+                    event.window,
+                    event.percent,
+                    event.source,
+                    estimated=event.estimated,
+                    describes="last request",
                 )
             case ContextReportEvent():
                 if event.snapshot:
@@ -361,6 +373,15 @@ class MainWindow(QMainWindow):
                         event.tokens_per_s,
                     )
                 )
+            case ErrorEvent(kind="message_too_large"):
+                # Refused before anything was sent or compacted: the text goes back into the
+                # composer (nothing typed is lost) and its row leaves the transcript.
+                self.banner.show_error(event.kind, event.message)
+                self.transcript.remove_last_user(self.composer.last_sent())
+                self._turns = max(0, self._turns - 1)
+                self.header.set_turn(self._turns)
+                if not self.composer.toPlainText():
+                    self.composer.setPlainText(self.composer.last_sent())
             case ErrorEvent():
                 self.transcript.finish_stream()
                 self.banner.show_error(event.kind, event.message)
@@ -371,13 +392,16 @@ class MainWindow(QMainWindow):
 
     def _show_report(self, report: ContextReport) -> None:
         self.rail.set_report(report)
-        if report.window:
+        if not report.window:
+            self.header.clear_context()  # the engine did not say: no figures from before
+        else:
             self.header.set_context(
                 report.used,
                 report.window,
                 report.percent,
                 report.source,
                 estimated=report.estimated,
+                describes=report.describes,
             )
 
     def _show_load_progress(self, fraction: float) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engine.config import AgentConfig
-from engine.context import ContextManager, IterationPressure
+from engine.context import ContextManager, IterationPressure, LadderOutcome
 from engine.context.constants import (
     REASON_MANUAL,
     REASON_SESSION_BUDGET,
@@ -26,6 +26,7 @@ from engine.events import (
     NOTICE_ANSWER_CUT,
     NOTICE_REPETITION,
     TOOL_PREVIEW_CHARS,
+    AnswerProgressEvent,
     ClearEvent,
     ContextEvent,
     DeltaEvent,
@@ -79,6 +80,9 @@ log = logging.getLogger(__name__)
 # Seed 003: every overflow in a turn compacts with a smaller tail and retries; a turn gives
 # up after this many, or sooner when a pass does not shrink the request.
 MAX_OVERFLOW_ATTEMPTS = 4
+# How often a streaming answer's growth is reported to the gauge (seconds): often enough
+# to see it move, rarely enough that headless output is not flooded with reports.
+PROGRESS_EVERY_S = 0.25
 
 
 class Conversation(Protocol):
@@ -269,11 +273,12 @@ class AgentLoop:
             request = alternating(prepared.request)
             await self._count_exactly(request)
             counted = self.counter.count_request(request, self._schemas())
+            sent_at = time.time()
             out_cap = output_cap(
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
             )
             try:
-                answer = await self._stream(request, out_cap.tokens)
+                answer = await self._stream(request, out_cap.tokens, counted)
             except ContextOverflow as exc:
                 overflows += 1
                 self._learn(
@@ -300,6 +305,10 @@ class AgentLoop:
             self._keep_answer(answer, out_cap)
             await self._check_loaded_window()
             truncated = self._land(request, counted, answer, totals)
+            if not truncated:
+                # What a compaction on the same model replays: the engine holds it cached.
+                tokens = answer.usage.prompt_tokens or counted
+                self.context.sent(request, self._schemas(), tokens, sent_at)
             if truncated and overflows < MAX_OVERFLOW_ATTEMPTS:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
                 overflows += 1
@@ -327,6 +336,11 @@ class AgentLoop:
 
     async def compact(self, reason: str = REASON_MANUAL) -> bool:
         """`/compact`, the summarize_context tool and a used-up budget: the ladder's path."""
+        outcome = await self.compact_outcome(reason)
+        return outcome.compaction is not None and outcome.compaction.ok
+
+    async def compact_outcome(self, reason: str = REASON_MANUAL) -> LadderOutcome:
+        """The same, with what it did (for the summarize_context tool's answer)."""
         self.sink(StateEvent("compacting"))
         await self._count_exactly(self.conversation.live())
         outcome = await self.context.compact(
@@ -334,7 +348,7 @@ class AgentLoop:
         )
         if outcome.history != model_messages(self.conversation.live()):
             self.conversation.replace(outcome.history)
-        return outcome.compaction is not None and outcome.compaction.ok
+        return outcome
 
     async def _recover_overflow(
         self, exc: ContextOverflow | None, overhead: int, *, attempt: int = 1
@@ -428,13 +442,14 @@ class AgentLoop:
                 )
             )
 
-    async def _stream(self, request: list[Message], max_tokens: int) -> _Answer:
+    async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> _Answer:
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
         usage = Usage()
         finish: str | None = None
         first_token: float | None = None
         guard = RepetitionGuard()
+        reported = 0.0
         loop: Repetition | None = None
         stream = self.provider.stream_chat(self.agent.model, request, self._options(max_tokens))
         try:
@@ -447,6 +462,10 @@ class AgentLoop:
                             first_token = time.monotonic()
                         parts.append(item.text)
                         self.sink(DeltaEvent(item.text))
+                        now = time.monotonic()
+                        if now - reported >= PROGRESS_EVERY_S:
+                            reported = now
+                            self._progress(counted, parts)
                         loop = guard.feed(item.text)
                         if loop is not None:
                             break
@@ -512,6 +531,16 @@ class AgentLoop:
         if limit == "engine":
             return "the engine stopped it at its own limit"
         return f"that was all the room the {window:,}-token window had left"
+
+    def _progress(self, counted: int, parts: list[str]) -> None:
+        """The gauge's view of a streaming answer: the prompt plus the answer so far."""
+        self.sink(
+            AnswerProgressEvent(
+                prompt_tokens=counted,
+                completion_tokens=self.counter.count_text("".join(parts)),
+                window=self.context.budget.window,
+            )
+        )
 
     def _land(self, request: list[Message], counted: int, answer: _Answer, totals: _Totals) -> bool:
         """A request landed: report usage and fill, calibrate, and look for a silent cut.

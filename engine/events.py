@@ -94,6 +94,18 @@ class ContextEvent(Event):
 
 
 @dataclass
+class AnswerProgressEvent(Event):
+    """An answer is streaming: the request's prompt and the answer's tokens so far (by the
+    counter; the landing `context` event then gives the engine's count). The gauge grows
+    with it instead of sitting still through a long answer."""
+
+    type: ClassVar[str] = "answer_progress"
+    prompt_tokens: int
+    completion_tokens: int
+    window: int
+
+
+@dataclass
 class NoticeEvent(Event):
     type: ClassVar[str] = "notice"
     level: str  # "info" | "warning"
@@ -131,6 +143,9 @@ class ErrorEvent(Event):
     type: ClassVar[str] = "error"
     kind: str
     message: str
+    # Figures behind the error, for a front end that acts on them (e.g. message_too_large:
+    # {"tokens": ..., "window": ..., "fixed_tokens": ...}).
+    data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -136,14 +136,24 @@ def model_messages(messages: list[Message]) -> list[Message]:
 
 
 def alternating(messages: list[Message]) -> list[Message]:
-    """The request as it goes on the wire: consecutive user messages joined into one.
+    """The request as it goes on the wire: consecutive user messages joined into one, and a
+    compaction summary joined into the leading system message.
 
     Strict chat templates (Gemma's, Mistral's) refuse two user turns in a row, and Brim
     makes them: the ephemeral pressure nudge after the user's message, the journal preamble
-    of a resumed conversation before the next one. Joining is deterministic, so a stable
-    history stays a stable prefix."""
+    of a resumed conversation before the next one. Many also take one system message only,
+    first; the summary is condensed history in the system role (seed 003), so it goes into
+    that one message, after the system prompt (a summary saved by an older Brim as an
+    assistant message goes there too). Joining is deterministic, so a stable history stays
+    a stable prefix: the system prompt's own text still leads the request."""
     out: list[Message] = []
     for message in messages:
+        if message.kind == "summary":
+            if out and out[0].role == "system":
+                out[0] = replace(out[0], content=out[0].content + "\n\n" + message.content)
+            else:
+                out.append(replace(message, role="system"))
+            continue
         previous = out[-1] if out else None
         if previous is not None and previous.role == "user" and message.role == "user":
             out[-1] = replace(previous, content=previous.content + "\n\n" + message.content)

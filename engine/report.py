@@ -153,6 +153,11 @@ class ContextReport:
     # How Brim counts on this engine: "exact: …" (how) or "estimated (…): …" (why).
     counting: str = ""
     compact_tools: bool = False  # the tool schemas go out with compact descriptions
+    # Which request `used` describes: "last request" (the engine's count of the request that
+    # just landed, mid-run) or "next request" (what the history costs when sent now, while
+    # an answer streams and whenever the agent is at rest).
+    describes: str = "next request"
+    streaming: bool = False  # `used` includes an answer still streaming
 
     @property
     def percent(self) -> float:
@@ -185,7 +190,7 @@ class ContextReport:
         kind = " (estimated)" if self.estimated else ""
         return (
             f"Context {self.percent:.0f}% full{kind}: {format_tokens(self.used)} of "
-            f"{format_tokens(self.window)} ({self.source})"
+            f"{format_tokens(self.window)} ({self.source}) · {self.describes}"
         )
 
     def headroom_line(self) -> str:
@@ -328,7 +333,7 @@ def categories(
         tokens = count_message(message)
         if message.meta_value("memory"):
             memory += tokens
-        elif message.role == "system":
+        elif message.role == "system" and message.kind != "summary":
             inside = 0
             for item in instructions:
                 block = project_block(item)
@@ -387,6 +392,7 @@ class RequestTracker:
     fresh: bool = False  # the last point still describes the live history
     resumed: bool = False
     acts_here: int = 0  # requests and ladder acts seen live since the reset or restore
+    streaming: tuple[int, int] | None = None  # (prompt, answer so far) of the request in flight
     _pending_usage: tuple[int | None, int | None] | None = None
 
     def on_usage(self, prompt_tokens: int | None, cached_tokens: int | None) -> None:
@@ -400,6 +406,7 @@ class RequestTracker:
         del self.points[:-TIMELINE_POINTS]
         prompt, cached = self._pending_usage or (None, None)
         self._pending_usage = None
+        self.streaming = None
         self.last_measured = True
         self.last_prompt = prompt if prompt is not None else used
         self.last_cached = cached
@@ -410,6 +417,17 @@ class RequestTracker:
             self.any_reported = True
             self.session_cached += cached
         self.fresh = not estimated
+
+    def on_stream(self, prompt_tokens: int, completion_tokens: int) -> None:
+        """An answer is streaming: the gauge counts it as it grows."""
+        self.streaming = (prompt_tokens, completion_tokens)
+
+    def settle(self) -> None:
+        """The run is over (finished, cancelled or failed): from now on the gauge describes
+        the next request, not the last one (its answer, a cancelled partial and any tool
+        result since are part of what will be sent)."""
+        self.fresh = False
+        self.streaming = None
 
     def on_marker(self, kind: str, detail: str = "") -> None:
         self.acts_here += 1
@@ -430,6 +448,7 @@ class RequestTracker:
         self.fresh = False
         self.resumed = False
         self.acts_here = 0
+        self.streaming = None
         self._pending_usage = None
 
     def restore(
@@ -550,16 +569,26 @@ def build_context_report(
     exact_breakdown: bool = False,
     counting: str = "",
     compact_tools: bool = False,
+    exact_estimate: bool = False,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
-    history would make now (overhead included); the engine's count wins while it is fresh."""
+    history would make now (overhead included; `exact_estimate`: by the engine's own
+    tokenizer); the engine's count of the last request wins while a run is on and nothing
+    has changed since it landed."""
     reported = tracker.last_used()
     used = reported if reported is not None else estimate
+    describes = "last request" if reported is not None else "next request"
+    streaming = tracker.streaming is not None
+    if tracker.streaming is not None:
+        used = sum(tracker.streaming)
+        describes = "next request"
     session, last = tracker.cache_shares()
     common = {
         "source": source,
         "used": used,
-        "estimated": reported is None,
+        "estimated": streaming or (reported is None and not exact_estimate),
+        "describes": describes,
+        "streaming": streaming,
         "categories": tuple(categories),
         "cache_session": session,
         "cache_last": last,

@@ -21,6 +21,7 @@ from engine.config import AgentConfig, default_agent
 from engine.context import (
     ContextManager,
     Journal,
+    LadderOutcome,
     SummaryRequest,
     SummaryResult,
     WorkState,
@@ -28,6 +29,7 @@ from engine.context import (
     render_work_state,
 )
 from engine.context.constants import FIXED_PREFIX_MAX_RATIO, FIXED_PREFIX_UNWORKABLE_RATIO
+from engine.context.history import is_fixed
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     EngineLoadingEvent,
@@ -39,12 +41,12 @@ from engine.events import (
     WindowEvent,
 )
 from engine.memory import SessionMemory, standing_block
-from engine.messages import Message, model_messages, notice, system, user
+from engine.messages import Message, alternating, model_messages, notice, system, user
 from engine.paths import BrimPaths
 from engine.prompt import system_prompt
 from engine.providers.base import Provider
-from engine.providers.errors import ProviderError
-from engine.report import FillWarnings, RequestTracker
+from engine.providers.errors import ModelNotFound, ProviderError
+from engine.report import ContextReport, FillWarnings, RequestTracker
 from engine.session_adapters import AnnouncingApprover, SessionConversation, workspace_tools
 from engine.session_budget import output_reserve, pin_advice
 from engine.session_engine import probe_window, provider_for, record_summary_usage, summarize
@@ -101,6 +103,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
         # What the context rail shows (engine/report.py), fed from this session's events.
         self._tracker = RequestTracker()
+        self._last_report: ContextReport | None = None  # what a streaming update builds on
         self._fill_warnings = FillWarnings()
         self._compacting_from: int | None = None  # context before a running compaction
         self._compaction_row: str | None = None  # replaces the ladder's "Compacted" line
@@ -115,6 +118,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         self._had_turn = False  # a turn ran in this conversation in this session
         self._to_reflect: list[str] = []  # left with a turn, not yet reflected on
         self._manual_compaction = False  # /compact does not extract
+        # A summarizer_model the engine does not serve: the agent's own model summarizes.
+        self._summarizer_fallback = False
+        self._summarizer_probed = False
+        self._summarizer_window: int | None = None  # the summarizer model's own window
         self._conversation_claim: ConversationClaim | None = None  # no other process writes
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -189,6 +196,8 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._emit_pending_memory(always=True)  # a front end without a review dialog
             self._emit(NoticeEvent("info", "Review memory with `brim memory review`."))
             return
+        if await self._refuse_if_it_cannot_fit(text):
+            return
         self._append(user(text))
         self._turn_task = asyncio.create_task(self._run_turn())
         try:
@@ -200,6 +209,40 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._turn_task = None
             self._emit_pending_memory()
             self._emit(StateEvent("ready"))
+
+    async def _refuse_if_it_cannot_fit(self, text: str) -> bool:
+        """A message that cannot fit the window even alone (with only what every request
+        carries: the system prompt, the checkpoint, pinned messages, the tools) is refused
+        before anything is compacted, stored or sent: no compaction could make room for it.
+        True when refused (an error event with the figures). Checked once the window is
+        known (from the second message of a session whose engine was not up at start)."""
+        if self._window is None or self._provider is None:
+            return False  # the turn resolves it (and says why when it cannot)
+        loop = self._agent_loop()
+        assert self._counter is not None
+        schemas = loop.tools.schemas() if loop.tools is not None else []
+        fixed = [m for m in model_messages(self._messages) if is_fixed(m)]
+        message = user(text)
+        total = self._counter.count_request(alternating([*fixed, message]), schemas)
+        window = loop.context.budget.window
+        own = self._counter.count_message(message)
+        # Counted exactly, the whole request decides. Estimated (a learned ratio, which can
+        # be far off on tool schemas before the first answer), only a message that alone
+        # outgrows the window is refused: an ordinary message must never be.
+        if total <= window or (not self._counter.estimate_is_exact and own <= window):
+            return False
+        self._emit(
+            ErrorEvent(
+                "message_too_large",
+                f"This message is about {own:,} tokens; with the system prompt and tools "
+                f"({total - own:,} tokens) it needs {total:,}, more than the whole "
+                f"{window:,}-token window. Nothing was sent or compacted: shorten it, send "
+                "it in parts, or give the agent a file to read instead.",
+                data={"tokens": total, "message_tokens": own, "window": window},
+            )
+        )
+        self._emit(StateEvent("ready"))
+        return True
 
     def cancel(self) -> None:
         if self._turn_task is not None and not self._turn_task.done():
@@ -274,6 +317,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             await self._resolve_window()
             if self._window is None:
                 return None
+        await self._prepare_summarizer()
         loop = self._agent_loop()
         self._had_turn = True
         if self._memory is not None:
@@ -284,10 +328,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
         finally:
-            # The answer is in the history now and the counter has calibrated on this
-            # request: the rail's breakdown shows what the next request will carry, the
-            # same figures `/context` shows.
-            self._emit_report()
+            # The answer (or the cancelled partial) is in the history now and the counter
+            # has calibrated on this request: the gauge and the breakdown show what the next
+            # request will carry, the same figures `/context` shows.
+            self._settle_report()
 
     def _agent_loop(self) -> AgentLoop:
         assert self._provider is not None and self._window is not None
@@ -322,6 +366,9 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
                 sink=self._ladder_event,
                 before_summarize=self._extract_memory if self._memory_writes else None,
                 output_reserve=output_reserve(self.agent, self._provider),
+                summarizer_window=self._summarizer_window,
+                summarizer_shares_cache=not self._separate_summarizer()
+                or self._summarizer_fallback,
             )
             self._loop = AgentLoop(
                 agent=self.agent,
@@ -378,25 +425,91 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             self._append(notice(text, "warning"), emit=True)
 
     async def _compact_from_tool(self) -> str:
+        """The summarize_context tool's answer: what the ladder really did, in figures."""
         assert self._loop is not None
-        ok = await self._loop.compact()
-        return "Context compacted." if ok else "Nothing was compacted (nothing old enough)."
+        return describe_outcome(await self._loop.compact_outcome())
+
+    def summarizer_model(self) -> str:
+        """The model that writes checkpoints: the agent's summarizer_model while the engine
+        serves it, else the agent's own."""
+        chosen = self.agent.summarizer_model
+        if not chosen or self._summarizer_fallback:
+            return self.agent.model
+        return chosen
+
+    def _separate_summarizer(self) -> bool:
+        return bool(self.agent.summarizer_model) and self.agent.summarizer_model != self.agent.model
+
+    def _fall_back_to_agent_model(self, exc: ProviderError) -> None:
+        """Said once: the summarizer model is not served, so the agent's model summarizes
+        (seed 000), against the agent's window."""
+        if self._summarizer_fallback:
+            return
+        self._summarizer_fallback = True
+        self._summarizer_window = None
+        if self._loop is not None:
+            self._loop.context.summarizer_window = None
+            self._loop.context.summarizer_shares_cache = True
+        self._append(
+            notice(
+                f"The engine does not serve the summarizer model {self.agent.summarizer_model!r} "
+                f"({exc.message}); {self.agent.model or 'the agent model'} writes the "
+                "checkpoints instead. Fix summarizer_model in the agent to use another.",
+                "warning",
+            ),
+            emit=True,
+        )
+
+    async def _prepare_summarizer(self) -> None:
+        """Once per session, for a separate summarizer model: ask the engine for its window
+        (its prompt budget is its own, not the agent's); an unserved one falls back now."""
+        if self._summarizer_probed or not self._separate_summarizer():
+            return
+        self._summarizer_probed = True
+        assert self._provider is not None
+        try:
+            found = await probe_window(
+                self._provider, self.agent.with_changes(model=self.agent.summarizer_model)
+            )
+        except ModelNotFound as exc:
+            self._fall_back_to_agent_model(exc)
+            return
+        except (ProviderError, ValueError) as exc:
+            log.info("could not probe the summarizer's window: %s", exc)
+            return
+        if found.source != "fallback":
+            self._summarizer_window = found.window
+            if self._loop is not None:
+                self._loop.context.summarizer_window = found.window
 
     async def _summarize(self, request: SummaryRequest) -> SummaryResult:
-        """The summarizer (engine/session_engine.py); summaries count in `/usage`."""
+        """The summarizer (engine/session_engine.py); summaries count in `/usage`. A
+        summarizer model the engine answers 404 for is dropped for the agent's own."""
+        assert self._provider is not None
+        model = self.summarizer_model()
+        try:
+            return await self._summarize_with(request, model)
+        except ModelNotFound as exc:
+            if model == self.agent.model:
+                raise
+            self._fall_back_to_agent_model(exc)
+        return await self._summarize_with(request, self.agent.model)
+
+    async def _summarize_with(self, request: SummaryRequest, model: str) -> SummaryResult:
         assert self._provider is not None
         return await summarize(
             self._provider,
             self.agent,
             request,
-            on_done=lambda model, done: record_summary_usage(
+            on_done=lambda used, done: record_summary_usage(
                 self._store,
                 self._provider,
                 agent=self.agent.name,
                 conversation_id=self.conversation_id,
-                model=model,
+                model=used,
                 done=done,
             ),
+            model=model,
         )
 
     async def compact(self) -> None:
@@ -405,6 +518,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
             await self._resolve_window()
             if self._window is None:
                 return
+        await self._prepare_summarizer()
         loop = self._agent_loop()
         self._manual_compaction = True  # the chat layer cannot answer for the run's gate
         try:
@@ -564,6 +678,26 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         if fraction >= 1.0 or fraction - self._load_reported >= 0.01:
             self._load_reported = fraction
             self._emit(LoadProgressEvent(round(min(1.0, max(0.0, fraction)), 3)))
+
+
+def describe_outcome(outcome: LadderOutcome) -> str:
+    """The model is told the truth about the compaction it asked for."""
+    result = outcome.compaction
+    sizes = f"{outcome.tokens_before:,} → {outcome.tokens_after:,} tokens"
+    if result is not None and result.ok:
+        return (
+            f"Compacted {result.messages_before} → {result.messages_after} messages ({sizes}): "
+            "the older messages are replaced by the checkpoint in the system message."
+        )
+    why = "nothing old enough to summarize"
+    if result is not None and result.detail:
+        why = result.detail
+    if outcome.trimmed:
+        return (
+            f"Not compacted: {why}. {outcome.trimmed} older messages were dropped without a "
+            f"summary instead ({sizes})."
+        )
+    return f"Not compacted: {why}. The context is unchanged ({outcome.tokens_before:,} tokens)."
 
 
 class UnknownConversation(Exception):

@@ -93,10 +93,14 @@ async def summarize(
     agent: AgentConfig,
     request: SummaryRequest,
     on_done: Callable[[str, StreamDone], None],
+    *,
+    model: str | None = None,
 ) -> SummaryResult:
-    """The summarizer: the agent's summarizer model on the same engine, else its own.
-    `on_done` hears the model asked and the stream's end (its usage)."""
-    model = agent.summarizer_model or agent.model
+    """The summarizer: `model` (by default the agent's summarizer model, else its own) on
+    the agent's engine. `on_done` hears the model asked and the stream's end (its usage).
+    A request built from the conversation as last sent carries the same tool schemas, so
+    the engine's cache still matches its prefix (the instruction says not to call them)."""
+    model = model or agent.summarizer_model or agent.model
     parts: list[str] = []
     finish: str | None = None
     options = ChatOptions(
@@ -104,6 +108,7 @@ async def summarize(
         temperature=0.2,
         num_ctx=agent.num_ctx if provider.kind == "ollama" else None,
         stop=list(request.stop),
+        tools=list(request.tools),
     )
     async for item in provider.stream_chat(model, request.messages, options):
         if isinstance(item, TextDelta):

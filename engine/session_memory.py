@@ -81,7 +81,9 @@ class SessionMemoryMixin:
 
     def _memory_complete(self) -> Complete:
         assert self._provider is not None
-        model = self.agent.summarizer_model or self.agent.model
+        # The session's choice: the summarizer model, or the agent's when it is not served.
+        choose = getattr(self, "summarizer_model", None)
+        model = choose() if callable(choose) else self.agent.summarizer_model or self.agent.model
         return provider_complete(self._provider, model, num_ctx=self.agent.num_ctx)
 
     def _count_text(self, text: str) -> int:

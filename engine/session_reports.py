@@ -22,6 +22,7 @@ from engine.context import render_work_state
 from engine.context.constants import REASON_MANUAL
 from engine.context.work_state import work_folder_files
 from engine.events import (
+    AnswerProgressEvent,
     ClearEvent,
     CompactionEvent,
     ContextEvent,
@@ -34,7 +35,7 @@ from engine.events import (
     UsageReportEvent,
     WorkStateEvent,
 )
-from engine.messages import Message, model_messages, notice
+from engine.messages import Message, alternating, model_messages, notice
 from engine.paths import BrimPaths
 from engine.prompt import project_instructions
 from engine.providers.base import Provider
@@ -83,6 +84,7 @@ class SessionReportsMixin:
     _fill_warnings: FillWarnings
     _compacting_from: int | None
     _compaction_row: str | None
+    _last_report: ContextReport | None
 
     if TYPE_CHECKING:  # the session's own, in engine/session.py
 
@@ -117,14 +119,27 @@ class SessionReportsMixin:
         return build_context_report(
             budget=loop.context.budget,
             source=self._window.source,
-            estimate=counter.count_request(live, schemas),
+            estimate=self._next_request_tokens(loop, live, schemas),
             tracker=self._tracker,
             categories=rows,
             instructions=[item.name for item in instructions],
             exact_breakdown=counter.estimate_is_exact,
             counting=f"{self._provider.kind}: {counter.describe()}",
             compact_tools=bool(getattr(loop.tools, "compact", False)),
+            exact_estimate=counter.estimate_is_exact,
         )
+
+    def _next_request_tokens(
+        self, loop: AgentLoop, live: list[Message], schemas: list[dict[str, object]]
+    ) -> int:
+        """What the next request costs if sent now: the history with the nudge the ladder
+        would add, in the wire form (the summary inside the system message, user turns
+        joined), with the tools; counted as the loop counts what it sends."""
+        assert self._counter is not None
+        request = loop.context.next_request(
+            live, overhead_tokens=loop.overhead_tokens(), max_iterations=self.agent.max_iterations
+        )
+        return self._counter.count_request(alternating(request), schemas)
 
     def usage_report(self) -> UsageReport:
         """`/usage` for this conversation: every request it made, summaries included."""
@@ -204,8 +219,11 @@ class SessionReportsMixin:
 
     def _observe(self, event: Event) -> None:
         """Feed the request tracker; after each landed request, warn at 70% / 90% once and
-        send the rail its report."""
-        if isinstance(event, UsageEvent):
+        send the rail its report. A streaming answer moves the gauge as it grows."""
+        if isinstance(event, AnswerProgressEvent):
+            self._tracker.on_stream(event.prompt_tokens, event.completion_tokens)
+            self._emit_stream_report()
+        elif isinstance(event, UsageEvent):
             self._tracker.on_usage(event.prompt_tokens, event.cached_tokens)
         elif isinstance(event, ContextEvent):
             self._tracker.on_context(event.used, event.window, estimated=event.estimated)
@@ -279,7 +297,27 @@ class SessionReportsMixin:
         except Exception:  # the rail is a view: a failure here must not stop a turn
             log.exception("could not build the context report")
             return
+        self._last_report = report
         self._emit(ContextReportEvent(report))
+
+    def _emit_stream_report(self) -> None:
+        """The last full report with the streaming figure in it: the breakdown is not
+        recounted ten times a second, only the headline moves."""
+        base = self._last_report
+        if base is None or self._tracker.streaming is None:
+            self._emit_report()
+            return
+        used = sum(self._tracker.streaming)
+        self._emit(
+            ContextReportEvent(
+                replace(base, used=used, estimated=True, describes="next request", streaming=True)
+            )
+        )
+
+    def _settle_report(self) -> None:
+        """A run ended (answered, cancelled or failed): the gauge shows the next request."""
+        self._tracker.settle()
+        self._emit_report()
 
     def _work_folder(self) -> Path:
         return self.paths.conversation_dir(self.agent.name, self.conversation_id)

@@ -160,6 +160,10 @@ class Composer(QPlainTextEdit):
         self._last_sent = text
         self.submitted.emit(text)
 
+    def last_sent(self) -> str:
+        """The text most recently submitted (what a refused message puts back)."""
+        return self._last_sent
+
     def take_text(self) -> str:
         """Clear the composer once the window has accepted the message."""
         text = self.toPlainText()

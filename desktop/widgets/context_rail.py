@@ -29,14 +29,18 @@ LEVEL_COLOURS = {"ok": theme.FILL_OK, "warn": theme.FILL_WARN, "critical": theme
 
 
 def headline(report: ContextReport) -> str:
-    """`37% full · 3K of 8K` (with `estimated` when it is Brim's count, not the engine's)."""
+    """`37% full · 3K of 8K · next request` (with `estimated` when it is Brim's count, not
+    the engine's): which request the figure describes is always said."""
     if not report.window:
         return "window not known yet"
     text = (
         f"{report.percent:.0f}% full · {format_tokens(report.used)} of "
         f"{format_tokens(report.window)}"
     )
-    return text + (" · estimated" if report.estimated else "")
+    return text + (" · estimated" if report.estimated else "") + f" · {report.describes}"
+
+
+EMPTY_REPORT = ContextReport(window=None, source="", used=0, estimated=True)
 
 
 class FillBar(QWidget):
@@ -229,6 +233,12 @@ class ContextRail(QFrame):
 
     def report(self) -> ContextReport | None:
         return self._report
+
+    def clear(self) -> None:
+        """No session to describe (a failed start): nothing of the conversation before."""
+        self.set_report(EMPTY_REPORT)
+        self._report = None
+        self.headline_label.setText("waiting for the engine")
 
     def set_report(self, report: ContextReport) -> None:
         self._report = report

@@ -20,6 +20,7 @@ class HeaderBar(QFrame):
         self._source = ""
         self._estimated = False
         self._percent: float | None = None
+        self._describes = ""  # "last request" | "next request": which one the numbers are
         self._warnings: list[str] = []
         self._context_plain = ""
         self._turn = 0
@@ -93,11 +94,25 @@ class HeaderBar(QFrame):
         self._render_context()
 
     def set_context(
-        self, used: int, window: int, percent: float, source: str, *, estimated: bool
+        self,
+        used: int,
+        window: int,
+        percent: float,
+        source: str,
+        *,
+        estimated: bool,
+        describes: str = "",
     ) -> None:
         self._used, self._window, self._source = used, window, source
         self._percent = percent
         self._estimated = estimated
+        self._describes = describes
+        self._render_context()
+
+    def clear_context(self) -> None:
+        """No session (a failed start): no numbers left from the conversation before."""
+        self._used = self._window = self._percent = None
+        self._source, self._describes, self._warnings = "", "", []
         self._render_context()
 
     def set_rate(self, tokens_per_s: float) -> None:
@@ -123,13 +138,17 @@ class HeaderBar(QFrame):
             self._used, self._window, self._source, estimated=self._estimated
         )
         numbers, _, source = self._context_plain.rpartition(" ")
+        which = f" · {self._describes}" if self._describes else ""
         self.context_label.setText(
-            f"{html.escape(numbers)} <span style='color:{theme.MUTED}'>{html.escape(source)}</span>"
+            f"{html.escape(numbers)} <span style='color:{theme.MUTED}'>"
+            f"{html.escape(source + which)}</span>"
         )
+        self._context_plain += which
         tip = []
         if self._percent is not None:
             kind = "estimated" if self._estimated else "reported by the engine"
-            tip.append(f"{self._percent:.1f}% of the window used ({kind})")
+            which = f" by the {self._describes}" if self._describes else ""
+            tip.append(f"{self._percent:.1f}% of the window used{which} ({kind})")
         tip.append(f"window source: {self._source}")
         tip.extend(self._warnings)
         self.context_label.setToolTip("\n".join(tip))

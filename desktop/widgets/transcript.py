@@ -120,6 +120,13 @@ class TranscriptView(QTextBrowser):
     def add_user(self, text: str) -> None:
         self._append(Row("user", text))
 
+    def remove_last_user(self, text: str) -> None:
+        """Take back the newest row when it is the user's `text` (a message the engine side
+        refused before sending it: it returns to the composer, not to the record)."""
+        if self._rows and self._rows[-1].kind == "user" and self._rows[-1].text == text:
+            self._rows.pop()
+            self._rebuild()
+
     def add_notice(self, text: str, level: str = "info", marker: str = "") -> None:
         self._append(Row("notice", text, level=level, marker=marker))
 

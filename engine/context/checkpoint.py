@@ -5,12 +5,16 @@ into the schema (missing sections filled, sections put in order) rather than tru
 written. "Covered So Far" is the anti-repetition record: a pass that forgets which files it
 already read restarts the pass. So its merge is not left to the model: every entry of the
 prior checkpoint and every path the summarized messages read is carried into the new one.
+The task itself gets the same protection (`carry_forward`): the earlier checkpoint's Goal,
+Constraints, Done and Key Decisions survive a summarizer that forgot them, and the whole
+checkpoint is held to a token budget (`cap_checkpoint`) so a summary never crowds out the
+conversation it stands for.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from engine.context.constants import COVERED_SECTION, SUMMARY_SCHEMA
 
@@ -23,6 +27,8 @@ EMPTY_SECTION = "- (none)"
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?P<t>.+?)\s*#*\s*$")
 _BOLD_HEADING = re.compile(r"^\s*\*\*(?P<t>[^*]+?)\*\*\s*:?\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+# The line `cap_checkpoint` leaves where it dropped entries: not an entry itself.
+_CAP_NOTE = re.compile(r"^\s*(?:-\s*)?\(\d+ earlier entr(?:y|ies) left out")
 _TITLES = {title.lower(): title for _, title in SUMMARY_SCHEMA}
 
 
@@ -139,7 +145,7 @@ def covered_items(checkpoint: str) -> list[str]:
     _, sections = parse_checkpoint(checkpoint)
     items = []
     for line in sections.get(COVERED_SECTION, []):
-        if not line.strip() or _is_empty_marker(line):
+        if not line.strip() or _is_empty_marker(line) or _CAP_NOTE.match(line):
             continue
         items.extend(_expand(_BULLET.sub("", line).strip()))
     return items
@@ -190,3 +196,107 @@ def checkpoint_of(summary_message_content: str) -> str:
     if text.startswith(SUMMARY_PREFIX):
         text = text[len(SUMMARY_PREFIX) :]
     return text.strip()
+
+
+# Sections a later checkpoint may not lose: the task, its rules, what is finished and why.
+# Each prior entry is carried unless the new answer restates it (the rule Covered So Far
+# follows); a Goal the summarizer rewrote in other words keeps the earlier wording beside it.
+CARRIED_ENTRIES = ("Goal", "Constraints & Preferences", "Done", "Key Decisions")
+
+
+def has_checkpoint_headings(text: str) -> bool:
+    """Whether an answer is shaped like a checkpoint at all: at least one of its headings.
+    "Noted." or a chatty reply is not, and must not replace history."""
+    _, sections = parse_checkpoint(text)
+    return bool(sections)
+
+
+def _entries(lines: list[str]) -> list[str]:
+    """A section's entries: blank lines, "(none)" markers and cap notes left out."""
+    return [
+        ln
+        for ln in _strip_blank(lines)
+        if ln.strip() and not _is_empty_marker(ln) and not _CAP_NOTE.match(ln)
+    ]
+
+
+def _entry_key(line: str) -> str:
+    return " ".join(_BULLET.sub("", line).strip().strip(".").lower().split())
+
+
+def carry_forward(checkpoint: str, priors: Iterable[str]) -> str:
+    """The earlier checkpoints' Goal, Constraints & Preferences, Done and Key Decisions,
+    carried into `checkpoint` wherever it does not restate them. Whatever the summarizer
+    wrote (or forgot), the task and what was settled stay in every later request."""
+    _, sections = parse_checkpoint(checkpoint)
+    for prior in priors:
+        _, old = parse_checkpoint(prior)
+        for title in CARRIED_ENTRIES:
+            new = _entries(sections.get(title, []))
+            keys = {_entry_key(line) for line in new}
+            carried = [ln for ln in _entries(old.get(title, [])) if _entry_key(ln) not in keys]
+            if carried:
+                sections[title] = [*carried, *new]  # older first, as they happened
+    return render_checkpoint(sections)
+
+
+# When a checkpoint is over its budget, entries go first from the sections the agent can
+# best do without, oldest entries first; the Goal is cut last and only by characters.
+CAP_ORDER = (
+    "Critical Context",
+    "Next Steps",
+    "Blocked",
+    "In Progress",
+    "Key Decisions",
+    "Done",
+    "Covered So Far",
+    "Constraints & Preferences",
+)
+
+
+def cap_checkpoint(checkpoint: str, max_tokens: int, count_text: Callable[[str], int]) -> str:
+    """`checkpoint` held to `max_tokens`: the oldest entries of the least needed sections
+    are left out (and the section says how many) until it fits. A summary that ran for pages
+    would otherwise fill the window it was written to free."""
+    if max_tokens <= 0 or count_text(checkpoint) <= max_tokens:
+        return checkpoint
+    _, parsed = parse_checkpoint(checkpoint)
+    sections = {title: _entries(lines) for title, lines in parsed.items()}
+    sections[COVERED_SECTION] = [f"- {item}" for item in covered_items(checkpoint)]
+    dropped: dict[str, int] = {}
+
+    def rendered() -> str:
+        out = dict(sections)
+        for title, n in dropped.items():
+            note = f"- ({n} earlier {'entry' if n == 1 else 'entries'} left out to fit the summary)"
+            lines = out.get(title, [])
+            if title == COVERED_SECTION:
+                lines = render_covered([_BULLET.sub("", ln).strip() for ln in lines])
+            out[title] = [note, *lines]
+        if COVERED_SECTION not in dropped:
+            items = [_BULLET.sub("", ln).strip() for ln in out.get(COVERED_SECTION, [])]
+            out[COVERED_SECTION] = render_covered(items)
+        return render_checkpoint(out)
+
+    def drop(over: int) -> int:
+        """Leave out entries worth about `over` tokens; what is still over afterwards."""
+        for title in CAP_ORDER:
+            lines = sections.get(title, [])
+            while lines and over > 0:
+                over -= count_text(lines.pop(0)) + 1
+                dropped[title] = dropped.get(title, 0) + 1
+            if over <= 0:
+                break
+        return over
+
+    drop(count_text(checkpoint) - max_tokens)  # an estimate per line, then exactly:
+    text = rendered()
+    while count_text(text) > max_tokens and any(sections.get(t) for t in CAP_ORDER):
+        drop(max(1, count_text(text) - max_tokens))
+        text = rendered()
+    while count_text(text) > max_tokens and sections.get("Goal"):
+        goal = " ".join(_BULLET.sub("", ln).strip() for ln in sections["Goal"])
+        keep = len(goal) - max(40, len(goal) // 4)
+        sections["Goal"] = [f"- {goal[:keep].rstrip()} …"] if keep > 40 else []
+        text = rendered()
+    return text

@@ -36,10 +36,12 @@ RECENT_TAIL_MIN_TOKENS = 8_000
 RECENT_TAIL_MAX_TOKENS = 40_000
 SMALL_WINDOW_TOKENS = 32_000
 
-# The summary is one assistant message (seed 000: the model's own checkpoint); the
-# continuation after it is a user-role nudge, so the rebuilt history alternates
-# system, [pinned user], assistant, user before the recent tail.
-SUMMARY_ROLE = "assistant"
+# The summary is a system message carrying condensed history (seed 003), never one of the
+# model's own earlier answers: a small model shown its checkpoint as an assistant turn
+# parrots it. On the wire it joins the leading system message (messages.alternating), so
+# templates that take one system message only still work. The continuation after it is a
+# user-role nudge.
+SUMMARY_ROLE = "system"
 CONTINUATION_ROLE = "user"
 
 # A middle smaller than this is not worth a summarizer call: the checkpoint's own headings

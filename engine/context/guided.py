@@ -12,9 +12,17 @@ filled mechanically from the transcript's own tool calls, as it is for any check
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from engine.context.checkpoint import parse_checkpoint, render_checkpoint
-from engine.context.compaction import Summarize, SummaryRequest
+from engine.context.compaction import (
+    REPLAY_MARK,
+    REPLAY_QUESTION_MARK,
+    SUMMARIZER_SYSTEM,
+    Summarize,
+    SummaryRequest,
+)
 from engine.messages import Message
 
 log = logging.getLogger(__name__)
@@ -46,6 +54,19 @@ ANSWER_PREFIX = "Answer:"
 ANSWER_STOP = ("\n\n",)
 ANSWER_MAX_TOKENS = 96
 NONE_ANSWERS = frozenset({"none", "none.", "n/a", "nothing", "nothing.", "no", "no."})
+# An acknowledgement answers no question: "Noted." is not a goal.
+ACKNOWLEDGEMENTS = frozenset(
+    {"noted", "ok", "okay", "sure", "understood", "got it", "acknowledged", "yes", "done"}
+)
+
+
+def is_compaction_request(first: str, last: str) -> bool:
+    """Whether a chat request (its first and last messages' text) is one compaction sends,
+    in either form: the fenced transcript (its own system prompt) or the replayed
+    conversation (the instruction after it). For benchmarks, doubles and logs."""
+    if first == GUIDED_SYSTEM or first.startswith(SUMMARIZER_SYSTEM[:60]):
+        return True
+    return REPLAY_MARK in last or REPLAY_QUESTION_MARK in last
 
 
 def _clean(answer: str) -> str:
@@ -55,18 +76,35 @@ def _clean(answer: str) -> str:
     return " ".join(text.split())
 
 
-async def guided_checkpoint(transcript_prompt: str, summarize: Summarize) -> str | None:
+REPLAY_QUESTION = (
+    REPLAY_QUESTION_MARK + " Stop the task for a moment: do not call tools and do not answer "
+    "the user. Answer one question about the conversation above, briefly and factually. "
+)
+
+
+async def guided_checkpoint(
+    transcript_prompt: str,
+    summarize: Summarize,
+    *,
+    frame: Callable[[str], list[Message]] | None = None,
+    tools: tuple[dict[str, Any], ...] = (),
+) -> str | None:
     """Ask one question per section over `transcript_prompt` (the transcript block with
-    its framing, ending where the question goes). None when no answer was usable."""
+    its framing, ending where the question goes). None when no answer was usable.
+
+    `frame` instead puts each question after the conversation as it was last sent (with its
+    `tools`), so each question reuses the engine's cached prefix."""
     sections: dict[str, list[str]] = {}
     for section, question in GUIDED_QUESTIONS:
-        request = SummaryRequest(
-            messages=[
+        if frame is not None:
+            messages = frame(REPLAY_QUESTION + question)
+        else:
+            messages = [
                 Message(role="system", content=GUIDED_SYSTEM),
                 Message(role="user", content=f"{transcript_prompt}\n\n{question}"),
-            ],
-            max_tokens=ANSWER_MAX_TOKENS,
-            stop=ANSWER_STOP,
+            ]
+        request = SummaryRequest(
+            messages=messages, max_tokens=ANSWER_MAX_TOKENS, stop=ANSWER_STOP, tools=tools
         )
         try:
             result = await summarize(request)
@@ -76,7 +114,7 @@ async def guided_checkpoint(transcript_prompt: str, summarize: Summarize) -> str
         answer = _clean(result.text)
         if result.finish_reason == "length" or not answer:
             continue  # incomplete answers are dropped, never used
-        if answer.lower() in NONE_ANSWERS:
+        if answer.lower() in NONE_ANSWERS or answer.lower().strip(" .!") in ACKNOWLEDGEMENTS:
             continue
         sections[section] = [f"- {answer}"]
     if "Goal" not in sections and len(sections) < 2:

@@ -31,6 +31,7 @@ from engine.context.compaction import (
     CompactionPlan,
     CompactionResult,
     JournalSink,
+    Replay,
     Summarize,
     compact,
     plan_compaction,
@@ -132,6 +133,7 @@ class ContextManager:
         summarizer_window: int | None = None,
         before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
         output_reserve: int = 0,
+        summarizer_shares_cache: bool = False,
     ) -> None:
         self.budget = ContextBudget(window, compaction_ratio, reserve_tokens, output_reserve)
         self.count_message = count_message
@@ -144,6 +146,10 @@ class ContextManager:
         self.protected_turns = protected_turns
         self.summarizer_window = summarizer_window
         self.before_summarize = before_summarize
+        # The summarizer is the agent's own model on the same engine: compaction replays the
+        # conversation as last sent (its KV cache) instead of retelling it as a transcript.
+        self.summarizer_shares_cache = summarizer_shares_cache
+        self._last_sent: Replay | None = None
         self._just_compacted = False
         self._progress_note = ""
         self._fallback_told = False  # the user hears once that compaction fell back to trim
@@ -190,6 +196,34 @@ class ContextManager:
         if self._count is not None:
             framing = max(0, self._count(msgs) - sum(map(self.count_message, msgs)))
         return threshold - overhead - framing
+
+    def sent(
+        self, request: Sequence[Message], tools: Sequence[dict], tokens: int, at: float
+    ) -> None:
+        """The engine accepted `request` (its wire form, sent at `at`) whole: what a
+        compaction replays."""
+        self._last_sent = Replay(tuple(request), tuple(tools), tokens, at)
+
+    def next_request(
+        self,
+        history: Sequence[Message],
+        *,
+        overhead_tokens: int = 0,
+        iterations_used: int = 1,
+        max_iterations: int | float | None = None,
+    ) -> list[Message]:
+        """The request `prepare` would build from `history` when no rung fires: the history
+        and the nudge it would carry. What the gauge counts as "next request"."""
+        msgs = model_messages(list(history))
+        usage = self.usage(msgs, overhead_tokens)
+        nudge = pressure_message(
+            [
+                context_nudge(usage, just_compacted=self._just_compacted),
+                self._progress_note if self._just_compacted else None,
+                iteration_nudge(iterations_used, max_iterations),
+            ]
+        )
+        return [*msgs, nudge] if nudge else msgs
 
     # The pipeline -----------------------------------------------------------------------
 
@@ -396,6 +430,7 @@ class ContextManager:
             summarizer_window=self.summarizer_window,
             before_summarize=self.before_summarize,
             guided_only=self._guided_only,
+            replay=self._last_sent if self.summarizer_shares_cache else None,
         )
         if result.freeform_refused:
             self._guided_only = True
@@ -419,6 +454,7 @@ class ContextManager:
             )
             self._just_compacted = True
             self._progress_note = result.progress_note
+            self._last_sent = None  # the history it replayed is gone
             out = result.messages
             # A summary that still leaves the request over the trim line (a huge newest
             # message, a long checkpoint) is followed by the trim rung at once; below the

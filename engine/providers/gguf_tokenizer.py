@@ -101,6 +101,15 @@ class GgufTokenizer:
         prompt, add_bos = self.template.render(template_messages(messages), tools)
         return self._count_rendered(prompt, add_bos)
 
+    def request_tokens(
+        self, messages: list[Message], tools: list[dict[str, Any]] | None = None
+    ) -> list[int]:
+        """The prompt's token ids as the embedded engine evaluates them (what two requests
+        share is their common prefix: the most its KV cache can reuse)."""
+        prompt, add_bos = self.template.render(template_messages(messages), tools)
+        with self._lock:
+            return list(prompt_tokens(self._llm, prompt, add_bos))
+
     def count_message(self, message: Message) -> int:
         if message.is_notice:
             return 0

@@ -106,8 +106,9 @@ async def summarize_context(args: dict[str, Any], ctx: ToolContext) -> str:
         raise
     except Exception as exc:
         raise ToolError(f"compaction failed ({exc}); the context is unchanged") from exc
-    outcome = (outcome or "").strip()
-    return f"Context compacted. {outcome}".strip() if outcome else "Context compacted."
+    # The hook says what happened (compacted N → M, or why not): passed on as it is, never
+    # dressed up as a success.
+    return (outcome or "").strip() or "The compaction reported nothing; the context is unchanged."
 
 
 def _page_end(text: str, start: int, room: int) -> int:

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import QApplication
 from desktop.app import DesktopApp, ensure_application
 from desktop.screenshot import grab_window
 from engine.paths import BrimPaths
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
 DEFAULT_OUT = Path("docs/screenshots")
@@ -243,8 +244,7 @@ def compaction_shots(root: Path, out: Path) -> list[Path]:
     with FakeLlamaServer(n_ctx=8192, slots=1, model=MODEL) as fake:
 
         def respond(request: Any) -> Reply:
-            last = request.body["messages"][-1]
-            if "Covered So Far" in str(last.get("content", "")):
+            if is_compaction(request.body):
                 return Reply(text=SUMMARY)
             if _answered_by_tool(request):
                 result = next(

@@ -13,6 +13,7 @@ from engine.context.budget import ContextBudget
 from engine.events import ContextEvent, Event
 from engine.report import CacheShare, RequestTracker, build_context_report
 from tests.desktop.conftest import agent_toml
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
 SUMMARY = (
@@ -29,8 +30,7 @@ def _send(qtbot: Any, window: Any, text: str) -> None:
 
 def _summaries_or(text: str):  # type: ignore[no-untyped-def]
     def respond(request: Any) -> Reply:
-        last = str(request.body["messages"][-1].get("content", ""))
-        return Reply(text=SUMMARY if "Covered So Far" in last else text)
+        return Reply(text=SUMMARY if is_compaction(request.body) else text)
 
     return respond
 
@@ -52,9 +52,12 @@ def test_the_rails_numbers_equal_the_engines_context_events(qtbot, real_desktop)
         qtbot.waitUntil(lambda: len(contexts) == 2)
         report = d.window.rail.report()
         last = contexts[-1]
-        assert (report.used, report.window, report.estimated) == (last.used, last.window, False)
+        # At rest the rail describes the next request: the last one plus its answer.
+        assert report.window == last.window and report.describes == "next request"
+        assert report.used > last.used
         assert d.window.rail.headline_label.text() == (
-            f"{100 * last.used / last.window:.0f}% full · {format_tokens(last.used)} of 4K"
+            f"{100 * report.used / last.window:.0f}% full · {format_tokens(report.used)} of 4K"
+            " · estimated · next request"
         )
         assert [p.used for p in report.timeline] == [c.used for c in contexts]
         assert d.window.rail.timeline.points() == [
@@ -173,24 +176,36 @@ def test_the_header_and_rail_update_as_each_request_lands_not_only_at_turn_end(
         fake.script_reply("It is a list of Greek letters. " * 20, token_delay=0.05)
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)}, workspace=ws)
         contexts: list[ContextEvent] = []
-        d.app.bridge.event.connect(
-            lambda e: contexts.append(e) if isinstance(e, ContextEvent) else None
-        )
+        seen: list[tuple[str, bool, str]] = []  # what the header said as each request landed
+
+        def keep(e: Event) -> None:
+            if isinstance(e, ContextEvent):
+                contexts.append(e)
+                seen.append(
+                    (
+                        d.window.header.text(),
+                        d.app.bridge.busy,
+                        d.window.transcript.toPlainText(),
+                    )
+                )
+
+        d.app.bridge.event.connect(keep)
         _send(qtbot, d.window, "What is in notes.md?")
         qtbot.waitUntil(lambda: len(contexts) == 1, timeout=10000)
         first = contexts[0]
-        qtbot.waitUntil(lambda: d.window.rail.report().used == first.used)
+        header, busy, transcript = seen[0]
         # The first request landed; the turn is still running its second one.
-        assert d.app.bridge.busy
-        assert f"ctx {format_tokens(first.used)}/8K" in d.window.header.text()
-        assert "Worked for" not in d.window.transcript.toPlainText()
+        assert busy
+        assert f"ctx {format_tokens(first.used)}/8K" in header and "last request" in header
+        assert "Worked for" not in transcript
         # The header counts the run's requests: the read was step 1, the answer is step 2.
         qtbot.waitUntil(lambda: "turn 1 · step 2" in d.window.header.text(), timeout=10000)
         qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=20000)
         qtbot.waitUntil(lambda: d.window.header.state() == "ready")
         assert "step" not in d.window.header.text()
         assert len(contexts) == 2 and contexts[1].used > first.used
-        assert d.window.rail.report().used == contexts[1].used
+        assert d.window.rail.report().describes == "next request"
+        assert d.window.rail.report().used > contexts[1].used
 
 
 def test_a_capped_run_shows_its_step_against_the_iteration_cap_while_it_works(

@@ -18,6 +18,7 @@ from desktop.widgets.transcript import Row, merge_live_rows, rows_for
 from engine.messages import assistant, notice, user
 from engine.store.records import Receipt
 from tests.desktop.conftest import agent_toml
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 SUMMARY = (
@@ -28,8 +29,7 @@ SUMMARY = (
 
 
 def _respond(request: Any) -> Reply:
-    last = str(request.body["messages"][-1].get("content", ""))
-    if "Covered So Far" in last:
+    if is_compaction(request.body):
         return Reply(text=SUMMARY)
     return Reply(text=f"Answer number {len(request.body['messages'])}.")
 

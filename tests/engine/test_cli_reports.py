@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpers.cli import run_brim
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 
@@ -25,7 +26,12 @@ def test_headless_chat_reports_the_context_after_each_request_and_answers_slash_
     live = [r for r in reports if not r["snapshot"]]
     (snapshot,) = [r for r in reports if r["snapshot"]]
     assert requests == 1 and len(contexts) == 1
-    assert live[-1]["used"] == contexts[0]["used"] and live[-1]["estimated"] is False
+    # As the request lands the report is the engine's count of it; once the turn is over it
+    # describes the next request, which carries the answer too.
+    landed = [r for r in live if r["describes"] == "last request"]
+    assert landed and landed[-1]["used"] == contexts[0]["used"]
+    assert landed[-1]["estimated"] is False
+    assert live[-1]["describes"] == "next request" and live[-1]["used"] > contexts[0]["used"]
     assert (
         snapshot["window"] == 4096
         and snapshot["headroom"] == snapshot["compact_at"] - snapshot["used"]
@@ -47,7 +53,7 @@ def test_headless_output_carries_the_ladders_compaction_notices_as_it_acts(tmp_p
     )
     with FakeLlamaServer(n_ctx=2048) as fake:
         fake.responder = lambda request: Reply(
-            text=summary if "Covered So Far" in str(request.body["messages"][-1]) else "ok"
+            text=summary if is_compaction(request.body) else "ok"
         )
         lines = "".join(f"Message {i}: " + "words " * 100 + "\n" for i in range(24))
         run = run_brim(

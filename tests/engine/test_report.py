@@ -210,3 +210,16 @@ def test_the_session_cache_share_counts_every_request_sent_not_only_those_that_r
         "Prompt cache (session): 900 read (45% of prompt)",
         "Prompt cache (last request): 900 read (90% of prompt)",
     ]
+
+
+def test_a_checkpoint_in_the_system_role_counts_as_messages_not_as_the_system_prompt():
+    from engine.messages import Message, system
+    from engine.report import CATEGORY_MESSAGES, CATEGORY_SYSTEM, categories
+
+    rows = categories(
+        [system("You are Brim."), Message(role="system", content="x " * 40, kind="summary")],
+        count_message=lambda m: len(m.content.split()),
+        count_text=lambda t: len(t.split()),
+    )
+    by_name = {row.name: row.tokens for row in rows}
+    assert by_name[CATEGORY_SYSTEM] == 3 and by_name[CATEGORY_MESSAGES] == 40

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import default_agent
+from engine.context.guided import is_compaction_request
 from engine.events import CompactionEvent, ErrorEvent, Event
 from engine.paths import BrimPaths
 from engine.session import ChatSession
@@ -37,8 +38,10 @@ None stated.
 
 
 def _is_summary_request(body: dict[str, Any]) -> bool:
-    """The summarizer's request carries no tools; the agent's always does (it has a workspace)."""
-    return not body.get("tools")
+    """A compaction's request, in either form (the agent's model replays the conversation)."""
+    messages = body["messages"]
+    first = str(messages[0].get("content", "")) if messages[0].get("role") == "system" else ""
+    return is_compaction_request(first, str(messages[-1].get("content", "")))
 
 
 def _workspace(tmp_path: Path, files: int) -> Path:
@@ -99,8 +102,11 @@ def test_forty_turns_of_large_tool_results_never_exceed_the_window(tmp_path: Pat
     # The second compaction saw the first summary: merged, not dropped.
     second = summaries[1].body["messages"]
     assert "file1.txt" in json.dumps(second)
-    # The stable prefix is byte-identical in every request the agent made.
-    systems = {json.dumps(r.body["messages"][0]) for r in chats}
-    assert len(systems) == 1
+    # The stable prefix is byte-identical in every request the agent made: the system prompt
+    # leads the one system message (a checkpoint joins it after the prompt's own text).
+    prompt = chats[0].body["messages"][0]["content"]
+    assert all(r.body["messages"][0]["role"] == "system" for r in chats)
+    assert all(r.body["messages"][0]["content"].startswith(prompt) for r in chats)
+    assert sum(1 for m in chats[-1].body["messages"] if m["role"] == "system") == 1
     tools = {json.dumps(r.body.get("tools")) for r in chats}
     assert len(tools) == 1

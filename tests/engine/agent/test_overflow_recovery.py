@@ -10,6 +10,7 @@ from engine.events import CompactionEvent, ErrorEvent, Event, NoticeEvent, TurnE
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 SUMMARY = (
@@ -49,8 +50,7 @@ def test_a_pin_above_the_slot_yields_to_the_slot_so_the_ladder_compacts_before_a
     slot from the start (with a warning), so it compacts before the server has to reject."""
 
     def respond(request):  # type: ignore[no-untyped-def]
-        last = str(request.body["messages"][-1].get("content", ""))
-        return Reply(text=SUMMARY if "Covered So Far" in last else "ok")
+        return Reply(text=SUMMARY if is_compaction(request.body) else "ok")
 
     with FakeLlamaServer(n_ctx=1500, slots=1) as fake:
         fake.responder = respond

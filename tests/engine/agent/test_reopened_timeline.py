@@ -14,6 +14,7 @@ from engine.paths import BrimPaths
 from engine.report import MARKER_CLEAR, MARKER_COMPACTION, ContextReport, saved_marks
 from engine.session import ChatSession
 from engine.store import Store
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 SUMMARY = (
@@ -24,8 +25,7 @@ SUMMARY = (
 
 
 def _respond(request: Any) -> Reply:
-    last = str(request.body["messages"][-1].get("content", ""))
-    return Reply(text=SUMMARY if "Covered So Far" in last else "ok")
+    return Reply(text=SUMMARY if is_compaction(request.body) else "ok")
 
 
 def _agent(fake: FakeLlamaServer) -> Any:

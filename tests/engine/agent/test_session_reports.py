@@ -26,6 +26,7 @@ from engine.paths import BrimPaths
 from engine.report import MARKER_COMPACTION, TOOL_RESULTS_PREFIX
 from engine.session import ChatSession
 from engine.tools import ApprovalRequest, Decision
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, FakeVllm, Reply
 
 SUMMARY = (
@@ -37,8 +38,7 @@ SUMMARY = (
 
 def _summaries_or(text: str) -> Callable[[Any], Reply]:
     def respond(request: Any) -> Reply:
-        last = str(request.body["messages"][-1].get("content", ""))
-        return Reply(text=SUMMARY if "Covered So Far" in last else text)
+        return Reply(text=SUMMARY if is_compaction(request.body) else text)
 
     return respond
 
@@ -299,7 +299,7 @@ def test_a_compaction_the_agent_asks_for_is_told_as_the_agents_not_the_users(tmp
         def respond(request: Any) -> Reply:
             messages = request.body["messages"]
             last = str(messages[-1].get("content", ""))
-            if "Covered So Far" in last:
+            if is_compaction(request.body):
                 return Reply(text=SUMMARY)
             if last.startswith("Tidy up") and messages[-1].get("role") == "user":
                 return Reply(text="", tool_calls=[FakeToolCall("summarize_context", {})])

@@ -46,7 +46,11 @@ def ids(messages: list[Message]) -> list[str]:
 
 
 def pinned_ids(messages: list[Message]) -> list[str]:
-    return [m.id for m in messages if m.role == "system" or m.kind in ("pinned", "task")]
+    return [
+        m.id
+        for m in messages
+        if (m.role == "system" and m.kind != "summary") or m.kind in ("pinned", "task")
+    ]
 
 
 def assert_survivors(before: list[Message], after: list[Message]) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.context.guided import is_compaction_request
 from tests.helpers.fake_engines import FakeToolCall, Reply
 
 SUMMARY = (
@@ -23,7 +24,8 @@ _SOURCE = re.compile(r"\[user message · source ([a-z0-9-]+)\]\n(.*?)(?=\n\n\[|\
 def role_of(body: dict[str, Any]) -> str:
     first = body["messages"][0]
     text = str(first.get("content", "")) if first.get("role") == "system" else ""
-    if "You write checkpoints" in text:
+    last = str(body["messages"][-1].get("content", ""))
+    if "You write checkpoints" in text or is_compaction_request(text, last):
         return "summarizer"
     if "memory extractor" in text:
         return "extractor"

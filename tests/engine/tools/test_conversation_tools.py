@@ -82,9 +82,7 @@ async def test_summarize_context_runs_the_compaction_hook_and_reports_it(registr
 
     outcome = await registry.call("summarize_context", "{}", make_ctx(compact=compact))
     assert calls == ["compact"]
-    assert outcome.content == (
-        "Context compacted. Compacted 64 → 12 messages (saved ~48000 tokens)"
-    )
+    assert outcome.content == "Compacted 64 → 12 messages (saved ~48000 tokens)"
 
 
 async def test_summarize_context_without_a_hook_or_with_a_failing_one_is_an_error(
