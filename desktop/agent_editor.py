@@ -231,9 +231,13 @@ class AgentEditorDialog(QDialog):
         window = self._live.window
         line = self._fields["max_tokens"].widget
         if isinstance(line, QLineEdit):
+            # Short enough to be read whole in the field; the tooltip says the rule.
             line.setPlaceholderText(
-                f"blank: {default_output_cap(window):,} tokens on this {window:,}-token window "
-                "(a quarter of it, 512 to 4,096)"
+                f"blank: {default_output_cap(window):,} (a quarter of {window:,})"
+            )
+            line.setToolTip(
+                "Blank: a quarter of the window, 512 to 4,096 tokens, never more than the "
+                "window has left after the prompt"
             )
 
     def _section(self, title: str, names: tuple[str, ...]) -> QGroupBox:

@@ -218,6 +218,10 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         known (from the second message of a session whose engine was not up at start)."""
         if self._window is None or self._provider is None:
             return False  # the turn resolves it (and says why when it cannot)
+        if self._window.source in ("assumed", "fallback"):
+            # A guessed window (Ollama before it loads the model) may be far smaller than
+            # what the engine serves: the engine's answer decides, not the guess.
+            return False
         loop = self._agent_loop()
         assert self._counter is not None
         schemas = loop.tools.schemas() if loop.tools is not None else []

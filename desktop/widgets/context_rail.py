@@ -189,6 +189,9 @@ class ContextRail(QFrame):
         self.title = QLabel("CONTEXT", objectName="sectionTitle")
         self.source_label = QLabel("", objectName="railMuted")
         self.headline_label = QLabel("waiting for the engine", objectName="railHeadline")
+        # "9% full · 3K of 32K · estimated · next request" is wider than the rail: it wraps
+        # instead of widening the rail past the window's edge.
+        self.headline_label.setWordWrap(True)
         self.bar = FillBar()
         self.marks_label = QLabel("", objectName="railMuted")
         self.marks_label.setWordWrap(True)

@@ -54,8 +54,11 @@ def _line(folder: int, real: Path, name: str, root: Path) -> str:
             target = os.readlink(name, dir_fd=folder) if ANCHORED else os.readlink(real / name)
         except OSError:
             target = "?"
-        leads = Path(os.path.realpath(real / name))
-        inside = leads == root or leads.is_relative_to(root)
+        try:
+            leads = Path(os.path.realpath(real / name))
+            inside = leads == root or leads.is_relative_to(root)
+        except OSError:  # the link changed while it was followed: say nothing of inside
+            inside = False
         note = "" if inside else " (outside the workspace)"
         return f"{'link':<5} {'':>10}  {name} -> {target}{note}"
     if stat.S_ISDIR(st.st_mode):

@@ -230,7 +230,7 @@ def _open_entry(workspace: Path, entry: _Entry, rel: str) -> int | None:
         return fd
     try:
         return anchored.open_file(workspace, Path(os.path.realpath(entry.path)), rel)
-    except ToolError:
+    except (ToolError, OSError):  # a link on the way changed while it was followed
         return None
 
 
@@ -283,7 +283,11 @@ def search(
             tally.stopped = f"stopped after {DEADLINE_S:g} seconds"
             break
         if _is_link(entry):
-            real = Path(os.path.realpath(entry.path))
+            try:
+                real = Path(os.path.realpath(entry.path))
+            except OSError:  # the link or a folder on its way changed mid-search
+                tally.outside += 1
+                continue
             if real != root and not real.is_relative_to(root):
                 tally.outside += 1
                 continue

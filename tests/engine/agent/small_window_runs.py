@@ -19,6 +19,7 @@ from engine.config import AgentConfig, default_agent
 from engine.events import CompactionEvent, ErrorEvent, Event, NoticeEvent, TrimEvent, UsageEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeServer, FakeToolCall, RecordedRequest, Reply
 
 CHECKPOINT = """## Goal
@@ -90,9 +91,13 @@ def workspace(
 
 
 def is_summary_request(body: dict[str, Any]) -> bool:
+    """A compaction's request: the transcript as material, or (on the agent's own model)
+    the conversation replayed with the checkpoint instruction after it."""
     messages = body.get("messages") or []
-    return not body.get("tools") or any(
-        "You write checkpoints" in str(m.get("content") or "") for m in messages
+    return (
+        not body.get("tools")
+        or is_compaction(body)
+        or any("You write checkpoints" in str(m.get("content") or "") for m in messages)
     )
 
 

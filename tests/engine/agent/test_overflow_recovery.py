@@ -70,8 +70,7 @@ def test_one_rejection_below_the_reported_window_compacts_and_the_retry_succeeds
     first over-long request is rejected, Brim learns the real bound, compacts, retries."""
 
     def respond(request):  # type: ignore[no-untyped-def]
-        last = str(request.body["messages"][-1].get("content", ""))
-        return Reply(text=SUMMARY if "Covered So Far" in last else "ok")
+        return Reply(text=SUMMARY if is_compaction(request.body) else "ok")
 
     with FakeLlamaServer(n_ctx=8192, slots=1, real_limit=1500) as fake:
         fake.responder = respond

@@ -89,9 +89,10 @@ def test_a_reopened_conversation_shows_every_request_and_the_compaction_marker(t
     assert len(points) >= 3 and MARKER_COMPACTION in [kind for _, kind in markers]
     assert _shape(opened) == (points, markers)
     assert opened.requests == before.requests
-    # No request has landed in this process yet: the headline is an estimate, and the cache
-    # lines wait for one rather than passing earlier processes' figures off as this one's.
-    assert opened.estimated
+    # No request has landed in this process yet: the headline is Brim's count of the next
+    # request (exact here: llama-server counts it), and the cache lines wait for one rather
+    # than passing earlier processes' figures off as this one's.
+    assert opened.describes == "next request" and not opened.estimated
     assert opened.cache_lines() == []
     after = _last_report(reopened)
     assert [p.request for p in after.timeline] == [p[0] for p in points] + [before.requests + 1]

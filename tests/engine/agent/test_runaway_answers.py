@@ -131,7 +131,7 @@ def test_the_cap_never_asks_for_more_than_the_window_has_left_after_the_prompt(t
     """vLLM rejects prompt + max_tokens > max_model_len; the others would push the prompt out."""
     fake, settings = _engine("vllm")
     fake.default_reply = Reply(text="Short answer.")
-    paste = "Here are my notes: " + "note " * 3300
+    paste = "Here are my notes: " + "note " * 2900  # fits, leaving less than a quarter
     with fake:
         events, _ = _chat(tmp_path, fake, settings, [paste])
         (request,) = fake.chat_requests

@@ -23,6 +23,7 @@ from engine.events import (
 )
 from engine.paths import BrimPaths
 from engine.session import ChatSession
+from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, OllamaModel, Reply
 
 MODEL = "qwen3:8b"
@@ -44,9 +45,8 @@ def _prose(n: int, seed: int) -> str:
 
 
 def _is_summary(body: dict[str, Any]) -> bool:
-    """The summarizer's request: its own system prompt, the transcript as material."""
-    first = str(body["messages"][0].get("content", ""))
-    return first.startswith("You write checkpoints")
+    """A compaction's request (the transcript as material, or the conversation replayed)."""
+    return is_compaction(body)
 
 
 def _answers(request: Any) -> Reply:
