@@ -34,8 +34,8 @@ test: $(STAMP) $(SERVER_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --durations=10
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine desktop tests bench packaging
-	$(BIN)/ruff format --check engine desktop tests bench packaging
+	$(BIN)/ruff check engine desktop launcher tests bench packaging
+	$(BIN)/ruff format --check engine desktop launcher tests bench packaging
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -479,11 +479,19 @@ def _cancel_on_signals() -> Callable[[], int | None]:
     return lambda: seen[0] if seen else None
 
 
-def cmd_chat(args: argparse.Namespace, paths: BrimPaths) -> int:
-    if not args.headless:
-        from desktop.app import main as desktop_main
+OpenWindow = Callable[[list[str]], int]
 
-        return desktop_main(_desktop_argv(args))
+
+def _no_window(argv: list[str]) -> int:
+    raise CliError(
+        "the window is started by the `brim` launcher (python -m launcher); this entry point "
+        "runs the headless commands only (add --headless to chat)"
+    )
+
+
+def cmd_chat(args: argparse.Namespace, paths: BrimPaths, open_window: OpenWindow) -> int:
+    if not args.headless:
+        return open_window(_desktop_argv(args))
     if args.workspace is not None:
         _existing_folder(args.workspace)
     agent = agent_from_flags(args, paths)
@@ -564,18 +572,18 @@ class _OneLineFormatter(logging.Formatter):
         return f"brim: {message}"
 
 
-def _dispatch(args: argparse.Namespace, paths: BrimPaths, data_dir: Path | None) -> int | None:
+def _dispatch(
+    args: argparse.Namespace, paths: BrimPaths, data_dir: Path | None, open_window: OpenWindow
+) -> int | None:
     if args.command is None:
-        from desktop.app import main as desktop_main
-
         argv = ["--data-dir", str(data_dir)] if data_dir else []
         if args.window_workspace is not None:
             argv += ["--workspace", str(_existing_folder(args.window_workspace))]
-        return desktop_main(argv)
+        return open_window(argv)
     if args.command == "probe":
         return cmd_probe(args, paths)
     if args.command == "chat":
-        return cmd_chat(args, paths)
+        return cmd_chat(args, paths, open_window)
     if args.command == "conversations":
         return cmd_conversations(args, paths)
     if args.command == "memory":
@@ -596,7 +604,10 @@ def _reopen_closed_streams() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, open_window: OpenWindow | None = None) -> int:
+    """The `brim` command line. `open_window` starts the desktop (the launcher above both
+    rooms passes it, so nothing under engine/ imports the desktop); without it, the
+    commands that would open the window are a usage error."""
     _reopen_closed_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -608,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if data_dir is not None and data_dir.exists() and not data_dir.is_dir():
             raise CliError(f"--data-dir {data_dir} is a file, not a folder")
-        code = _dispatch(args, paths, data_dir)
+        code = _dispatch(args, paths, data_dir, open_window or _no_window)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
         if code is not None:
             return code

@@ -4,8 +4,8 @@ Brim starts helper processes as `sys.executable -m MODULE ...` (the embedded eng
 engine/providers/embedded.py; the memory reflection, engine/memory/spawn.py) and
 `sys.executable -c CODE ...` (the reflection's detaching launcher). In the bundle
 `sys.executable` is this program, not a Python interpreter, so it answers to those two forms
-the way `python` would. Everything else is the `brim` command line (engine/cli.py), so the
-unfrozen code paths stay exactly as they are.
+the way `python` would. Everything else is the `brim` command line (launcher/, then
+engine/cli.py), so the unfrozen code paths stay exactly as they are.
 
 The bootloader points LD_LIBRARY_PATH at the bundle's own libraries; the user's commands
 (run_command, a detached reflection's own children) must see the system's, so the original
@@ -63,9 +63,9 @@ def main() -> int:
     code = _as_interpreter(sys.argv)
     if code is not None:
         return code
-    from engine.cli import main as cli_main
+    from launcher import main as launcher_main
 
-    return cli_main(sys.argv[1:])
+    return launcher_main(sys.argv[1:])
 
 
 if __name__ == "__main__":

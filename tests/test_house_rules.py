@@ -29,6 +29,17 @@ def test_no_module_under_engine_imports_qt():
     assert offenders == []
 
 
+def test_no_module_under_engine_imports_the_desktop():
+    """The launcher above both rooms starts the window; the engine never reaches up to it
+    (function-local imports count too: ast.walk sees every import statement)."""
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in sorted((ROOT / "engine").rglob("*.py"))
+        if "desktop" in _imported_modules(p)
+    ]
+    assert offenders == []
+
+
 def test_importing_the_whole_engine_loads_no_qt_module():
     code = (
         "import importlib, pkgutil, sys, engine\n"

@@ -133,7 +133,7 @@ def test_without_a_display_the_app_says_so_instead_of_crashing_in_qt(tmp_path):
         if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
     }
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "--data-dir", str(tmp_path)],
+        [sys.executable, "-m", "launcher", "--data-dir", str(tmp_path)],
         env=env,
         capture_output=True,
         text=True,
@@ -199,7 +199,7 @@ def test_brim_with_a_workspace_opens_the_window_on_it_and_a_missing_one_is_one_l
         for k, v in os.environ.items()
         if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
     }
-    base = [sys.executable, "-m", "engine.cli", "--data-dir", str(tmp_path / "home")]
+    base = [sys.executable, "-m", "launcher", "--data-dir", str(tmp_path / "home")]
     missing = subprocess.run(
         [*base, "--workspace", str(tmp_path / "nope")],
         env=env,

@@ -152,3 +152,19 @@ def test_a_chat_that_recovers_after_a_failed_turn_ends_with_status_zero(tmp_path
     assert run.of_type("error"), "the first turn should have failed"
     assert run.of_type("turn_end"), "the second turn should have answered"
     assert run.returncode == 0, run.stderr
+
+
+def test_the_engines_own_entry_point_sends_the_window_to_the_launcher(tmp_path):
+    """`python -m engine.cli` with no command would open the window, which lives above the
+    engine: it says where the window is instead of importing the desktop."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "--data-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 64
+    assert "launcher" in result.stderr and "Traceback" not in result.stderr

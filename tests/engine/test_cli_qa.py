@@ -34,7 +34,7 @@ def _brim(data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
     env.pop("BRIM_HOME", None)
     return subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "--data-dir", str(data_dir), *args],
+        [sys.executable, "-m", "launcher", "--data-dir", str(data_dir), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -177,7 +177,7 @@ def test_an_empty_data_dir_is_refused_instead_of_writing_into_the_current_folder
     env = dict(os.environ)
     env.pop("BRIM_HOME", None)
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "--data-dir", "", "conversations", "list"],
+        [sys.executable, "-m", "launcher", "--data-dir", "", "conversations", "list"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -202,7 +202,7 @@ def _brim_with_data_dir_last(*args: str, data_dir: Path) -> subprocess.Completed
     env = dict(os.environ)
     env.pop("BRIM_HOME", None)
     return subprocess.run(
-        [sys.executable, "-m", "engine.cli", *args, "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "launcher", *args, "--data-dir", str(data_dir)],
         capture_output=True,
         text=True,
         env=env,

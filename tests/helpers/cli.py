@@ -36,7 +36,7 @@ def run_brim(
     full_env.pop("BRIM_HOME", None)
     full_env.update(env or {})
     result = subprocess.run(
-        [sys.executable, "-m", "engine.cli", "--data-dir", str(data_dir), *args],
+        [sys.executable, "-m", "launcher", "--data-dir", str(data_dir), *args],
         input=stdin,
         capture_output=True,
         text=True,
