@@ -7,8 +7,10 @@ replays the conversation as last sent, so the engine reuses its cache) and with 
 window that drops the oldest messages to stay under a budget before every request (what an
 agent without a ladder does).
 
-- 1024-token window, short turns (the first case, kept as it was);
-- 4096-token window, longer turns (~400 tokens each: a log excerpt per turn).
+- 4096-token window, ~250-token turns (a short log excerpt per turn): the case the
+  targets are set on;
+- 4096-token window, ~400-token turns (a longer excerpt): the same, harder;
+- 1024-token window, short turns (the first case, kept as it was).
 
 Per request the engine's `cached_tokens` (reused from its KV cache) is set against the
 tokens the request shares with the previous one (their common token prefix: the most a
@@ -18,7 +20,7 @@ minus cached) over the whole run, compaction requests included, against the slid
 
     python -m bench kv_reuse            # several minutes on two cores (progress on stderr)
     python -m bench kv_reuse --details  # also one row per request
-    KV_REUSE_WINDOWS=4096 python -m bench kv_reuse   # one case only
+    KV_REUSE_WINDOWS=4096 python -m bench kv_reuse   # the cases on that window only
 """
 
 from __future__ import annotations
@@ -50,27 +52,28 @@ class Case:
     name: str
     window: int
     max_tokens: int
-    long_turns: bool
+    log_lines: int  # lines of log excerpt each turn carries (0: a one-line turn)
 
 
-CASES = (  # the longer case first: it is the one the targets are set on
-    Case("4096-token window, ~400-token turns", 4096, 32, long_turns=True),
-    Case("1024-token window, short turns", 1024, 24, long_turns=False),
+CASES = (  # the case the targets are set on first
+    Case("4096-token window, ~250-token turns", 4096, 32, log_lines=5),
+    Case("4096-token window, ~400-token turns", 4096, 32, log_lines=9),
+    Case("1024-token window, short turns", 1024, 24, log_lines=0),
 )
 
 
-def scripted_turns(count: int = TURNS, *, long_turns: bool = False) -> list[str]:
+def scripted_turns(count: int = TURNS, *, log_lines: int = 0) -> list[str]:
     turns = []
     for i in range(count):
         text = (
             f"Step {i}: the service on port {8000 + i} restarted at 0{i % 10}:15 after job "
             f"batch-{i} wrote {i * 37} records to /srv/data/part-{i}.csv."
         )
-        if long_turns:
+        if log_lines:
             lines = [
                 f"  {i:02d}:{m:02d}:07 worker-{m % 4} shard {i * 7 + m} committed "
                 f"{(i + 1) * (m + 3) * 11} rows in {m * 13 + 40} ms (queue depth {m + i % 5})"
-                for m in range(9)
+                for m in range(log_lines)
             ]
             text += " The log of that run:\n" + "\n".join(lines)
         turns.append(text + " Acknowledge briefly.")
@@ -278,7 +281,7 @@ def figures(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
 
 
 def run_case(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    turns = scripted_turns(long_turns=case.long_turns)
+    turns = scripted_turns(log_lines=case.log_lines)
     ladder = asyncio.run(run_ladder(case, turns))
     sliding = asyncio.run(run_sliding(case, turns))
     return figures(case, ladder, sliding), case_rows(case, ladder, sliding)

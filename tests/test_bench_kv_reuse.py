@@ -28,8 +28,11 @@ def test_the_figures_set_reuse_against_the_shared_prefix_and_count_compaction_as
     )
 
 
-def test_the_long_turns_are_about_250_tokens_and_the_short_ones_stay_as_they_were():
-    short, long = scripted_turns(3), scripted_turns(3, long_turns=True)
+def test_the_log_turns_grow_with_their_lines_and_the_short_ones_stay_as_they_were():
+    short = scripted_turns(3)
+    medium, long = scripted_turns(3, log_lines=5), scripted_turns(3, log_lines=9)
     assert short[0].startswith("Step 0: the service on port 8000")
     assert all(len(t.split()) < 40 for t in short)
-    assert all(120 <= len(t.split()) <= 260 for t in long)
+    assert all(90 <= len(t.split()) <= 140 for t in medium)
+    assert all(len(m.split()) < len(w.split()) for m, w in zip(medium, long, strict=True))
+    assert [c.log_lines for c in CASES if c.window == 4096] == [5, 9]
