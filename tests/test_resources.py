@@ -198,7 +198,7 @@ def _shipped_suffixes() -> set[str]:
 def test_the_install_and_the_bundle_carry_every_kind_of_shipped_file():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     setuptools = project["tool"]["setuptools"]
-    assert "resources" in setuptools["packages"]["find"]["include"]
+    assert "resources*" in setuptools["packages"]["find"]["include"]  # its folders too
     patterns = setuptools["package-data"]["resources"]
     assert {f"**/*{suffix}" for suffix in _shipped_suffixes()} <= set(patterns)
     spec = (ROOT / "packaging" / "brim.spec").read_text(encoding="utf-8")
