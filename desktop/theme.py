@@ -62,14 +62,17 @@ STATE_COLOURS: Final[dict[str, tuple[str, str]]] = {
 NEUTRAL_STATE: Final = ("#e8ebf0", MUTED)
 
 
-def _style_sheet() -> str:
-    """resources/style/app.qss with its `${NAME}` placeholders filled from the colours above."""
+def style_sheet(name: str) -> str:
+    """resources/style/<name>.qss with its `${NAME}` placeholders filled from the colours
+    above (a missing file or an unknown colour is an error, never an unstyled window)."""
     try:
-        template = (resources.files("resources") / "style" / "app.qss").read_text("utf-8")
+        template = (resources.files("resources") / "style" / f"{name}.qss").read_text("utf-8")
     except (ModuleNotFoundError, OSError) as exc:
-        raise RuntimeError(f"Brim's style sheet resources/style/app.qss is missing: {exc}") from exc
+        raise RuntimeError(
+            f"Brim's style sheet resources/style/{name}.qss is missing: {exc}"
+        ) from exc
     colours = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, str)}
     return Template(template).substitute(colours)
 
 
-STYLE_SHEET: Final = _style_sheet()
+STYLE_SHEET: Final = style_sheet("app")

@@ -34,38 +34,53 @@ from tests.engine.context.histories import FakeSummarizer, Ids, count, cycle, pi
 ROOT = Path(__file__).resolve().parent.parent
 RESOURCES = ROOT / "resources"
 WINDOW = 8_000
-LOADERS = {"prompt": ".txt", "load_prompt": ".txt", "prompt_table": ".toml"}
+# The loaders the code calls with a resource name, and where that name points.
+LOADERS = {
+    "prompt": "prompts/{}.txt",
+    "load_prompt": "prompts/{}.txt",
+    "prompt_table": "prompts/{}.toml",
+    "style_sheet": "style/{}.qss",
+}
 
 
-def _named_prompts() -> set[tuple[str, str]]:
-    """Every `prompt("name")` (or `prompt_table`) call under engine/ and desktop/."""
+def _named_resources() -> set[tuple[str, str]]:
+    """Every `prompt("name")` (or `prompt_table`, `style_sheet`) call in engine/ and desktop/."""
     named: set[tuple[str, str]] = set()
     for path in [*ROOT.joinpath("engine").rglob("*.py"), *ROOT.joinpath("desktop").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in LOADERS
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                named.add((node.func.id, node.args[0].value))
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            loader = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            first = node.args[0]
+            if loader in LOADERS and isinstance(first, ast.Constant):
+                named.add((loader, first.value))
     return named
 
 
-def test_every_prompt_the_code_names_is_a_shipped_file_that_loads():
-    named = _named_prompts()
+def test_every_resource_the_code_names_is_a_shipped_file_that_loads():
+    from desktop import theme
+
+    named = _named_resources()
     assert ("prompt", "checkpoint_system") in named  # the walk sees the calls at all
+    assert ("style_sheet", "app") in named
     for loader, name in sorted(named):
-        assert (RESOURCES / "prompts" / f"{name}{LOADERS[loader]}").is_file(), name
-        text = prompt(name) if LOADERS[loader] == ".txt" else prompt_table(name)
-        assert text, name
+        assert (RESOURCES / LOADERS[loader].format(name)).is_file(), name
+        if loader == "style_sheet":
+            assert "${" not in theme.style_sheet(name), name
+        elif loader == "prompt_table":
+            assert prompt_table(name), name
+        else:
+            assert prompt(name), name
 
 
-def test_every_shipped_prompt_is_named_by_the_code():
-    named = {f"{name}{LOADERS[loader]}" for loader, name in _named_prompts()}
-    shipped = {p.name for p in (RESOURCES / "prompts").iterdir() if p.suffix in (".txt", ".toml")}
+def test_every_shipped_prompt_and_style_sheet_is_named_by_the_code():
+    named = {LOADERS[loader].format(name) for loader, name in _named_resources()}
+    shipped = {
+        str(p.relative_to(RESOURCES))
+        for folder in ("prompts", "style")
+        for p in (RESOURCES / folder).iterdir()
+    }
     assert shipped == named
 
 
@@ -178,13 +193,16 @@ def test_the_shipped_default_agent_file_is_what_the_schema_renders(tmp_path: Pat
     assert written is not None and written.read_text(encoding="utf-8") == default_agent_file()
 
 
-def test_the_style_sheet_fills_every_placeholder_from_the_theme():
+def test_the_style_sheets_fill_every_placeholder_from_the_theme():
     from desktop import theme
 
-    template = (RESOURCES / "style" / "app.qss").read_text(encoding="utf-8")
-    names = {m[1] or m[2] for m in string.Template.pattern.findall(template) if m[1] or m[2]}
-    assert names and all(isinstance(getattr(theme, n), str) for n in names)
+    for path in sorted((RESOURCES / "style").glob("*.qss")):
+        template = path.read_text(encoding="utf-8")
+        names = {m[1] or m[2] for m in string.Template.pattern.findall(template) if m[1] or m[2]}
+        assert names and all(isinstance(getattr(theme, n), str) for n in names), path.name
     assert "${" not in theme.STYLE_SHEET and theme.WINDOW_BG in theme.STYLE_SHEET
+    with pytest.raises(RuntimeError, match=r"style/no_such_sheet\.qss is missing"):
+        theme.style_sheet("no_such_sheet")
 
 
 def _shipped_suffixes() -> set[str]:
