@@ -62,34 +62,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 DIALOG_SIZE = (1040, 760)
 
-EDITOR_STYLE = f"""
-QDialog#agentEditor {{ background: {theme.WINDOW_BG}; }}
-QGroupBox {{
-    background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 6px;
-    margin-top: 16px; padding: 10px 8px 6px 8px; font-weight: 600; color: {theme.TEXT};
-}}
-QGroupBox::title {{ subcontrol-origin: margin; left: 10px; padding: 0 4px; }}
-QLabel {{ font-weight: normal; }}
-QLabel#fieldProblem {{ color: {theme.ERROR_TEXT}; }}
-QLabel#fieldHint, QLabel#probeNote {{ color: {theme.MUTED}; }}
-QLabel#probeStatus {{ color: {theme.MUTED}; }}
-QLabel#probeFailure {{
-    background: {theme.ERROR_BG}; border: 1px solid {theme.ERROR_BORDER}; border-radius: 5px;
-    color: {theme.ERROR_TEXT}; padding: 8px;
-}}
-QLabel#probeWarning {{
-    background: {theme.WARNING_BG}; border-radius: 5px; color: {theme.WARNING_TEXT};
-    padding: 6px 8px;
-}}
-QFrame#conflict {{
-    background: {theme.ERROR_BG}; border: 1px solid {theme.ERROR_BORDER}; border-radius: 6px;
-}}
-QLabel#conflictText {{ color: {theme.ERROR_TEXT}; }}
-QTableWidget#probeTable {{
-    background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; gridline-color: {theme.BORDER};
-}}
-QLineEdit[invalid="true"], QComboBox[invalid="true"] {{ border: 1px solid {theme.ERROR_TEXT}; }}
-"""
+EDITOR_STYLE = theme.style_sheet("agent_editor")
 
 
 class EngineCalls(Protocol):

@@ -22,16 +22,7 @@ from PySide6.QtWidgets import (
 
 from desktop import theme
 
-STYLE = f"""
-QDialog#learnProgress {{ background: {theme.WINDOW_BG}; }}
-QLabel#learnTitle {{ color: {theme.TEXT}; font-weight: 600; font-size: 14px; }}
-QLabel#learnStage, QLabel#learnElapsed {{ color: {theme.MUTED}; }}
-QProgressBar#learnBar {{
-    border: 1px solid {theme.BORDER}; border-radius: 4px; background: {theme.SURFACE};
-    height: 14px; text-align: center; color: {theme.TEXT};
-}}
-QProgressBar#learnBar::chunk {{ background: {theme.FILL_OK}; border-radius: 3px; }}
-"""
+STYLE = theme.style_sheet("learn_progress")
 
 
 class LearnProgressDialog(QDialog):

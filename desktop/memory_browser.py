@@ -41,21 +41,7 @@ from engine.memory.plaintext import visible
 PATH_ROLE = Qt.ItemDataRole.UserRole
 NO_RECEIPTS = "No receipts yet: no request has carried this entry since it was last changed."
 
-STYLE = f"""
-QDialog#memoryBrowser {{ background: {theme.WINDOW_BG}; }}
-QTreeWidget#memoryTree {{
-    background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 6px;
-}}
-QLabel#browserTitle {{ color: {theme.TEXT}; font-weight: 600; font-size: 14px; }}
-QLabel#browserMuted {{ color: {theme.MUTED}; }}
-QLabel#browserStatus {{ color: {theme.MUTED}; }}
-QLabel#browserStatus[state="error"] {{ color: {theme.ERROR_TEXT}; }}
-QPlainTextEdit#browserText, QLabel#browserReceipts {{
-    background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 6px;
-    color: {theme.TEXT};
-}}
-QLabel#browserReceipts {{ padding: 6px; }}
-"""
+STYLE = theme.style_sheet("memory_browser")
 
 
 @dataclass(frozen=True)

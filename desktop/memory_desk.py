@@ -38,13 +38,7 @@ log = logging.getLogger(__name__)
 
 BROWSER_SHORTCUT = "Ctrl+Shift+M"
 REVIEW_SHORTCUT = "Ctrl+Shift+R"
-BADGE_STYLE = f"""
-QPushButton#memoryBadge {{
-    background: {theme.COMPACT_BG}; color: {theme.COMPACT_TEXT}; border: 1px solid #d9c9f5;
-    border-radius: 9px; padding: 2px 10px; font-weight: 600;
-}}
-QPushButton#memoryBadge:hover {{ background: #e6dafa; }}
-"""
+BADGE_STYLE = theme.style_sheet("memory_badge")
 
 
 class MemoryDesk(QObject):

@@ -57,41 +57,7 @@ KIND_COLOURS = {
     "revision": ("#ece2fb", "#5b3a9b"),
 }
 
-STYLE = f"""
-QDialog#memoryReview {{ background: {theme.WINDOW_BG}; }}
-QWidget#reviewPage {{ background: {theme.WINDOW_BG}; }}
-QScrollArea#reviewScroll {{ background: {theme.WINDOW_BG}; border: none; }}
-QFrame#reviewItem {{
-    background: {theme.SURFACE}; border: 1px solid {theme.BORDER}; border-radius: 6px;
-}}
-QFrame#reviewItem[focused="true"] {{ border: 2px solid {theme.USER_ACCENT}; }}
-QFrame#reviewItem[state="accepted"] {{ background: #eef8f1; border-color: #bfe3cb; }}
-QFrame#reviewItem[state="rejected"], QFrame#reviewItem[state="gone"] {{
-    background: #f1f3f6;
-}}
-QFrame#reviewItem[state="failed"] {{
-    background: {theme.ERROR_BG}; border-color: {theme.ERROR_BORDER};
-}}
-QLabel#reviewHeading {{ color: {theme.TEXT}; font-weight: 600; font-size: 15px; }}
-QLabel#reviewMuted, QLabel#reviewScope {{ color: {theme.MUTED}; }}
-QLabel#reviewText {{ color: {theme.TEXT}; }}
-QLabel#reviewQuote {{ color: {theme.TOOL_TEXT}; }}
-QLabel#reviewStatus {{ color: {theme.MUTED}; }}
-QLabel#reviewStatus[state="failed"] {{ color: {theme.ERROR_TEXT}; font-weight: 600; }}
-QLabel#reviewStatus[state="accepted"] {{ color: #1e6b3c; font-weight: 600; }}
-QLabel#reviewFooter {{ color: {theme.MUTED}; }}
-QLabel#reviewFooter[state="error"] {{ color: {theme.ERROR_TEXT}; }}
-QPushButton#reviewOk {{
-    background: {theme.USER_ACCENT}; color: white; border: none; border-radius: 5px;
-    padding: 6px 16px; font-weight: 600;
-}}
-QPushButton#reviewOk:disabled {{ background: #9db3d6; }}
-QPushButton#reviewFlat {{
-    background: transparent; border: 1px solid {theme.BORDER}; border-radius: 5px;
-    padding: 5px 12px; color: {theme.TEXT};
-}}
-QPushButton#reviewFlat:focus, QPushButton#reviewOk:focus {{ border: 2px solid #0b3d91; }}
-"""
+STYLE = theme.style_sheet("memory_review")
 
 # What a link in an item asks the window to do; returns "" when it showed the message, or a
 # sentence saying why it could not.

@@ -1,7 +1,13 @@
-"""Colours and the style sheet, in one place so views agree on what each colour means."""
+"""Colours and the style sheet, in one place so views agree on what each colour means.
+
+The style sheet itself is a file, resources/style/app.qss; its placeholders name the colours
+below.
+"""
 
 from __future__ import annotations
 
+from importlib import resources
+from string import Template
 from typing import Final
 
 TEXT: Final = "#1d2430"
@@ -55,80 +61,18 @@ STATE_COLOURS: Final[dict[str, tuple[str, str]]] = {
 }
 NEUTRAL_STATE: Final = ("#e8ebf0", MUTED)
 
-STYLE_SHEET: Final = f"""
-QMainWindow, QWidget#central {{ background: {WINDOW_BG}; }}
-QFrame#header {{
-    background: {SURFACE};
-    border-bottom: 1px solid {BORDER};
-}}
-QLabel#agentName {{ color: {TEXT}; font-weight: 600; }}
-QLabel#modelName, QLabel#turn, QLabel#rate {{ color: {MUTED}; }}
-QLabel#context {{ color: {TEXT}; }}
-QLabel#statePill {{ border-radius: 9px; padding: 2px 10px; font-weight: 600; }}
-QFrame#banner {{
-    background: {ERROR_BG};
-    border: 1px solid {ERROR_BORDER};
-    border-radius: 6px;
-}}
-QLabel#bannerText {{ color: {ERROR_TEXT}; }}
-QToolButton#bannerClose {{ color: {ERROR_TEXT}; border: none; padding: 2px 6px; }}
-QTextBrowser#transcript {{
-    background: {SURFACE};
-    border: 1px solid {BORDER};
-    border-radius: 6px;
-    color: {TEXT};
-}}
-QFrame#composerBox {{
-    background: {SURFACE};
-    border: 1px solid {BORDER};
-    border-radius: 6px;
-}}
-QPlainTextEdit#composer {{ background: transparent; border: none; color: {TEXT}; }}
-QPushButton#sendButton {{
-    background: {USER_ACCENT};
-    color: white;
-    border: none;
-    border-radius: 5px;
-    padding: 6px 16px;
-    font-weight: 600;
-}}
-QPushButton#sendButton:disabled {{ background: #9db3d6; }}
-QPushButton#sendButton[stop="true"] {{ background: {ERROR_TEXT}; }}
-QLabel#hint {{ color: {MUTED}; }}
-QFrame#rail {{ background: {SURFACE}; border-left: 1px solid {BORDER}; }}
-QFrame#railBody, QScrollArea#railScroll, QWidget#railViewport {{ background: {SURFACE}; }}
-QFrame#sidebar {{ background: #eef1f5; border-right: 1px solid {BORDER}; }}
-QLabel#sectionTitle {{ color: {MUTED}; font-weight: 600; letter-spacing: 1px; }}
-QLabel#railHeadline {{ color: {TEXT}; font-weight: 600; }}
-QLabel#railMuted {{ color: {MUTED}; }}
-QLabel#railValue {{ color: {TEXT}; }}
-QLabel#cacheAlarm {{ color: {ALARM}; font-weight: 600; }}
-QTreeWidget#agents {{ background: transparent; border: none; }}
-QTreeWidget#agents::item {{ padding: 3px 2px; }}
-QTreeWidget#agents::item:selected {{ background: #d6e2f5; color: {TEXT}; }}
-QPushButton#flat {{
-    background: transparent; border: 1px solid {BORDER}; border-radius: 5px; padding: 4px 10px;
-    color: {TEXT};
-}}
-QPushButton#flat:hover {{ background: #e4e9f0; }}
-QFrame#undoBar {{ background: {TEXT}; border-radius: 6px; }}
-QLabel#undoText {{ color: white; }}
-QPushButton#undoButton {{
-    background: transparent; color: #9cc3ff; border: none; font-weight: 600; padding: 2px 6px;
-}}
-QProgressBar#loadProgress {{
-    border: 1px solid {BORDER}; border-radius: 4px; background: {SURFACE}; height: 14px;
-    text-align: center; color: {TEXT};
-}}
-QProgressBar#loadProgress::chunk {{ background: {FILL_OK}; border-radius: 3px; }}
-QFrame#overlayPanel {{
-    background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 10px;
-}}
-QFrame#overlayRail, QWidget#overlayContent, QScrollArea#overlayScroll,
-QWidget#overlayViewport {{ background: {SURFACE}; }}
-QLabel#overlayTitle {{ color: {TEXT}; font-weight: 600; font-size: 15px; }}
-QPushButton#retryButton {{
-    background: {ERROR_TEXT}; color: white; border: none; border-radius: 4px;
-    padding: 3px 12px; font-weight: 600;
-}}
-"""
+
+def style_sheet(name: str) -> str:
+    """resources/style/<name>.qss with its `${NAME}` placeholders filled from the colours
+    above (a missing file or an unknown colour is an error, never an unstyled window)."""
+    try:
+        template = (resources.files("resources") / "style" / f"{name}.qss").read_text("utf-8")
+    except (ModuleNotFoundError, OSError) as exc:
+        raise RuntimeError(
+            f"Brim's style sheet resources/style/{name}.qss is missing: {exc}"
+        ) from exc
+    colours = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, str)}
+    return Template(template).substitute(colours)
+
+
+STYLE_SHEET: Final = style_sheet("app")

@@ -32,23 +32,7 @@ MAX_SHOWN = 30  # the rest are counted, not listed; the dialog shows them all
 LIST_HEIGHT = 220  # the most the list takes; the context rail above keeps the rest
 MIN_LIST_HEIGHT = 64  # about one suggestion: less than that and the list is no use
 
-STYLE = f"""
-QFrame#reviewQueue {{ background: {theme.SURFACE}; border-top: 1px solid {theme.BORDER}; }}
-QToolButton#reviewQueueToggle {{
-    border: none; color: {theme.TEXT}; font-weight: 600; padding: 2px 0;
-}}
-QLabel#reviewQueueCount {{
-    background: {theme.USER_BG}; color: {theme.USER_ACCENT}; border-radius: 8px;
-    padding: 0 7px; font-weight: 600;
-}}
-QLabel#reviewQueueCount[empty="true"] {{ background: {theme.INFO_BG}; color: {theme.MUTED}; }}
-QWidget#reviewQueueList, QScrollArea#reviewQueueScroll {{ background: {theme.SURFACE}; }}
-QLabel#reviewQueueItem {{
-    background: {theme.TOOL_BG}; border: 1px solid {theme.BORDER}; border-radius: 5px;
-    padding: 5px 7px; color: {theme.TEXT};
-}}
-QLabel#reviewQueueEmpty {{ color: {theme.MUTED}; }}
-"""
+STYLE = theme.style_sheet("review_queue")
 
 
 def item_html(suggestion: Suggestion, scope: str) -> str:

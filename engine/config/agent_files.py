@@ -41,7 +41,7 @@ import tomlkit.exceptions
 from tomlkit.items import Comment, Null, Table, Whitespace
 
 from engine.atomic import atomic_write_text, file_lock
-from engine.config.agent import AgentConfig, default_agent
+from engine.config.agent import AgentConfig
 from engine.config.errors import AgentConfigError, AgentFileChanged, DuplicateAgentName, Problem
 from engine.config.schema import (
     AGENT_FIELDS,
@@ -52,6 +52,7 @@ from engine.config.schema import (
     suggest_key,
 )
 from engine.paths import BrimPaths, safe_component
+from engine.resources import default_agent_file
 
 AGENT_SUFFIX = ".toml"
 _TOML_POSITION = re.compile(r"^(?P<msg>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)$")
@@ -442,7 +443,9 @@ def _same_path(a: Path, b: Path) -> bool:
 
 
 def ensure_default_agent(paths: BrimPaths) -> Path | None:
-    """Write the default agent (a commented file) when the agents folder has no agent file.
+    """Write the default agent (a commented file, resources/agents/default.toml) when the
+    agents folder has no agent file. The shipped file is what `render_agent` writes for
+    `default_agent()`; a test keeps the two in step.
 
     Returns the file written, or None when there already was one."""
     folder = paths.agents_dir
@@ -451,7 +454,7 @@ def ensure_default_agent(paths: BrimPaths) -> Path | None:
     with file_lock(target):
         if agent_files(folder):
             return None
-        atomic_write_text(target, render_agent(default_agent()))
+        atomic_write_text(target, default_agent_file())
     return target
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from engine.providers.base import PROVIDER_KINDS
+from engine.resources import prompt
 
 FieldType = Literal["str", "text", "url", "int", "float", "choice", "secret"]
 
@@ -31,11 +32,8 @@ MAX_NAME_CHARS = 100
 MAX_SECRET_CHARS = 4_096
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are Brim, a careful assistant working on the user's machine through the tools you "
-    "are given. Read before you change anything, keep answers short and concrete, say what "
-    "you did and what you did not check, and ask when a request is ambiguous."
-)
+# The agent's own instructions unless its file says otherwise (resources/prompts/system.txt).
+DEFAULT_SYSTEM_PROMPT = prompt("system")
 
 
 class FieldProblem(ValueError):

