@@ -16,14 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from engine.cli.agents import agent_from_flags
+from engine.cli.agents import agent_from_flags, with_flags
 from engine.cli.arguments import add_engine_flags, conversation_id
 from engine.cli.errors import CliError
-from engine.config import load_agents
+from engine.config import AgentConfig, load_agents
 from engine.memory.extractor import provider_complete
 from engine.memory.reflect import PassReport, learn_conversation, reflect_conversation
 from engine.memory.runtime import extractor_budget
 from engine.memory.service import MemoryService
+from engine.memory.spawn import read_agent_settings
 from engine.messages import user
 from engine.paths import BrimPaths
 from engine.providers.errors import ProviderError
@@ -48,6 +49,13 @@ def add_reflect_parsers(msub: Any) -> None:
             help="repeat for several: they share one engine (one model load)",
         )
         cmd.add_argument("--agent")
+        cmd.add_argument(
+            "--agent-settings",
+            type=Path,
+            metavar="FILE",
+            help="run with the agent whose settings FILE holds as JSON, removed once read "
+            "(what a chat hands the reflection it starts)",
+        )
         add_engine_flags(cmd)
         cmd.add_argument("--summarizer-model")
         cmd.add_argument("--workspace", type=Path)
@@ -56,8 +64,10 @@ def add_reflect_parsers(msub: Any) -> None:
 
 def cmd_reflect(args: argparse.Namespace, paths: BrimPaths) -> int:
     command = args.memory_command
+    # Read first, whatever happens next: the file was written for this process alone.
+    given = read_agent_settings(args.agent_settings) if args.agent_settings else None
     try:
-        return _with_log_file(paths, lambda: asyncio.run(_reflect(args, paths, command)))
+        return _with_log_file(paths, lambda: asyncio.run(_reflect(args, paths, command, given)))
     except ProviderError as exc:
         # The engine is down or lacks the model: one line, as `brim probe` says it
         print(f"brim memory {command}: {exc.message}", file=sys.stderr)
@@ -93,17 +103,30 @@ def _conversations(store: Store, ids: list[str]) -> list[ConversationInfo]:
     return infos
 
 
-async def _reflect(args: argparse.Namespace, paths: BrimPaths, command: str) -> int:
-    store = Store.open(paths.ensure().db_path)
-    try:
-        infos = _conversations(store, args.conversation)
-        first = infos[0]
+def reflection_agent(
+    args: argparse.Namespace, paths: BrimPaths, first: ConversationInfo, given: AgentConfig | None
+) -> AgentConfig:
+    """The agent given in a settings file, else `--agent` or the engine flags, else the
+    first conversation's own agent (its file); `--summarizer-model` on top."""
+    if given is not None:
+        agent = with_flags(given, args)
+    else:
         if not args.agent and not args.provider:
             names = {a.name for a in load_agents(paths.agents_dir)[0]}
             args.agent = first.agent if first.agent in names else None
         agent = agent_from_flags(args, paths)
-        if args.summarizer_model:
-            agent = agent.with_changes(summarizer_model=args.summarizer_model)
+    if args.summarizer_model:
+        agent = agent.with_changes(summarizer_model=args.summarizer_model)
+    return agent
+
+
+async def _reflect(
+    args: argparse.Namespace, paths: BrimPaths, command: str, given: AgentConfig | None
+) -> int:
+    store = Store.open(paths.ensure().db_path)
+    try:
+        infos = _conversations(store, args.conversation)
+        agent = reflection_agent(args, paths, infos[0], given)
         service = MemoryService.for_paths(paths)
         provider = provider_for(agent)
         reports: list[PassReport] = []
