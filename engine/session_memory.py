@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.config import AgentConfig
-from engine.config.credentials import agent_api_key
 from engine.context.compaction import CompactionPlan
 from engine.events import (
     ErrorEvent,
@@ -175,15 +174,9 @@ class SessionMemoryMixin:
             return
         conversations, self._to_reflect = self._to_reflect, []
         assert self._memory is not None
-        agent = self.agent
         await asyncio.to_thread(
             self._memory.spawn_reflection,
+            self.agent,
             data_dir=self.paths.root if self.paths.overridden else None,
-            provider=agent.provider,
-            base_url=agent.base_url,
-            model=agent.model,
-            summarizer_model=agent.summarizer_model,
-            num_ctx=agent.num_ctx,
             conversations=conversations,
-            api_key=agent_api_key(agent).value,
         )

@@ -7,6 +7,8 @@ command line a way to open the window, so neither room imports the other's entry
 
 from __future__ import annotations
 
+from engine.cli import main as cli_main
+
 
 def open_window(argv: list[str]) -> int:
     """Start the desktop app with `argv` (its own flags: --data-dir, --workspace)."""
@@ -16,6 +18,4 @@ def open_window(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from engine.cli import main as cli_main
-
     return cli_main(argv, open_window=open_window)

@@ -5,7 +5,7 @@ engine/providers/embedded.py; the memory reflection, engine/memory/spawn.py) and
 `sys.executable -c CODE ...` (the reflection's detaching launcher). In the bundle
 `sys.executable` is this program, not a Python interpreter, so it answers to those two forms
 the way `python` would. Everything else is the `brim` command line (launcher/, then
-engine/cli.py), so the unfrozen code paths stay exactly as they are.
+engine/cli/), so the unfrozen code paths stay exactly as they are.
 
 The bootloader points LD_LIBRARY_PATH at the bundle's own libraries; the user's commands
 (run_command, a detached reflection's own children) must see the system's, so the original

@@ -1,4 +1,4 @@
-"""Memory for one chat session: what `engine/session.py` holds and calls.
+"""Memory for one chat session: what the chat session (engine.session) holds and calls.
 
 The gate lives here and is decided once, from the session's own flags: only a top-level
 run with persistence on writes anything (IDs, receipts, direct writes, suggestions,
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from engine.config.credentials import CHILD_KEY_VARIABLE
+from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
 from engine.memory.extractor import (
     OUTPUT_TOKENS,
@@ -26,7 +26,7 @@ from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
 from engine.memory.service import MemoryService
 from engine.memory.sources import SourceSet
-from engine.memory.spawn import reflect_command, spawn_detached
+from engine.memory.spawn import spawn_reflection
 from engine.memory.store import Snapshot
 from engine.memory.tools import MemoryToolState, memory_tools
 from engine.messages import Message
@@ -162,32 +162,22 @@ class SessionMemory:
 
     def spawn_reflection(
         self,
+        agent: AgentConfig,
         *,
         data_dir: Path | None,
-        provider: str,
-        base_url: str | None,
-        model: str,
-        summarizer_model: str | None,
-        num_ctx: int | None,
         conversations: list[str] | None = None,
-        api_key: str | None = None,
     ) -> bool:
-        """Start a detached reflection on `conversations` (default: the current one).
-        `api_key` reaches it through its environment, never its command line."""
+        """Start a detached reflection on `conversations` (default: the current one), run
+        with exactly `agent`'s settings; its API key reaches it through its environment,
+        never its command line."""
         if not self.writes:
             return False
-        cmd = reflect_command(
+        return spawn_reflection(
+            agent,
             conversations or self._conversation(),
             data_dir=data_dir,
-            provider=provider,
-            base_url=base_url,
-            model=model,
-            summarizer_model=summarizer_model,
-            num_ctx=num_ctx,
             workspace=self.workspace,
-            api_key_env=CHILD_KEY_VARIABLE if api_key else None,
         )
-        return spawn_detached(cmd, secrets={CHILD_KEY_VARIABLE: api_key} if api_key else None)
 
 
 def extractor_budget(window: int) -> int:

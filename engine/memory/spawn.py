@@ -3,17 +3,30 @@
 Neither the person nor the chat waits on it: a short-lived launcher starts the reflection
 in a new session and exits at once, so the reflection is nobody's child (no zombie, no
 "still running" warning in the chat's process) and survives the chat's exit.
+
+The reflection runs with exactly the chat's agent: every setting travels in a private
+settings file (readable by its owner only, removed by the child once read) that the command
+line names. Nothing secret is on that line (anyone can read it in `ps`) or in that file: an
+API key travels in the child's environment, and the settings only name the variable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+from engine.config import AgentConfig, AgentConfigError, Problem
+from engine.config.credentials import CHILD_KEY_VARIABLE, agent_api_key
+
 log = logging.getLogger(__name__)
+
+SETTINGS_PREFIX = "brim-reflect-agent-"
 
 _LAUNCHER = (
     "import os, subprocess, sys\n"
@@ -27,20 +40,46 @@ _LAUNCHER = (
 )
 
 
+def write_agent_settings(agent: AgentConfig, *, key_variable: str | None = None) -> Path:
+    """Every setting of `agent` as JSON in a new file only its owner can read. The key
+    itself is never written: with `key_variable`, the file names that variable (where the
+    child finds the key) in its place."""
+    values = agent.values()
+    values["api_key"] = None
+    if key_variable is not None:
+        values["api_key_env"] = key_variable
+    fd, name = tempfile.mkstemp(prefix=SETTINGS_PREFIX, suffix=".json")  # mode 0600
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(values, out, ensure_ascii=False)
+    return Path(name)
+
+
+def read_agent_settings(path: Path) -> AgentConfig:
+    """The agent a settings file describes; the file is removed once read (it was written
+    for one child). Raises `AgentConfigError` for a file that holds no agent, OSError for
+    one that cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    try:
+        values = json.loads(text)
+    except ValueError as exc:
+        raise AgentConfigError(path, [Problem(None, f"not JSON: {exc}")]) from None
+    if not isinstance(values, dict):
+        raise AgentConfigError(path, [Problem(None, "not a JSON object of agent settings")])
+    return AgentConfig.from_values(values)
+
+
 def reflect_command(
     conversation_id: str | list[str],
     *,
     data_dir: Path | None,
-    provider: str,
-    base_url: str | None,
-    model: str,
-    summarizer_model: str | None,
-    num_ctx: int | None,
+    agent_settings: Path,
     workspace: Path | None,
-    api_key_env: str | None = None,
 ) -> list[str]:
-    """The reflection's command line. It holds no secret (anyone can read it in `ps`): an
-    API key travels in the child's environment, and the line only names the variable."""
+    """The reflection's command line: the conversations, and the file holding the agent."""
     cmd = [sys.executable, "-m", "engine.cli"]
     if data_dir is not None:
         cmd += ["--data-dir", str(data_dir)]
@@ -48,20 +87,35 @@ def reflect_command(
     cmd += ["memory", "reflect"]
     for one in ids:
         cmd += ["--conversation", one]
-    cmd += ["--provider", provider]
-    if base_url:
-        cmd += ["--base-url", base_url]
-    if model:
-        cmd += ["--model", model]
-    if summarizer_model:
-        cmd += ["--summarizer-model", summarizer_model]
-    if num_ctx:
-        cmd += ["--num-ctx", str(num_ctx)]
-    if api_key_env:
-        cmd += ["--api-key-env", api_key_env]
+    cmd += ["--agent-settings", str(agent_settings)]
     if workspace is not None:
         cmd += ["--workspace", str(workspace)]
     return cmd
+
+
+def spawn_reflection(
+    agent: AgentConfig,
+    conversations: str | list[str],
+    *,
+    data_dir: Path | None,
+    workspace: Path | None,
+) -> bool:
+    """Start a detached reflection on `conversations` with exactly `agent`'s settings; True
+    when it started. The agent's API key reaches it through its environment."""
+    key = agent_api_key(agent).value
+    try:
+        settings = write_agent_settings(agent, key_variable=CHILD_KEY_VARIABLE if key else None)
+    except OSError as exc:
+        log.warning("memory: could not start the reflection: %s", exc)
+        return False
+    cmd = reflect_command(
+        conversations, data_dir=data_dir, agent_settings=settings, workspace=workspace
+    )
+    started = spawn_detached(cmd, secrets={CHILD_KEY_VARIABLE: key} if key else None)
+    if not started:
+        with contextlib.suppress(OSError):
+            settings.unlink()  # no child will read it
+    return started
 
 
 def spawn_detached(

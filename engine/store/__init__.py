@@ -8,6 +8,7 @@ from engine.store.errors import (
     StoreTooNew,
     UnknownConversation,
 )
+from engine.store.opening import move_aside
 from engine.store.records import (
     ConversationInfo,
     MessageRecord,
@@ -16,7 +17,7 @@ from engine.store.records import (
     UsageSummary,
 )
 from engine.store.schema import MIGRATIONS, SCHEMA_VERSION
-from engine.store.store import Store, move_aside
+from engine.store.store import Store
 
 __all__ = [
     "MIGRATIONS",

@@ -6,206 +6,42 @@ killed engine never costs what the user typed. The database runs in WAL mode wit
 last commits, never corrupt the file), foreign keys on, and a busy timeout so that two Brim
 processes on one database wait for each other instead of failing.
 
-Calls are synchronous and short (one small transaction each); the engine calls them from
-its asyncio thread. A lock serialises calls from other threads on the one connection.
-
-A file that is not a SQLite database, or is damaged, is never deleted: it is renamed to
-`<name>.corrupt-<timestamp>` (with its -wal/-shm files) and `StoreCorrupt` says where.
+The store is built in layers, one job each: opening.py opens, checks and migrates the file
+(a damaged one is moved aside, never deleted); connection.py holds the one connection and
+its transactions; usage.py records usage and receipts; this module adds conversations and
+their messages, and `Store.open`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
-from engine.messages import Message, ToolCall
-from engine.store.errors import (
-    DuplicateMessage,
-    StoreCorrupt,
-    StoreError,
-    StoreLocked,
-    StoreTooNew,
-    UnknownConversation,
-)
-from engine.store.records import (
-    ConversationInfo,
-    MessageRecord,
-    Receipt,
-    UsageRecord,
-    UsageSummary,
+from engine.messages import Message
+from engine.store.errors import DuplicateMessage, StoreCorrupt, UnknownConversation
+from engine.store.opening import DEFAULT_BUSY_TIMEOUT_S, migrate, move_aside, open_connection
+from engine.store.records import ConversationInfo, MessageRecord
+from engine.store.rows import (
+    INFO_SQL,
+    MESSAGE_COLUMNS,
+    conversation_info,
+    message_from,
+    message_row,
+    text_in,
+    text_out,
+    title_from,
 )
 from engine.store.schema import MIGRATIONS, Migration
-from engine.store.text import decoded_column, repair_surrogates
+from engine.store.usage import UsageLedger
 
-SQLITE_HEADER = b"SQLite format 3\x00"
-DEFAULT_BUSY_TIMEOUT_S = 5.0
-TITLE_CHARS = 60
-
-_BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
-_MESSAGE_COLUMNS = (
-    "seq, id, role, kind, content, tool_calls, tool_call_id, name, meta, created, archived_at"
-)
+__all__ = ["DEFAULT_BUSY_TIMEOUT_S", "Store", "migrate", "move_aside"]
 
 
-def _error_code(exc: sqlite3.Error) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code & 0xFF if isinstance(code, int) else None
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = _error_code(exc)
-    if code is not None:
-        return code in _BUSY_CODES
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def _is_corrupt(exc: sqlite3.Error) -> bool:
-    code = _error_code(exc)
-    if code is not None:
-        return code in _CORRUPT_CODES
-    text = str(exc).lower()
-    return "not a database" in text or "malformed" in text
-
-
-# --- encoding --------------------------------------------------------------------------
-
-
-def _text_in(value: str | None) -> str | None:
-    """Text for a TEXT column, with any lone surrogates of a broken stream repaired."""
-    return None if value is None else repair_surrogates(value)
-
-
-def _text_out(value: str | bytes | None) -> str | None:
-    return decoded_column(value)
-
-
-def _message_row(message: Message) -> tuple[Any, ...]:
-    calls = (
-        json.dumps([[c.id, c.name, c.arguments] for c in message.tool_calls])
-        if message.tool_calls
-        else None
-    )
-    try:
-        meta = json.dumps([[k, v] for k, v in message.meta]) if message.meta else None
-    except (TypeError, ValueError) as exc:
-        raise StoreError(f"message {message.id}: meta values must be JSON values ({exc})") from None
-    return (
-        message.id,
-        message.role,
-        message.kind,
-        _text_in(message.content),
-        calls,
-        _text_in(message.tool_call_id),
-        _text_in(message.name),
-        meta,
-        float(message.created),
-    )
-
-
-def _clean_arguments(arguments: Any) -> Any:
-    # JSON keeps a lone surrogate as an escape that loads back unencodable.
-    return repair_surrogates(arguments) if isinstance(arguments, str) else arguments
-
-
-def _message_from(row: sqlite3.Row) -> Message:
-    calls = tuple(
-        ToolCall(repair_surrogates(i), repair_surrogates(n), _clean_arguments(a))
-        for i, n, a in json.loads(row["tool_calls"] or "[]")
-    )
-    meta = tuple((k, v) for k, v in json.loads(row["meta"] or "[]"))
-    return Message(
-        role=row["role"],
-        content=_text_out(row["content"]) or "",
-        tool_calls=calls,
-        tool_call_id=_text_out(row["tool_call_id"]),
-        name=_text_out(row["name"]),
-        kind=row["kind"],
-        id=row["id"],
-        created=row["created"],
-        meta=meta,
-    )
-
-
-def _title_from(message: Message) -> str:
-    first = next((ln.strip() for ln in message.content.splitlines() if ln.strip()), "")
-    return first if len(first) <= TITLE_CHARS else first[: TITLE_CHARS - 1].rstrip() + "…"
-
-
-# --- opening ---------------------------------------------------------------------------
-
-ONE_LINE_CHARS = 200
-
-
-def _one_line(exc: BaseException) -> str:
-    """An error's text as one short line (an integrity report can run to hundreds)."""
-    text = " ".join(str(exc).split()) or exc.__class__.__name__
-    return text if len(text) <= ONE_LINE_CHARS else text[: ONE_LINE_CHARS - 1] + "…"
-
-
-def move_aside(path: Path, stamp: str | None = None) -> Path:
-    """Rename a damaged database (and its -wal/-shm/-journal files) out of the way, keeping
-    every byte: `<name>.corrupt-<timestamp>`. Returns the new path of the main file."""
-    stamp = stamp or time.strftime("%Y%m%d-%H%M%S")
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    n = 2
-    while target.exists():
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
-        n += 1
-    os.rename(path, target)
-    for suffix in ("-wal", "-shm", "-journal"):
-        side = path.with_name(path.name + suffix)
-        if side.exists():
-            os.rename(side, target.with_name(target.name + suffix))
-    return target
-
-
-def migrate(conn: sqlite3.Connection, path: Path, migrations: Sequence[Migration]) -> int:
-    """Apply the steps past the database's `user_version`, each in its own transaction.
-    Returns the version now. Running it again is a no-op."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > len(migrations):
-        raise StoreTooNew(path, version, len(migrations))
-    for number in range(version + 1, len(migrations) + 1):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            # Re-read inside the write lock: another process may have migrated meanwhile.
-            current = conn.execute("PRAGMA user_version").fetchone()[0]
-            if current < number:
-                for step in migrations[number - 1]:
-                    if callable(step):
-                        step(conn)
-                    else:
-                        conn.execute(step)
-                conn.execute(f"PRAGMA user_version = {int(number)}")
-            conn.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            raise
-    return conn.execute("PRAGMA user_version").fetchone()[0]
-
-
-class Store:
+class Store(UsageLedger):
     """One open database. Use `Store.open`; close it (or use it as a context manager)."""
-
-    def __init__(self, conn: sqlite3.Connection, path: Path, busy_timeout_s: float) -> None:
-        self._conn: sqlite3.Connection | None = conn
-        self._lock = threading.RLock()
-        self.path = path
-        self.busy_timeout_s = busy_timeout_s
-        self.recovered_from: Path | None = None  # where a damaged file was moved (recover=True)
-
-    # -- lifecycle --------------------------------------------------------------------
 
     @classmethod
     def open(
@@ -226,129 +62,17 @@ class Store:
         `StoreTooNew` for a database from a newer Brim."""
         path = Path(db_path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        recovered_from: Path | None = None
         try:
-            return cls._open(path, busy_timeout_s, check, migrations)
+            conn = open_connection(path, busy_timeout_s, check, migrations)
         except StoreCorrupt as exc:
             if not recover:
                 raise
-            store = cls._open(path, busy_timeout_s, check, migrations)
-            store.recovered_from = exc.moved_to
-            return store
-
-    @classmethod
-    def _open(
-        cls, path: Path, busy_timeout_s: float, check: bool, migrations: Sequence[Migration]
-    ) -> Store:
-        # The file is never opened here except through SQLite: POSIX locks belong to the
-        # process, and closing any other descriptor on the database drops the locks that
-        # this process's live connections hold on it, so another process would take itself
-        # for the last connection and delete the -wal and -shm files from under them.
-        # A file that is not a database is SQLite's SQLITE_NOTADB on the first read.
-        try:
-            conn = sqlite3.connect(
-                path, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot open the database: {exc}") from None
-        try:
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA foreign_keys = ON")
-            # A newer Brim's database is refused before anything (even the journal mode)
-            # is changed in it.
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(migrations):
-                raise StoreTooNew(path, version, len(migrations))
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            conn.execute("PRAGMA synchronous = NORMAL")
-            if check:
-                result = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
-                if result != ["ok"]:
-                    raise sqlite3.DatabaseError("; ".join(map(str, result[:3])))
-            migrate(conn, path, migrations)
-        except sqlite3.Error as exc:
-            conn.close()
-            if _is_busy(exc):
-                raise StoreLocked(path, busy_timeout_s) from None
-            if _is_corrupt(exc) or exc.__class__ is sqlite3.DatabaseError:
-                raise StoreCorrupt(path, _one_line(exc), move_aside(path)) from None
-            raise StoreError(f"{path}: {_one_line(exc)}") from None
-        except StoreTooNew:
-            conn.close()
-            raise
-        except Exception as exc:
-            # Anything else while opening (a damaged schema makes SQLite's own error text
-            # undecodable: UnicodeDecodeError) is damage too: one line, the file kept aside.
-            conn.close()
-            raise StoreCorrupt(path, _one_line(exc), move_aside(path)) from None
-        except BaseException:
-            conn.close()
-            raise
-        return cls(conn, path, busy_timeout_s)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def schema_version(self) -> int:
-        with self._read() as conn:
-            return conn.execute("PRAGMA user_version").fetchone()[0]
-
-    def check_integrity(self) -> list[str]:
-        """SQLite's full integrity check: an empty list when the database is sound."""
-        with self._read() as conn:
-            rows = [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
-        return [] if rows == ["ok"] else rows
-
-    # -- plumbing ---------------------------------------------------------------------
-
-    def _translate(self, exc: sqlite3.Error) -> StoreError:
-        if _is_busy(exc):
-            return StoreLocked(self.path, self.busy_timeout_s)
-        if _is_corrupt(exc):
-            return StoreCorrupt(self.path, str(exc), None)
-        return StoreError(f"{self.path}: {exc}")
-
-    @contextlib.contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._conn is None:
-                raise StoreError(f"{self.path}: the store is closed")
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise self._translate(exc) from None
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One short write transaction; BEGIN IMMEDIATE takes the write lock up front, so
-        two processes queue on the busy timeout instead of deadlocking on an upgrade."""
-        with self._read() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
-                raise
-
-    @staticmethod
-    def _live(conn: sqlite3.Connection, conversation_id: str) -> sqlite3.Row:
-        row = conn.execute(
-            "SELECT title, deleted FROM conversations WHERE id = ?", (conversation_id,)
-        ).fetchone()
-        if row is None or row["deleted"] is not None:
-            raise UnknownConversation(conversation_id)
-        return row
+            conn = open_connection(path, busy_timeout_s, check, migrations)
+            recovered_from = exc.moved_to
+        store = cls(conn, path, busy_timeout_s)
+        store.recovered_from = recovered_from
+        return store
 
     # -- conversations ----------------------------------------------------------------
 
@@ -359,38 +83,18 @@ class Store:
             conn.execute(
                 "INSERT INTO conversations (id, title, agent, workspace, created, updated)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                (conversation_id, _text_in(title), _text_in(agent), _text_in(workspace), now, now),
+                (conversation_id, text_in(title), text_in(agent), text_in(workspace), now, now),
             )
         return conversation_id
-
-    _INFO_SQL = (
-        "SELECT c.id, c.title, c.agent, c.workspace, c.created, c.updated, c.deleted,"
-        " (SELECT COUNT(*) FROM messages m"
-        "   WHERE m.conversation_id = c.id AND m.archived_at IS NULL) AS message_count"
-        " FROM conversations c"
-    )
-
-    @staticmethod
-    def _info(row: sqlite3.Row) -> ConversationInfo:
-        return ConversationInfo(
-            id=row["id"],
-            title=_text_out(row["title"]) or "",
-            agent=_text_out(row["agent"]) or "",
-            workspace=_text_out(row["workspace"]),
-            created=row["created"],
-            updated=row["updated"],
-            message_count=row["message_count"],
-            deleted=row["deleted"],
-        )
 
     def get_conversation(
         self, conversation_id: str, *, include_deleted: bool = False
     ) -> ConversationInfo | None:
         with self._read() as conn:
-            row = conn.execute(self._INFO_SQL + " WHERE c.id = ?", (conversation_id,)).fetchone()
+            row = conn.execute(INFO_SQL + " WHERE c.id = ?", (conversation_id,)).fetchone()
         if row is None or (row["deleted"] is not None and not include_deleted):
             return None
-        return self._info(row)
+        return conversation_info(row)
 
     def list_conversations(
         self, agent: str | None = None, *, include_deleted: bool = False
@@ -402,20 +106,20 @@ class Store:
             params.append(agent)
         if not include_deleted:
             where.append("c.deleted IS NULL")
-        sql = self._INFO_SQL
+        sql = INFO_SQL
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY c.updated DESC, c.created DESC, c.id"
         with self._read() as conn:
             rows = conn.execute(sql, params).fetchall()
-        return [self._info(r) for r in rows]
+        return [conversation_info(r) for r in rows]
 
     def rename_conversation(self, conversation_id: str, title: str) -> None:
         with self._write() as conn:
             self._live(conn, conversation_id)
             conn.execute(
                 "UPDATE conversations SET title = ?, updated = ? WHERE id = ?",
-                (_text_in(title), time.time(), conversation_id),
+                (text_in(title), time.time(), conversation_id),
             )
 
     def delete_conversation(self, conversation_id: str) -> None:
@@ -461,7 +165,7 @@ class Store:
                     "INSERT INTO messages (conversation_id, seq, id, role, kind, content,"
                     " tool_calls, tool_call_id, name, meta, created)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, seq, *_message_row(message)),
+                    (conversation_id, seq, *message_row(message)),
                 )
             except sqlite3.IntegrityError:
                 raise DuplicateMessage(conversation_id, message.id) from None
@@ -475,10 +179,10 @@ class Store:
             self._insert(conn, conversation_id, [message])
             title = info["title"]
             if not title and message.role == "user" and message.kind == "chat":
-                title = _title_from(message)
+                title = title_from(message)
             conn.execute(
                 "UPDATE conversations SET updated = ?, title = ? WHERE id = ?",
-                (time.time(), _text_in(_text_out(title)), conversation_id),
+                (time.time(), text_in(text_out(title)), conversation_id),
             )
 
     def replace_messages(self, conversation_id: str, messages: Sequence[Message]) -> None:
@@ -508,11 +212,11 @@ class Store:
         if not include_archived:
             with self._read() as conn:
                 rows = conn.execute(
-                    f"SELECT {_MESSAGE_COLUMNS} FROM messages"
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages"
                     " WHERE conversation_id = ? AND archived_at IS NULL ORDER BY seq",
                     (conversation_id,),
                 ).fetchall()
-            return [_message_from(r) for r in rows]
+            return [message_from(r) for r in rows]
         seen: set[str] = set()
         out: list[Message] = []
         for record in self.records(conversation_id):
@@ -525,162 +229,7 @@ class Store:
         """Every stored row, live and archived, in storage order (for export and review)."""
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq",
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq",
                 (conversation_id,),
             ).fetchall()
-        return [MessageRecord(r["seq"], _message_from(r), r["archived_at"]) for r in rows]
-
-    # -- usage and receipts -----------------------------------------------------------
-
-    def record_usage(
-        self,
-        conversation_id: str | None,
-        *,
-        agent: str,
-        provider: str,
-        model: str,
-        prompt_tokens: int | None,
-        completion_tokens: int | None,
-        cached_tokens: int | None,
-        purpose: str = "chat",
-        created: float | None = None,
-    ) -> None:
-        """One request's usage as the engine reported it (None: not reported)."""
-        with self._write() as conn:
-            if conversation_id is not None:
-                exists = conn.execute(
-                    "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
-                ).fetchone()
-                if exists is None:
-                    raise UnknownConversation(conversation_id)
-            conn.execute(
-                "INSERT INTO usage (conversation_id, agent, provider, model, purpose,"
-                " prompt_tokens, completion_tokens, cached_tokens, created)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id,
-                    _text_in(agent),
-                    provider,
-                    _text_in(model),
-                    purpose,
-                    prompt_tokens,
-                    completion_tokens,
-                    cached_tokens,
-                    time.time() if created is None else created,
-                ),
-            )
-
-    def usage_summary(
-        self, conversation_id: str | None = None, *, agent: str | None = None
-    ) -> list[UsageSummary]:
-        """Totals per provider and model, for one conversation or (None) for all."""
-        where, params = [], []
-        if conversation_id is not None:
-            where.append("conversation_id = ?")
-            params.append(conversation_id)
-        if agent is not None:
-            where.append("agent = ?")
-            params.append(agent)
-        sql = (
-            "SELECT provider, model, COUNT(*) AS requests,"
-            " COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,"
-            " SUM(cached_tokens) AS cached_tokens,"
-            " COALESCE(SUM(completion_tokens), 0) AS completion_tokens FROM usage"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " GROUP BY provider, model ORDER BY provider, model"
-        with self._read() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [
-            UsageSummary(
-                provider=r["provider"],
-                model=_text_out(r["model"]) or "",
-                requests=r["requests"],
-                prompt_tokens=r["prompt_tokens"],
-                cached_tokens=r["cached_tokens"],
-                completion_tokens=r["completion_tokens"],
-            )
-            for r in rows
-        ]
-
-    def usage_records(
-        self, conversation_id: str, purpose: str | None = "chat"
-    ) -> list[UsageRecord]:
-        """One conversation's requests in the order they landed (`purpose` None: every kind);
-        what a reopened conversation's context timeline is rebuilt from."""
-        sql = (
-            "SELECT purpose, prompt_tokens, completion_tokens, cached_tokens, created FROM usage"
-            " WHERE conversation_id = ?"
-        )
-        params: list[Any] = [conversation_id]
-        if purpose is not None:
-            sql += " AND purpose = ?"
-            params.append(purpose)
-        sql += " ORDER BY created, pk"
-        with self._read() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [
-            UsageRecord(
-                purpose=r["purpose"],
-                prompt_tokens=r["prompt_tokens"],
-                completion_tokens=r["completion_tokens"],
-                cached_tokens=r["cached_tokens"],
-                created=r["created"],
-            )
-            for r in rows
-        ]
-
-    def record_receipt(
-        self,
-        conversation_id: str | None,
-        *,
-        elapsed_s: float,
-        prompt_tokens: int,
-        completion_tokens: int,
-        tokens_per_s: float,
-        finished_at: float | None = None,
-    ) -> None:
-        """One turn's receipt (the figures of its turn_end event)."""
-        with self._write() as conn:
-            if conversation_id is not None:
-                exists = conn.execute(
-                    "SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)
-                ).fetchone()
-                if exists is None:
-                    raise UnknownConversation(conversation_id)
-            conn.execute(
-                "INSERT INTO receipts (conversation_id, elapsed_s, prompt_tokens,"
-                " completion_tokens, tokens_per_s, finished_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id,
-                    float(elapsed_s),
-                    int(prompt_tokens),
-                    int(completion_tokens),
-                    float(tokens_per_s),
-                    time.time() if finished_at is None else finished_at,
-                ),
-            )
-
-    def receipts(self, conversation_id: str | None = None, limit: int = 100) -> list[Receipt]:
-        """The most recent receipts, oldest first."""
-        sql = "SELECT * FROM receipts"
-        params: list[Any] = []
-        if conversation_id is not None:
-            sql += " WHERE conversation_id = ?"
-            params.append(conversation_id)
-        sql += " ORDER BY finished_at DESC, pk DESC LIMIT ?"
-        params.append(limit)
-        with self._read() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [
-            Receipt(
-                conversation_id=r["conversation_id"],
-                elapsed_s=r["elapsed_s"],
-                prompt_tokens=r["prompt_tokens"],
-                completion_tokens=r["completion_tokens"],
-                tokens_per_s=r["tokens_per_s"],
-                finished_at=r["finished_at"],
-            )
-            for r in reversed(rows)
-        ]
+        return [MessageRecord(r["seq"], message_from(r), r["archived_at"]) for r in rows]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.cli import _HeadlessOutput
+from engine.cli.stdio import HeadlessOutput
 from engine.events import DeltaEvent, NoticeEvent
 
 
@@ -27,7 +27,7 @@ def test_a_lone_surrogate_in_an_event_is_written_as_a_replacement_and_output_sta
 ):
     raw = _stdout(monkeypatch, "utf-8")
     closed: list[bool] = []
-    output = _HeadlessOutput()
+    output = HeadlessOutput()
     output.on_close = lambda: closed.append(True)
     output.write(DeltaEvent("half \ud83d"))
     output.write(NoticeEvent("warning", "a pair \ud83d\ude00 joined"))
@@ -44,7 +44,7 @@ def test_a_stdout_that_is_not_utf8_gets_escaped_json_instead_of_a_closed_output(
     monkeypatch: pytest.MonkeyPatch,
 ):
     raw = _stdout(monkeypatch, "ascii")
-    output = _HeadlessOutput()
+    output = HeadlessOutput()
     output.write(DeltaEvent("smile \U0001f600"))
     assert not output.closed
     assert _lines(raw) == [{"type": "delta", "text": "smile \U0001f600"}]
@@ -54,9 +54,9 @@ def test_a_closed_stdout_still_closes_the_output(monkeypatch: pytest.MonkeyPatch
     stream = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     stream.close()
     monkeypatch.setattr("sys.stdout", stream)
-    monkeypatch.setattr("engine.cli._silence_stdout", lambda: None)
+    monkeypatch.setattr("engine.cli.stdio.silence_stdout", lambda: None)
     closed: list[bool] = []
-    output = _HeadlessOutput()
+    output = HeadlessOutput()
     output.on_close = lambda: closed.append(True)
     output.write(DeltaEvent("nobody reads this"))
     assert output.closed and closed == [True]

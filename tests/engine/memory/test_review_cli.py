@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from engine.cli.review import run_review
 from engine.memory import MemoryService
-from engine.memory.review import parse_selection, run_review
+from engine.memory.review import parse_selection
 from engine.paths import BrimPaths
 from tests.engine.memory.helpers import queue_facts, sentences
 from tests.helpers.cli import run_brim

@@ -156,26 +156,24 @@ def test_the_detached_reflection_gets_the_key_in_its_environment_not_its_command
 
     def fake_run(args, **kw):
         seen["argv"], seen["env"] = args, kw["env"]
+        settings = Path(args[args.index("--agent-settings") + 1])
+        seen["settings"] = settings.read_text(encoding="utf-8")
+        settings.unlink()
         return subprocess.CompletedProcess(args, 0, b"", b"")
 
     monkeypatch.setattr(spawn.subprocess, "run", fake_run)
     memory = SessionMemory.__new__(SessionMemory)
     memory.writes = True
     memory.workspace = None
-    started = memory.spawn_reflection(
-        data_dir=None,
-        provider="vllm",
-        base_url="http://127.0.0.1:8000",
-        model="m",
-        summarizer_model=None,
-        num_ctx=None,
-        conversations=["c1"],
-        api_key=KEY,
+    agent = AgentConfig(
+        name="gpu", provider="vllm", base_url="http://127.0.0.1:8000", model="m", api_key=KEY
     )
+    started = memory.spawn_reflection(agent, data_dir=None, conversations=["c1"])
     assert started
     argv = " ".join(seen["argv"])  # type: ignore[arg-type]
     assert KEY not in argv
-    assert f"--api-key-env {CHILD_KEY_VARIABLE}" in argv
+    assert KEY not in seen["settings"]  # type: ignore[operator]
+    assert json.loads(seen["settings"])["api_key_env"] == CHILD_KEY_VARIABLE  # type: ignore[arg-type]
     assert seen["env"][CHILD_KEY_VARIABLE] == KEY  # type: ignore[index]
 
 
@@ -214,18 +212,10 @@ def test_a_detached_reflection_reaches_a_keyed_engine_with_no_key_on_any_command
     with FakeLlamaServer(n_ctx=8192) as fake:
         fake.api_key = KEY
         fake.responder = FakeModel(extract=saving(Save(pref, "format", pref)))
-        cmd = spawn.reflect_command(
-            conversation,
-            data_dir=home,
-            provider="llamacpp",
-            base_url=fake.url,
-            model="fake",
-            summarizer_model=None,
-            num_ctx=None,
-            workspace=None,
-            api_key_env=CHILD_KEY_VARIABLE,
+        agent = AgentConfig(
+            name="keyed", provider="llamacpp", base_url=fake.url, model="fake", api_key=KEY
         )
-        assert spawn.spawn_detached(cmd, secrets={CHILD_KEY_VARIABLE: KEY})
+        assert spawn.spawn_reflection(agent, conversation, data_dir=home, workspace=None)
         service = MemoryService(BrimPaths.under(home).memory_dir)
         leaked: list[str] = []
         deadline = time.monotonic() + 90

@@ -1,0 +1,74 @@
+"""`brim probe`: ask an engine what window it really serves, and how it is reached."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import Any
+
+from engine.cli.agents import agent_from_flags
+from engine.cli.arguments import add_data_dir_flag, add_engine_flags
+from engine.cli.errors import EXIT_UNREACHABLE
+from engine.config import AgentConfig
+from engine.config.credentials import agent_api_key
+from engine.paths import BrimPaths
+from engine.providers.errors import ProviderError
+from engine.session import probe_window, provider_for
+
+
+def add_probe_parser(sub: Any) -> None:
+    probe = sub.add_parser("probe", help="ask an engine what window it really serves")
+    probe.add_argument("--agent", help="probe the engine this agent names")
+    add_engine_flags(probe)
+    add_data_dir_flag(probe)
+    probe.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+async def _probe(agent: AgentConfig) -> dict[str, Any]:
+    provider = provider_for(agent)
+    told = False
+
+    def on_wait(waited_s: float, limit_s: float) -> None:
+        nonlocal told
+        if not told:  # once: stdout stays the one JSON answer
+            told = True
+            print(
+                f"brim probe: the engine is loading its model; waiting (up to {limit_s:.0f} s)",
+                file=sys.stderr,
+            )
+
+    try:
+        resolution = await probe_window(provider, agent, on_wait)
+    finally:
+        await provider.aclose()
+    result = resolution.to_probe_json()
+    route = getattr(provider, "route", None)
+    if route is not None:  # the engines reached over HTTP: which way, and with what key
+        result["route"] = route.to_json()
+        result["route_text"] = route.describe()
+        result["api_key"] = agent_api_key(agent).describe()
+    return result
+
+
+def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
+    agent = agent_from_flags(args, paths)
+    try:
+        result = asyncio.run(_probe(agent))
+    except ProviderError as exc:
+        print(f"brim probe: {exc.message}", file=sys.stderr)
+        return EXIT_UNREACHABLE if exc.kind == "unreachable" else 1
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"{result['provider']} {result['model']}: window {result['window']:,} "
+            f"({result['source']})"
+        )
+        if "route" in result:
+            print(f"  route: {result['route_text']}")
+            print(f"  api key: {result['api_key']}")
+        for warning in result["warnings"]:
+            print(f"  warning: {warning}")
+    return 0

@@ -1,0 +1,173 @@
+"""`brim memory reflect` and `brim memory learn`.
+
+`reflect` is what a chat starts, detached, when it closes a conversation; `learn` is the
+foreground pass `/learn` runs. Both resolve the conversation's agent (its file, or the
+engine flags given) and run on its summarizer model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engine.cli.agents import agent_from_flags, with_flags
+from engine.cli.arguments import add_engine_flags, conversation_id
+from engine.cli.errors import CliError
+from engine.config import AgentConfig, load_agents
+from engine.memory.extractor import provider_complete
+from engine.memory.reflect import PassReport, learn_conversation, reflect_conversation
+from engine.memory.runtime import extractor_budget
+from engine.memory.service import MemoryService
+from engine.memory.spawn import read_agent_settings
+from engine.messages import user
+from engine.paths import BrimPaths
+from engine.providers.errors import ProviderError
+from engine.session import probe_window, provider_for
+from engine.store import ConversationInfo, Store
+from engine.tokens import counter_for
+
+log = logging.getLogger("engine.memory")
+
+
+def add_reflect_parsers(msub: Any) -> None:
+    for name, text in (
+        ("reflect", "suggest memories from a conversation's unreflected messages"),
+        ("learn", "reflect, then one curation call over the whole memory"),
+    ):
+        cmd = msub.add_parser(name, help=text)
+        cmd.add_argument(
+            "--conversation",
+            type=conversation_id,
+            required=True,
+            action="append",
+            help="repeat for several: they share one engine (one model load)",
+        )
+        cmd.add_argument("--agent")
+        cmd.add_argument(
+            "--agent-settings",
+            type=Path,
+            metavar="FILE",
+            help="run with the agent whose settings FILE holds as JSON, removed once read "
+            "(what a chat hands the reflection it starts)",
+        )
+        add_engine_flags(cmd)
+        cmd.add_argument("--summarizer-model")
+        cmd.add_argument("--workspace", type=Path)
+        cmd.add_argument("--json", action="store_true")
+
+
+def cmd_reflect(args: argparse.Namespace, paths: BrimPaths) -> int:
+    command = args.memory_command
+    # Read first, whatever happens next: the file was written for this process alone.
+    given = read_agent_settings(args.agent_settings) if args.agent_settings else None
+    try:
+        return _with_log_file(paths, lambda: asyncio.run(_reflect(args, paths, command, given)))
+    except ProviderError as exc:
+        # The engine is down or lacks the model: one line, as `brim probe` says it
+        print(f"brim memory {command}: {exc.message}", file=sys.stderr)
+        return 2 if exc.kind == "unreachable" else 1
+
+
+def _with_log_file(paths: BrimPaths, run: Callable[[], int]) -> int:
+    """A detached reflection has no terminal: what it logs goes to logs/memory.log too."""
+    handler: logging.Handler | None = None
+    try:
+        paths.logs_dir.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(paths.logs_dir / "memory.log", encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+    except OSError:
+        handler = None
+    try:
+        return run()
+    finally:
+        if handler is not None:
+            log.removeHandler(handler)
+            handler.close()
+
+
+def _conversations(store: Store, ids: list[str]) -> list[ConversationInfo]:
+    infos = []
+    for one in dict.fromkeys(ids):
+        found = store.get_conversation(one)
+        if found is None:
+            raise CliError(f"no conversation with id {one!r}")
+        infos.append(found)
+    return infos
+
+
+def reflection_agent(
+    args: argparse.Namespace, paths: BrimPaths, first: ConversationInfo, given: AgentConfig | None
+) -> AgentConfig:
+    """The agent given in a settings file, else `--agent` or the engine flags, else the
+    first conversation's own agent (its file); `--summarizer-model` on top."""
+    if given is not None:
+        agent = with_flags(given, args)
+    else:
+        if not args.agent and not args.provider:
+            names = {a.name for a in load_agents(paths.agents_dir)[0]}
+            args.agent = first.agent if first.agent in names else None
+        agent = agent_from_flags(args, paths)
+    if args.summarizer_model:
+        agent = agent.with_changes(summarizer_model=args.summarizer_model)
+    return agent
+
+
+async def _reflect(
+    args: argparse.Namespace, paths: BrimPaths, command: str, given: AgentConfig | None
+) -> int:
+    store = Store.open(paths.ensure().db_path)
+    try:
+        infos = _conversations(store, args.conversation)
+        agent = reflection_agent(args, paths, infos[0], given)
+        service = MemoryService.for_paths(paths)
+        provider = provider_for(agent)
+        reports: list[PassReport] = []
+        try:
+            window = await probe_window(provider, agent)
+            counter = counter_for(provider, agent.model)
+            model = agent.summarizer_model or agent.model
+            run = learn_conversation if command == "learn" else reflect_conversation
+            for info in infos:
+                workspace = args.workspace or (Path(info.workspace) if info.workspace else None)
+                report = await run(
+                    store.records(info.id),
+                    info.id,
+                    service=service,
+                    scopes=service.scopes(info.agent or agent.name, workspace),
+                    complete=provider_complete(provider, model, num_ctx=agent.num_ctx),
+                    count_text=lambda text: counter.count_message(user(text)),
+                    input_budget=extractor_budget(window.window),
+                )
+                reports.append(report)
+                log.info(
+                    "memory %s %s: claimed %d messages (%d..%d], scanned %d, skipped %d "
+                    "chunks, queued %s",
+                    command,
+                    info.id,
+                    report.claimed,
+                    report.previous,
+                    report.through,
+                    report.scanned,
+                    report.skipped_chunks,
+                    report.queued,
+                )
+        finally:
+            await provider.aclose()
+    finally:
+        store.close()
+    for report in reports:
+        if args.json:
+            print(json.dumps(report.to_dict()))
+        elif report.nothing_new and command == "reflect":
+            print("Nothing new to reflect on.")
+        else:
+            print(f"{len(report.queued)} suggestions queued for review.")
+    return 0
