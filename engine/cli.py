@@ -26,7 +26,7 @@ from engine.config import (
     default_agent,
     load_agents,
 )
-from engine.events import ErrorEvent, Event, NoticeEvent, TurnEndEvent
+from engine.events import ErrorEvent, Event, NoticeEvent, TurnEndEvent, ViewRequestEvent
 from engine.paths import BrimPaths
 from engine.providers.base import PROVIDER_KINDS
 from engine.providers.engine_text import clean
@@ -290,7 +290,7 @@ class _HeadlessOutput:
             self.failure = event
         elif isinstance(event, TurnEndEvent):
             self.failure = None
-        if self.closed:
+        if self.closed or isinstance(event, ViewRequestEvent):  # its notice says it in words
             return
         data = event.to_dict()
         try:

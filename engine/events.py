@@ -286,3 +286,13 @@ EventSink = Callable[[Event], None]
 
 def discard(_: Event) -> None:
     """An event sink that drops everything (for callers that do not listen)."""
+
+
+@dataclass
+class ViewRequestEvent(Event):
+    """A command whose answer is a view the front end opens: the agent editor, the memory
+    browser, the review dialog, a new conversation."""
+
+    type: ClassVar[str] = "view_request"
+    # one of VIEWS: "agent_editor" | "memory_browser" | "memory_review" | "new_conversation"
+    view: str
