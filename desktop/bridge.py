@@ -298,7 +298,7 @@ class EngineBridge(QObject):
             raise
         except Exception as exc:  # a broken agent or a dead engine: say so, keep the window
             message = _message_of(exc)
-            self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=message))
+            self.sink(_error_of(exc, "startup"))
             self._started.set_result(False)
             if self._forwarding.is_set():
                 self._open_failed_incoming.emit(message)
@@ -311,16 +311,16 @@ class EngineBridge(QObject):
         self._turn = asyncio.current_task()
         try:
             if self._started is None:
-                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+                self.sink(_no_session())
                 return
             if not await asyncio.shield(self._started) or self._session is None:
-                self.sink(ErrorEvent(kind="no_session", message="The session did not start."))
+                self.sink(ErrorEvent("no_session", "The session did not start.", retryable=True))
                 return
             await self._session.send(text)
         except asyncio.CancelledError:
             pass  # cancelled while waiting for the model to load: nothing was sent
         except Exception as exc:  # send() should never raise; if it does, show it, not crash
-            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+            self.sink(_error_of(exc, "internal"))
         finally:
             self._turn = None
             if self._forwarding.is_set():
@@ -339,13 +339,13 @@ class EngineBridge(QObject):
             session = self._session
             opener = getattr(session, "open_conversation", None)
             if session is None or not callable(opener):
-                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+                self.sink(_no_session())
                 return
             try:
                 await opener(conversation_id)
                 info = session_info(session)
             except Exception as exc:  # an unknown or unreadable conversation: say so
-                self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=_message_of(exc)))
+                self.sink(_error_of(exc, "startup"))
                 return
             if self._forwarding.is_set():
                 self._opened_incoming.emit(info)
@@ -357,12 +357,12 @@ class EngineBridge(QObject):
         session = self._session
         answer = getattr(session, "answer_command", None)
         if session is None or not callable(answer):
-            self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+            self.sink(_no_session())
             return
         try:
             answer(text)
         except Exception as exc:
-            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+            self.sink(_error_of(exc, "internal"))
 
     async def _retry(self) -> None:
         self._turn = asyncio.current_task()
@@ -370,13 +370,13 @@ class EngineBridge(QObject):
             session = self._session
             retry = getattr(session, "retry", None)
             if session is None:
-                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+                self.sink(_no_session())
             elif callable(retry):
                 await retry()
         except asyncio.CancelledError:
             pass
         except Exception as exc:
-            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+            self.sink(_error_of(exc, "internal"))
         finally:
             self._turn = None
             if self._forwarding.is_set():
@@ -461,6 +461,20 @@ class EngineBridge(QObject):
     def _deliver_turn_done(self) -> None:
         self._set_busy(False)
         self.turn_finished.emit()
+
+
+def _no_session() -> ErrorEvent:
+    return ErrorEvent("no_session", "No session is open.", retryable=True)
+
+
+def _error_of(exc: BaseException, default_kind: str) -> ErrorEvent:
+    """The error event for an exception that reached the bridge. Retry is offered when the
+    exception says a second attempt may cure it (an engine error's `retryable`), or, for one
+    that does not say, when the session could not start."""
+    kind = _kind_of(exc, default_kind)
+    said = getattr(exc, "retryable", None)
+    retryable = said if isinstance(said, bool) else kind == "startup"
+    return ErrorEvent(kind, _message_of(exc), retryable=retryable)
 
 
 def _kind_of(exc: BaseException, default: str) -> str:

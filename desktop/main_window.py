@@ -376,7 +376,7 @@ class MainWindow(QMainWindow):
             case ErrorEvent(kind="message_too_large"):
                 # Refused before anything was sent or compacted: the text goes back into the
                 # composer (nothing typed is lost) and its row leaves the transcript.
-                self.banner.show_error(event.kind, event.message)
+                self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 self.transcript.remove_last_user(self.composer.last_sent())
                 self._turns = max(0, self._turns - 1)
                 self.header.set_turn(self._turns)
@@ -384,7 +384,7 @@ class MainWindow(QMainWindow):
                     self.composer.setPlainText(self.composer.last_sent())
             case ErrorEvent():
                 self.transcript.finish_stream()
-                self.banner.show_error(event.kind, event.message)
+                self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 if self.bridge.busy:  # mark where the answer failed; start-up faults need no row
                     self.transcript.add_error(self.banner.text())
             case _:

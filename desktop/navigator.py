@@ -173,7 +173,7 @@ class Navigator(QObject):
         self._open_session(choice.agent, choice.conversation_id, workspace)
 
     def _startup_failed(self, message: str) -> None:
-        self.window.banner.show_error("startup", message)
+        self.window.banner.show_error("startup", message, retry=True)
         self.window.header.set_state("not started")
         self.startup_failed.emit(message)
 

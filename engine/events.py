@@ -146,6 +146,9 @@ class ErrorEvent(Event):
     # Figures behind the error, for a front end that acts on them (e.g. message_too_large:
     # {"tokens": ..., "window": ..., "fixed_tokens": ...}).
     data: dict[str, Any] = field(default_factory=dict)
+    # A second attempt may cure it (the engine was unreachable, crashed, is still loading):
+    # a front end offers Retry for these and only these.
+    retryable: bool = False
 
 
 @dataclass

@@ -535,7 +535,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         try:
             await loop.compact()
         except ProviderError as exc:
-            self._emit(ErrorEvent(exc.kind, exc.message))
+            self._emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
         finally:
             self._manual_compaction = False
             self._emit(StateEvent("ready"))
@@ -555,7 +555,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         try:
             resolution = await probe_window(self._provider, self.agent, on_wait)
         except ProviderError as exc:
-            self._emit(ErrorEvent(exc.kind, exc.message))
+            self._emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
             return
         self._window = resolution
         self._loop = None
