@@ -18,8 +18,12 @@ from desktop.agent_editor import AgentEditorDialog
 from desktop.bridge import EngineBridge, agent_model_label
 from desktop.main_window import MainWindow
 from desktop.navigator import Navigator
-from engine.config import AgentConfig, ConfigError, load_agent
-from engine.window import WindowResolution
+from engine.api import (
+    AgentConfig,
+    ConfigError,
+    WindowResolution,
+    load_agent,
+)
 
 
 class AgentEditing(QObject):
@@ -76,7 +80,7 @@ class AgentEditing(QObject):
                 return
             if is_current:
                 self.bridge.session_call(
-                    lambda session: getattr(session, "window", None),
+                    lambda session: session.window,
                     lambda live: self._open(config, live),
                     lambda _message: self._open(config, None),
                 )
@@ -149,7 +153,7 @@ class AgentEditing(QObject):
             navigator.refresh()
 
         self.bridge.session_call(
-            lambda session: getattr(session, "workspace", None),
+            lambda session: session.workspace,
             reopen,
             lambda _message: reopen(navigator.workspace_override),
         )

@@ -19,12 +19,20 @@ from PySide6.QtWidgets import QFileDialog
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
 from desktop.drafts import Drafts
 from desktop.main_window import MainWindow
-from engine.config import AgentConfig
-from engine.conversation_claim import open_elsewhere
-from engine.events import EventSink
-from engine.library import LAST_AGENT, LAST_CONVERSATION, WORKSPACE, Choice, Library, Listing
-from engine.paths import BrimPaths
-from engine.tools import Approver
+from engine.api import (
+    LAST_AGENT,
+    LAST_CONVERSATION,
+    WORKSPACE,
+    AgentConfig,
+    Approver,
+    BrimPaths,
+    ChatSession,
+    Choice,
+    EventSink,
+    Library,
+    Listing,
+    open_elsewhere,
+)
 
 # Builds the factory for one agent's session: (agent, conversation id or None, workspace,
 # approver) -> factory(sink).
@@ -35,7 +43,7 @@ SPLITTER = "splitter_sizes"
 
 
 def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> MakeSession:
-    """Real sessions: `engine.session.ChatSession`, imported on first use. Leaving a
+    """Real sessions: the engine's `ChatSession`. Leaving a
     conversation starts a detached reflection on it unless `reflect_on_close` is False (a
     one-shot `--screenshot` run, tests)."""
 
@@ -46,7 +54,6 @@ def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> Ma
         approver: Approver,
     ) -> SessionFactory:
         def factory(sink: EventSink):  # type: ignore[no-untyped-def]
-            from engine.session import ChatSession
 
             return ChatSession(
                 agent,
