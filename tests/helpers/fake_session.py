@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.commands import VIEW_NEW_CONVERSATION, Action, route
+from engine.commands import VIEW_NEW_CONVERSATION, Action, route, view_fallback_notice
 from engine.config import AgentConfig, default_agent
 from engine.context.budget import ContextBudget
 from engine.events import (
@@ -173,6 +173,8 @@ class FakeSession:
             self._sink(ViewRequestEvent(decision.view))
             if decision.view == VIEW_NEW_CONVERSATION:
                 await self.open_conversation(None)
+            else:  # and the words for a front end without the view, as ChatSession says them
+                self._sink(view_fallback_notice(decision.view, "the agent's file"))
             return
         with self._lock:
             self.sent.append(text)
