@@ -60,6 +60,16 @@ def test_no_module_under_engine_imports_the_desktop():
     assert offenders(ROOT, "engine", _is_desktop) == []
 
 
+def _is_tests(name: str) -> bool:
+    return name.split(".")[0] == "tests"
+
+
+def test_the_benchmarks_import_nothing_from_the_tests():
+    """bench/ ships its own scripted pieces (bench/streaming_session.py); tests are not a
+    library."""
+    assert offenders(ROOT, "bench", _is_tests) == []
+
+
 def test_the_desktop_imports_the_engine_only_through_engine_api():
     """desktop/ sees the engine through one facade, so the engine's rooms can move freely."""
     assert offenders(ROOT, "desktop", _is_engine_beside_the_facade) == []
@@ -116,6 +126,12 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
                 "from desktop.bridge import EngineBridge\n",
                 "from .format import format_rate\n",
             ],
+        ),
+        (
+            "bench",
+            _is_tests,
+            ["from tests.helpers.fake_session import FakeSession\n", "import tests\n"],
+            ["from bench import format_table\n", "from engine.api import route\n"],
         ),
     ],
 )

@@ -1,5 +1,6 @@
-"""The session the desktop drives: ChatSession and the tests' fake both implement every
-member of `SessionControl`, with the protocol's signatures (no member is optional)."""
+"""The session the desktop drives: ChatSession, the tests' fake and the UI bench's streaming
+session all implement every member of `SessionControl`, with the protocol's signatures (no
+member is optional)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.streaming_session import StreamingSession
 from engine.api import BrimPaths, ChatSession, SessionControl
 from engine.config import default_agent
 from engine.events import discard
@@ -35,7 +37,7 @@ def _shape(function: Any) -> tuple[bool, list[tuple[str, Any]]]:
 
 def _sessions(tmp_path: Path) -> list[Any]:
     real = ChatSession(default_agent(), BrimPaths.under(tmp_path), discard)
-    return [real, FakeSession(discard)]
+    return [real, FakeSession(discard), StreamingSession(discard, ["a"])]
 
 
 def test_the_protocol_names_what_the_bridge_and_window_use():
@@ -56,7 +58,7 @@ def test_the_protocol_names_what_the_bridge_and_window_use():
     }
 
 
-@pytest.mark.parametrize("which", ["ChatSession", "FakeSession"])
+@pytest.mark.parametrize("which", ["ChatSession", "FakeSession", "StreamingSession"])
 def test_each_session_has_every_member_with_the_protocols_signature(tmp_path: Path, which: str):
     session = next(s for s in _sessions(tmp_path) if type(s).__name__ == which)
     cls = type(session)
