@@ -101,9 +101,15 @@ class DesktopApp:
                 self.library,
                 self.approver,
                 make_session or chat_session_maker(paths, reflect_on_close=reflect_on_close),
+                sidebar=self.window.sidebar,
                 workspace=workspace,
             )
-            self.agent_editing = AgentEditing(self.window, self.bridge, self.navigator)
+            self.agent_editing = AgentEditing(
+                self.window,
+                self.bridge,
+                self.navigator,
+                edit_requests=self.window.sidebar.edit_agent_requested,
+            )
             self.memory = self._memory_desk(memory_root or paths.memory_dir, self.navigator)
             self.navigator.start()
         else:

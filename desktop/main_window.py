@@ -83,7 +83,7 @@ class MainWindow(QMainWindow):
     agent_editor_requested = Signal()  # `/agent`: edit the current agent
     memory_browser_requested = Signal()  # `/memory`
     memory_review_requested = Signal()  # `/memory review`
-    new_conversation_requested = Signal()  # `/new`: the session opened a new conversation
+    new_conversation_requested = Signal()  # `/new`: the session opened a new one (shown here)
     learn_started = Signal()  # `/learn` went to the session (its progress is a dialog)
 
     def __init__(
@@ -259,7 +259,8 @@ class MainWindow(QMainWindow):
             self.learn_started.emit()
 
     def new_conversation(self) -> None:
-        """/new and the sidebar's button on the current agent: keep the engine loaded."""
+        """A new conversation of the current agent, keeping the engine loaded (scripted runs
+        call it; a typed `/new` goes to the session, which opens it and says so)."""
         if self.bridge.busy:
             self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
             return

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QFileDialog
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
 from desktop.drafts import Drafts
 from desktop.main_window import MainWindow
+from desktop.widgets.sidebar import Sidebar
 from engine.api import (
     LAST_AGENT,
     LAST_CONVERSATION,
@@ -84,10 +85,13 @@ class Navigator(QObject):
         approver: Approver,
         make_session: MakeSession,
         *,
+        sidebar: Sidebar,
         workspace: Path | None = None,
     ) -> None:
+        """`sidebar` is the window's list of agents and conversations, which this drives."""
         super().__init__(window)
         self.window = window
+        self.sidebar = sidebar
         self.bridge = bridge
         self.library = library
         self.approver = approver
@@ -103,7 +107,6 @@ class Navigator(QObject):
             library.save_settings,
             lambda: self.conversation_id,
         )
-        sidebar = window.sidebar
         sidebar.open_requested.connect(self.open)
         sidebar.rename_requested.connect(self.rename)
         sidebar.delete_requested.connect(self.delete)
@@ -119,7 +122,7 @@ class Navigator(QObject):
         settings = self.library.settings()
         self._restore_window(settings)
         folder = self.workspace_override or settings.get(WORKSPACE)
-        self.window.sidebar.set_folder(str(folder) if folder else None)
+        self.sidebar.set_folder(str(folder) if folder else None)
         self.bridge.call(self._startup, self._started, self._startup_failed)
 
     def _startup(self) -> tuple[Listing, Choice | None, Path | None]:  # on the engine thread
@@ -137,7 +140,7 @@ class Navigator(QObject):
         listing, choice, workspace = result
         self.listing = listing
         current = choice.conversation_id if choice else None
-        self.window.sidebar.set_listing(listing, current)
+        self.sidebar.set_listing(listing, current)
         paths = self.library.paths
         if listing.problems:
             count = len(listing.problems)
@@ -242,7 +245,7 @@ class Navigator(QObject):
         self.conversation_id = info.conversation_id
         self.drafts.restore(info.conversation_id)
         if self.agent is not None:
-            self.window.sidebar.set_current(self.agent.name, info.conversation_id)
+            self.sidebar.set_current(self.agent.name, info.conversation_id)
             self.library.save_settings(
                 **{LAST_AGENT: self.agent.name, LAST_CONVERSATION: info.conversation_id}
             )
@@ -256,7 +259,7 @@ class Navigator(QObject):
 
         def done(listing: Listing) -> None:
             self.listing = listing
-            self.window.sidebar.set_listing(listing, keep)
+            self.sidebar.set_listing(listing, keep)
 
         self.bridge.call(lambda: self.library.listing(keep=keep), done)
 
@@ -288,7 +291,7 @@ class Navigator(QObject):
             return
         self.workspace_override = Path(folder)
         self.library.save_settings(**{WORKSPACE: folder})
-        self.window.sidebar.set_folder(folder)
+        self.sidebar.set_folder(folder)
         self.window.setup_banner.show_message(
             "info", "Folder chosen", f"New conversations will work in {folder}."
         )
