@@ -19,6 +19,7 @@ from engine.config import default_agent
 from engine.events import Event, NoticeEvent, ViewRequestEvent, WindowEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
+from tests.helpers.cli import run_brim
 from tests.helpers.fake_engines import FakeLlamaServer
 
 
@@ -78,3 +79,27 @@ def test_a_headless_session_asks_for_the_view_and_keeps_its_words(tmp_path: Path
     # /new then opened another conversation, as it always did without a window.
     new = next(i for i, e in enumerate(events) if getattr(e, "view", "") == "new_conversation")
     assert any(isinstance(e, WindowEvent) for e in events[new:])
+
+
+def test_a_headless_chat_prints_its_words_for_a_view_and_no_view_request(tmp_path: Path):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        run = run_brim(
+            ["chat", "--headless", "--provider", "llamacpp", "--base-url", fake.url],
+            data_dir=tmp_path,
+            stdin="/agent\n/memory review\n",
+        )
+        assert fake.chat_requests == []
+    assert run.of_type("view_request") == []
+    words = [e["text"] for e in run.of_type("notice") if e.get("kind") == NOTICE_VIEW_FALLBACK]
+    assert len(words) == 2 and words[0].startswith("Edit the agent in Brim's desktop or in ")
+    assert words[1] == "Review memory with `brim memory review`."
+
+
+def test_the_headless_output_leaves_the_view_request_to_its_words(capsys):
+    from engine.cli import _HeadlessOutput
+
+    output = _HeadlessOutput()
+    output.write(ViewRequestEvent("memory_review"))
+    output.write(NoticeEvent("info", "Review memory with `brim memory review`."))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and '"type": "notice"' in lines[0]
