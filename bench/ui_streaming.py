@@ -1,7 +1,8 @@
 """Streaming 20,000 tokens into the window: the 30 Hz buffer against a per-token append.
 
-A scripted session on the engine thread emits every token as fast as it can (far faster than
-a local model), through the real bridge, into the real window, offscreen. A 5 ms heartbeat
+A scripted session on the engine thread (bench/streaming_session.py) emits every token as fast
+as it can (far faster than a local model), through the real bridge, into the real window,
+offscreen. A 5 ms heartbeat
 timer on the GUI thread measures how long the Qt event loop went without running: the
 longest gap between two beats, less the interval, is the longest stall a user would feel as
 a frozen window. The final Markdown render of the whole answer is timed on its own, since it
@@ -108,12 +109,11 @@ def _tokens_in(tokens: list[str], chars: int) -> int:
 
 
 def run_case(naive: bool, tokens: list[str], budget_s: float | None) -> dict[str, Any]:
+    from bench.streaming_session import StreamingSession
     from desktop.app import DesktopApp, ensure_application
-    from tests.helpers.fake_session import FakeSession, FakeTurn
 
     ensure_application()
-    turn = FakeTurn(deltas=tokens, completion_tokens=len(tokens), elapsed_s=1.0)
-    app = DesktopApp(lambda sink: FakeSession(sink, turns=[turn], window=131072))
+    app = DesktopApp(lambda sink: StreamingSession(sink, tokens, window=131072))
     window = app.window
     window.resize(1280, 800)
     window.show()

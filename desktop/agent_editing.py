@@ -12,27 +12,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, SignalInstance, Slot
 
 from desktop.agent_editor import AgentEditorDialog
 from desktop.bridge import EngineBridge, agent_model_label
 from desktop.main_window import MainWindow
 from desktop.navigator import Navigator
-from engine.config import AgentConfig, ConfigError, load_agent
-from engine.window import WindowResolution
+from engine.api import (
+    AgentConfig,
+    ConfigError,
+    WindowResolution,
+    load_agent,
+)
 
 
 class AgentEditing(QObject):
     """Wires the window's requests to the editor and a saved agent to its session."""
 
-    def __init__(self, window: MainWindow, bridge: EngineBridge, navigator: Navigator) -> None:
+    def __init__(
+        self,
+        window: MainWindow,
+        bridge: EngineBridge,
+        navigator: Navigator,
+        *,
+        edit_requests: SignalInstance,
+    ) -> None:
+        """`edit_requests` carries the name of an agent to edit (the sidebar's); the window's
+        `agent_editor_requested` (the engine's answer to `/agent`) edits the current one."""
         super().__init__(window)
         self.window = window
         self.bridge = bridge
         self.navigator = navigator
         self.dialog: AgentEditorDialog | None = None
         self._pending: AgentConfig | None = None  # saved while a turn ran: applied after it
-        window.sidebar.edit_agent_requested.connect(self.edit)
+        edit_requests.connect(self.edit)
         window.agent_editor_requested.connect(self.edit_current)
         bridge.turn_finished.connect(self._apply_pending)
 
@@ -76,7 +89,7 @@ class AgentEditing(QObject):
                 return
             if is_current:
                 self.bridge.session_call(
-                    lambda session: getattr(session, "window", None),
+                    lambda session: session.window,
                     lambda live: self._open(config, live),
                     lambda _message: self._open(config, None),
                 )
@@ -149,7 +162,7 @@ class AgentEditing(QObject):
             navigator.refresh()
 
         self.bridge.session_call(
-            lambda session: getattr(session, "workspace", None),
+            lambda session: session.workspace,
             reopen,
             lambda _message: reopen(navigator.workspace_override),
         )

@@ -40,18 +40,23 @@ from PySide6.QtWidgets import (
 from desktop import theme
 from desktop.agent_fields import SettingField, align_labels, make_field, show_field_problems
 from desktop.probe_panel import ProbePanel
-from engine.agent_probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
-from engine.config import (
+from engine.api import (
+    DEFAULT_BASE_URLS,
     AgentConfig,
     AgentConfigError,
     AgentFileChanged,
     ConfigError,
     FieldProblem,
+    ModelInfo,
+    ProbeComparison,
+    ProbeFailure,
+    WindowResolution,
+    default_output_cap,
+    list_agent_models,
+    load_agent,
+    probe_agent,
     save_agent,
 )
-from engine.output_cap import default_output_cap
-from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
-from engine.window import WindowResolution
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Engine", ("provider", "base_url", "api_key_env", "model")),
@@ -501,7 +506,6 @@ class AgentEditorDialog(QDialog):
         assert path is not None
 
         def load() -> AgentConfig | ConfigError:
-            from engine.config import load_agent
 
             try:
                 return load_agent(path)

@@ -14,7 +14,10 @@ from typing import Any
 
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPlainTextEdit, QSizePolicy, QWidget
 
-from engine.config import FIELDS_BY_NAME, FieldProblem
+from engine.api import (
+    FIELDS_BY_NAME,
+    FieldProblem,
+)
 
 # The settings the editor shows, in order; every other setting in the file is kept as it is.
 EDITED_FIELDS: tuple[str, ...] = (

@@ -27,8 +27,10 @@ from desktop.errors import EngineStopped
 from desktop.main_window import MainWindow
 from desktop.memory_desk import MemoryDesk
 from desktop.navigator import MakeSession, Navigator, chat_session_maker
-from engine.library import Library
-from engine.paths import BrimPaths
+from engine.api import (
+    BrimPaths,
+    Library,
+)
 
 
 @dataclass(frozen=True)
@@ -99,19 +101,34 @@ class DesktopApp:
                 self.library,
                 self.approver,
                 make_session or chat_session_maker(paths, reflect_on_close=reflect_on_close),
+                sidebar=self.window.sidebar,
                 workspace=workspace,
             )
-            self.agent_editing = AgentEditing(self.window, self.bridge, self.navigator)
-            self.memory = MemoryDesk(
-                self.window, self.bridge, memory_root or paths.memory_dir, navigator=self.navigator
+            self.agent_editing = AgentEditing(
+                self.window,
+                self.bridge,
+                self.navigator,
+                edit_requests=self.window.sidebar.edit_agent_requested,
             )
+            self.memory = self._memory_desk(memory_root or paths.memory_dir, self.navigator)
             self.navigator.start()
         else:
             self.window.sidebar.hide()
             if memory_root is not None:
-                self.memory = MemoryDesk(self.window, self.bridge, memory_root)
+                self.memory = self._memory_desk(memory_root)
             if session_factory is not None:
                 self.bridge.open(session_factory)
+
+    def _memory_desk(self, root: Path, navigator: Navigator | None = None) -> MemoryDesk:
+        window = self.window
+        return MemoryDesk(
+            window,
+            self.bridge,
+            root,
+            queue_panel=window.review_queue,
+            badge=window.memory_badge,
+            navigator=navigator,
+        )
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Cancel the turn, close the session and the library, stop the engine thread.

@@ -26,7 +26,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import theme
-from engine.tools import ApprovalRequest, Decision
+from engine.api import (
+    ApprovalDecision,
+    ApprovalRequest,
+)
 
 
 class ApprovalTicket:
@@ -36,7 +39,7 @@ class ApprovalTicket:
         self,
         request: ApprovalRequest,
         loop: asyncio.AbstractEventLoop,
-        future: asyncio.Future[Decision],
+        future: asyncio.Future[ApprovalDecision],
     ) -> None:
         self.request = request
         self._loop = loop
@@ -46,7 +49,7 @@ class ApprovalTicket:
     def open(self) -> bool:
         return not self._future.done()
 
-    def answer(self, decision: Decision) -> None:
+    def answer(self, decision: ApprovalDecision) -> None:
         def settle() -> None:
             if not self._future.done():
                 self._future.set_result(decision)
@@ -69,7 +72,7 @@ class DialogApprover(QObject):
         self._asked_incoming.connect(self.asked, Qt.ConnectionType.QueuedConnection)
         self._withdrawn_incoming.connect(self.withdrawn, Qt.ConnectionType.QueuedConnection)
 
-    async def approve(self, request: ApprovalRequest) -> Decision:
+    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
         loop = asyncio.get_running_loop()
         ticket = ApprovalTicket(request, loop, loop.create_future())
         self._asked_incoming.emit(ticket)
@@ -108,12 +111,12 @@ def detail_html(detail: str) -> str:
 class ApprovalDialog(QDialog):
     """Allow once / Always for this conversation / Deny, over exactly what will happen."""
 
-    decided = Signal(object)  # Decision
+    decided = Signal(object)  # ApprovalDecision
 
     def __init__(self, request: ApprovalRequest, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.request = request
-        self.decision: Decision | None = None
+        self.decision: ApprovalDecision | None = None
         self.setObjectName("approvalDialog")
         self.setWindowTitle(f"Allow the agent to {TOOL_TITLES.get(request.tool, request.tool)}?")
         self.setModal(True)
@@ -132,9 +135,9 @@ class ApprovalDialog(QDialog):
         for button in (self.allow_once, self.allow_always, self.deny):
             button.setAutoDefault(False)
             button.setDefault(False)
-        self.allow_once.clicked.connect(lambda: self._decide(Decision.ALLOW_ONCE))
-        self.allow_always.clicked.connect(lambda: self._decide(Decision.ALLOW_ALWAYS))
-        self.deny.clicked.connect(lambda: self._decide(Decision.DENY))
+        self.allow_once.clicked.connect(lambda: self._decide(ApprovalDecision.ALLOW_ONCE))
+        self.allow_always.clicked.connect(lambda: self._decide(ApprovalDecision.ALLOW_ALWAYS))
+        self.deny.clicked.connect(lambda: self._decide(ApprovalDecision.DENY))
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.deny)
@@ -150,21 +153,21 @@ class ApprovalDialog(QDialog):
             layout.addWidget(note)
         layout.addLayout(buttons)
 
-    def _decide(self, decision: Decision) -> None:
+    def _decide(self, decision: ApprovalDecision) -> None:
         if self.decision is None:
             self.decision = decision
             self.decided.emit(decision)
-        self.done(0 if decision is Decision.DENY else 1)
+        self.done(0 if decision is ApprovalDecision.DENY else 1)
 
     @Slot()
     def reject(self) -> None:
         """Esc or the window's close button: a Deny, never an allow."""
         if self.decision is None:
-            self.decision = Decision.DENY
-            self.decided.emit(Decision.DENY)
+            self.decision = ApprovalDecision.DENY
+            self.decided.emit(ApprovalDecision.DENY)
         super().reject()
 
     def withdraw(self) -> None:
         """The turn was cancelled: close without answering."""
-        self.decision = Decision.DENY if self.decision is None else self.decision
+        self.decision = ApprovalDecision.DENY if self.decision is None else self.decision
         super().reject()

@@ -5,11 +5,13 @@ signal; a queued connection delivers it to this object's slot on the GUI thread,
 re-emits the public `event` signal there. Everything connected to `event` therefore runs on
 the GUI thread no matter what kind of callable it is.
 
-GUI → engine: intents (send, cancel, retry, a slash command, switching conversation, close)
-are scheduled on the engine loop; nothing here waits for a turn, so the window never blocks
-on the model. The session itself is created on the engine thread too, because it may open
-resources (SQLite) that belong to one thread. `call` runs any short engine-side function
-there (the library's listing, a rename) and hands its result back on the GUI thread.
+GUI → engine: intents (send, cancel, retry, switching conversation, close) are scheduled on
+the engine loop; nothing here waits for a turn, so the window never blocks on the model.
+Everything typed goes to the session's `send`, which routes it (engine/commands.py); what
+the router takes while a turn runs (a report, a view) is sent beside the running turn.
+The session itself is created on the engine thread too, because it may open resources
+(SQLite) that belong to one thread. `call` runs any short engine-side function there (the
+library's listing, a rename) and hands its result back on the GUI thread.
 """
 
 from __future__ import annotations
@@ -22,38 +24,28 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from desktop.engine_thread import EngineThread
 from desktop.errors import EngineStopped
-from engine.events import DeltaEvent, ErrorEvent, Event, EventSink
-from engine.messages import Message
-from engine.store.records import Receipt
+from engine.api import (
+    AgentConfig,
+    DeltaEvent,
+    ErrorEvent,
+    Event,
+    EventSink,
+    Message,
+    Receipt,
+    SessionControl,
+    default_model_path,
+    route,
+)
 
-
-class ChatSessionLike(Protocol):
-    """What the desktop needs from `engine.session.ChatSession` (a fake implements it too)."""
-
-    conversation_id: str
-
-    async def start(self) -> None: ...
-
-    async def send(self, text: str) -> None: ...
-
-    def cancel(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-    def history(self) -> list[Message]: ...
-
-
-# Optional session methods, used when present: transcript() (the full record to show),
-# turn_receipts() (the saved receipts shown under their answers),
-# retry(), answer_command(text), open_conversation(id | None).
-
-SessionFactory = Callable[[EventSink], ChatSessionLike]
+# The session is driven only through `SessionControl` (engine/session_protocol.py), which
+# the engine's ChatSession and the tests' fake both implement in full.
+SessionFactory = Callable[[EventSink], SessionControl]
 
 
 @dataclass(frozen=True)
@@ -67,37 +59,35 @@ class SessionInfo:
     receipts: list[Receipt] = field(default_factory=list)  # the saved turns' receipts
 
 
-def session_info(session: ChatSessionLike) -> SessionInfo:
+def session_info(session: SessionControl) -> SessionInfo:
     name, model = describe_session(session)
-    transcript = getattr(session, "transcript", None)
-    history = transcript() if callable(transcript) else session.history()
-    saved_receipts = getattr(session, "turn_receipts", None)
-    receipts = saved_receipts() if callable(saved_receipts) else []
-    return SessionInfo(session.conversation_id, name, model, list(history), list(receipts))
+    return SessionInfo(
+        session.conversation_id,
+        name,
+        model,
+        list(session.transcript()),
+        list(session.turn_receipts()),
+    )
 
 
-def describe_session(session: ChatSessionLike) -> tuple[str, str]:
+def describe_session(session: SessionControl) -> tuple[str, str]:
     """The agent's name and the model for the header.
 
     The model the engine resolved (`session.window.model`) wins over the one the agent asked
     for; a GGUF path is shown by its file name.
     """
-    agent = getattr(session, "agent", None)
-    name = str(getattr(agent, "name", "") or "")
-    resolved = getattr(getattr(session, "window", None), "model", "")
-    model = str(resolved or getattr(agent, "model", "") or "")
+    window = session.window
+    model = str((window.model if window is not None else "") or session.agent.model or "")
     if model.lower().endswith(".gguf"):
         model = Path(model).name
-    return name, model
+    return session.agent.name, model
 
 
-def agent_model_label(agent: Any) -> str:
+def agent_model_label(agent: AgentConfig) -> str:
     """The model the header names before the engine has answered: the agent's model (a GGUF
     by its file name), or for an embedded agent without one the bundled model's name."""
-    model = str(getattr(agent, "model", "") or "")
-    if not model and getattr(agent, "provider", "") == "embedded":
-        from engine.providers.embedded import default_model_path
-
+    model = str(agent.model or "")
+    if not model and agent.provider == "embedded":
         model = default_model_path() or "bundled model"
     if model.lower().endswith(".gguf"):
         model = Path(model).stem  # as the engine names it once loaded
@@ -129,7 +119,7 @@ class EngineBridge(QObject):
         self._batch_lock = threading.Lock()
         self._batch: list[str] | None = None
         # Engine-loop state: touched only by coroutines and callbacks running on that loop.
-        self._session: ChatSessionLike | None = None
+        self._session: SessionControl | None = None
         self._started: asyncio.Future[bool] | None = None
         self._opening: asyncio.Task[None] | None = None
         self._turn: asyncio.Task[None] | None = None
@@ -212,11 +202,6 @@ class EngineBridge(QObject):
         self._set_busy(True)  # a message typed meanwhile waits for the new conversation
         return True
 
-    def command(self, text: str) -> bool:
-        """A read-only slash command (`/context`, `/usage`, `/work`, `/work clear`); its
-        answer arrives as an event. Works while a turn runs."""
-        return self._submit(self._command(text)) is not None
-
     def retry(self) -> bool:
         """The banner's Retry: reopen a session that failed to start, else ask the session
         to probe again and re-run the failed turn."""
@@ -248,7 +233,7 @@ class EngineBridge(QObject):
 
     def session_call(
         self,
-        fn: Callable[[ChatSessionLike], Any],
+        fn: Callable[[SessionControl], Any],
         on_result: Callable[[Any], None],
         on_error: Callable[[str], None] | None = None,
     ) -> bool:
@@ -262,7 +247,12 @@ class EngineBridge(QObject):
         return self.call(run, on_result, on_error)
 
     def send(self, text: str) -> bool:
-        """Start one turn. False when a turn is already running or the engine is gone."""
+        """Hand what was typed to the session: a turn, or a command the engine routes.
+        What the router answers while a turn runs (`/context`, `/memory`, ...) goes at once,
+        beside it; anything else starts a turn, and is refused (False) while one runs. False
+        too when the engine is gone."""
+        if route(text).while_busy:
+            return self._submit(self._answer(text)) is not None
         if self._busy:
             return False
         if self._submit(self._send(text)) is None:
@@ -298,7 +288,7 @@ class EngineBridge(QObject):
             raise
         except Exception as exc:  # a broken agent or a dead engine: say so, keep the window
             message = _message_of(exc)
-            self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=message))
+            self.sink(_error_of(exc, "startup"))
             self._started.set_result(False)
             if self._forwarding.is_set():
                 self._open_failed_incoming.emit(message)
@@ -311,16 +301,20 @@ class EngineBridge(QObject):
         self._turn = asyncio.current_task()
         try:
             if self._started is None:
-                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+                self.sink(_no_session())
                 return
             if not await asyncio.shield(self._started) or self._session is None:
-                self.sink(ErrorEvent(kind="no_session", message="The session did not start."))
+                self.sink(ErrorEvent("no_session", "The session did not start.", retryable=True))
                 return
-            await self._session.send(text)
+            session = self._session
+            conversation = session.conversation_id
+            await session.send(text)
+            if session.conversation_id != conversation and self._forwarding.is_set():
+                self._opened_incoming.emit(session_info(session))  # `/new` opened another
         except asyncio.CancelledError:
             pass  # cancelled while waiting for the model to load: nothing was sent
         except Exception as exc:  # send() should never raise; if it does, show it, not crash
-            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+            self.sink(_error_of(exc, "internal"))
         finally:
             self._turn = None
             if self._forwarding.is_set():
@@ -337,15 +331,14 @@ class EngineBridge(QObject):
     async def _switch(self, conversation_id: str | None) -> None:
         try:
             session = self._session
-            opener = getattr(session, "open_conversation", None)
-            if session is None or not callable(opener):
-                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+            if session is None:
+                self.sink(_no_session())
                 return
             try:
-                await opener(conversation_id)
+                await session.open_conversation(conversation_id)
                 info = session_info(session)
             except Exception as exc:  # an unknown or unreadable conversation: say so
-                self.sink(ErrorEvent(kind=_kind_of(exc, "startup"), message=_message_of(exc)))
+                self.sink(_error_of(exc, "startup"))
                 return
             if self._forwarding.is_set():
                 self._opened_incoming.emit(info)
@@ -353,30 +346,29 @@ class EngineBridge(QObject):
             if self._forwarding.is_set():
                 self._turn_done_incoming.emit()
 
-    async def _command(self, text: str) -> None:
+    async def _answer(self, text: str) -> None:
+        """A command the router answers while a turn runs: not a turn of its own."""
         session = self._session
-        answer = getattr(session, "answer_command", None)
-        if session is None or not callable(answer):
-            self.sink(ErrorEvent(kind="no_session", message="No session is open."))
+        if session is None:
+            self.sink(_no_session())
             return
         try:
-            answer(text)
+            await session.send(text)
         except Exception as exc:
-            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+            self.sink(_error_of(exc, "internal"))
 
     async def _retry(self) -> None:
         self._turn = asyncio.current_task()
         try:
             session = self._session
-            retry = getattr(session, "retry", None)
             if session is None:
-                self.sink(ErrorEvent(kind="no_session", message="No session is open."))
-            elif callable(retry):
-                await retry()
+                self.sink(_no_session())
+            else:
+                await session.retry()
         except asyncio.CancelledError:
             pass
         except Exception as exc:
-            self.sink(ErrorEvent(kind=_kind_of(exc, "internal"), message=_message_of(exc)))
+            self.sink(_error_of(exc, "internal"))
         finally:
             self._turn = None
             if self._forwarding.is_set():
@@ -461,6 +453,20 @@ class EngineBridge(QObject):
     def _deliver_turn_done(self) -> None:
         self._set_busy(False)
         self.turn_finished.emit()
+
+
+def _no_session() -> ErrorEvent:
+    return ErrorEvent("no_session", "No session is open.", retryable=True)
+
+
+def _error_of(exc: BaseException, default_kind: str) -> ErrorEvent:
+    """The error event for an exception that reached the bridge. Retry is offered when the
+    exception says a second attempt may cure it (an engine error's `retryable`), or, for one
+    that does not say, when the session could not start."""
+    kind = _kind_of(exc, default_kind)
+    said = getattr(exc, "retryable", None)
+    retryable = said if isinstance(said, bool) else kind == "startup"
+    return ErrorEvent(kind, _message_of(exc), retryable=retryable)
 
 
 def _kind_of(exc: BaseException, default: str) -> str:

@@ -1,31 +1,16 @@
 """How numbers read in the window: `ctx 6K/128K`, `↑ 43K ↓ 1.1K`, `45.6/s`.
 
-Presentation only; the numbers themselves come from engine events.
+Presentation only; the numbers themselves come from engine events, and a token count reads
+as the engine's reports write it (`engine.api.format_tokens`, re-exported here).
 """
 
 from __future__ import annotations
 
 import time
 
+from engine.api import format_tokens
 
-def format_tokens(n: int) -> str:
-    """Compact token counts. Power-of-two-style windows (whole multiples of 4096) read the way
-    engines advertise them (8192 → 8K, 131072 → 128K); other counts use thousands (6000 → 6K,
-    128000 → 128K)."""
-    if n < 1000:
-        return str(max(n, 0))
-    base = 1024 if n % 4096 == 0 else 1000
-    if n >= base * base:
-        return _trim(n / (base * base)) + "M"
-    value = n / base
-    if value < 10:
-        return _trim(value) + "K"
-    return f"{round(value)}K"
-
-
-def _trim(value: float) -> str:
-    text = f"{value:.1f}"
-    return text[:-2] if text.endswith(".0") else text
+__all__ = ["format_context", "format_duration", "format_rate", "format_receipt", "format_tokens"]
 
 
 def format_context(used: int | None, window: int | None, source: str, *, estimated: bool) -> str:

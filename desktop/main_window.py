@@ -1,14 +1,15 @@
 """The conversation window: sidebar, header, transcript, composer, context rail, overlays.
 
 It renders engine events and turns keystrokes and clicks into intents on the bridge; every
-decision about tokens, windows, turns and commands stays in the engine.
+decision about tokens, windows, turns and commands stays in the engine. Everything typed
+goes to the session; a command whose answer is a view (`/agent`, `/memory`, `/new`) comes
+back as a `ViewRequestEvent`, which the window turns into one of its intent signals for the
+desk that opens that view.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QMetaMethod, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -37,10 +38,16 @@ from desktop.widgets.overlay import Overlay
 from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
-from engine.commands import parse_command
-from engine.events import (
+from engine.api import (
     NOTICE_REPETITION,
+    NOTICE_VIEW_FALLBACK,
+    VIEW_AGENT_EDITOR,
+    VIEW_MEMORY_BROWSER,
+    VIEW_MEMORY_REVIEW,
+    VIEW_NEW_CONVERSATION,
+    Action,
     ContextEvent,
+    ContextReport,
     ContextReportEvent,
     DeltaEvent,
     ErrorEvent,
@@ -53,10 +60,11 @@ from engine.events import (
     ToolResultEvent,
     TurnEndEvent,
     UsageReportEvent,
+    ViewRequestEvent,
     WindowEvent,
     WorkStateEvent,
+    route,
 )
-from engine.report import ContextReport
 
 RAIL_WIDTH = 310
 SIDEBAR_WIDTH = 240
@@ -66,16 +74,17 @@ STATE_HINTS = {
     "waiting for approval": "waiting for approval — answer the dialog to continue",
     "loading model": "loading model — your message will be sent once it is ready",
 }
-# Read-only commands: answered while a turn runs, shown in an overlay.
-OVERLAY_COMMANDS = ("/context", "/usage", "/work", "/work clear")
-
-
 LOAD_FORMAT = "Loading model… %p%"
 
 
 class MainWindow(QMainWindow):
     closing = Signal()  # the user closed the window (settings are saved on it)
+    # Views the engine asked for (a ViewRequestEvent); the desks that own them connect here.
     agent_editor_requested = Signal()  # `/agent`: edit the current agent
+    memory_browser_requested = Signal()  # `/memory`
+    memory_review_requested = Signal()  # `/memory review`
+    new_conversation_requested = Signal()  # `/new`: the session opened a new one (shown here)
+    learn_started = Signal()  # `/learn` went to the session (its progress is a dialog)
 
     def __init__(
         self,
@@ -114,14 +123,19 @@ class MainWindow(QMainWindow):
         self.sidebar.setMinimumWidth(200)
         self.rail = ContextRail()
         self.rail.setObjectName("railBody")
-        # Memory (desktop/memory_desk.py shows and feeds these when memory is on).
+        # Memory: laid out here, hidden; the memory desk (desktop/memory_desk.py) is handed
+        # them, and shows and feeds them when memory is on.
         self.review_queue = ReviewQueuePanel()
         self.review_queue.hide()
         self.memory_badge = QPushButton(objectName="memoryBadge")
         self.memory_badge.setCursor(Qt.CursorShape.PointingHandCursor)
         self.memory_badge.hide()
-        # Slash commands another part of the desktop answers (returns: the text was taken).
-        self.command_hooks: dict[str, Callable[[], bool]] = {}
+        self._view_signals = {
+            VIEW_AGENT_EDITOR: self.agent_editor_requested,
+            VIEW_MEMORY_BROWSER: self.memory_browser_requested,
+            VIEW_MEMORY_REVIEW: self.memory_review_requested,
+            VIEW_NEW_CONVERSATION: self.new_conversation_requested,
+        }
 
         composer_box = QFrame(objectName="composerBox")
         box = QHBoxLayout(composer_box)
@@ -226,34 +240,27 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_submitted(self, text: str) -> None:
-        command = parse_command(text)
-        hook = self.command_hooks.get(command.text) if command is not None else None
-        if hook is not None:
-            if hook():
-                self.composer.take_text()
-            return
-        if command is not None and command.text in OVERLAY_COMMANDS:
-            if self.bridge.command(command.text):
-                self.composer.take_text()
-            return
-        if command is not None and command.text == "/new":
-            self.new_conversation()
-            return
-        if command is not None and command.text == "/agent":
-            self.composer.take_text()
-            self.agent_editor_requested.emit()
-            return
-        if self.bridge.busy or not self.bridge.send(text):
-            return  # a turn is running: the text stays in the composer for later
+        """Everything typed goes to the session. The engine's router says what it is: only a
+        message is shown as the user's row; a command refused while a turn runs says why."""
+        decision = route(text)
+        if not self.bridge.send(text):
+            if self.bridge.busy and not decision.is_message:
+                self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
+            return  # the text stays in the composer for later
         self.composer.take_text()
+        if decision.while_busy:
+            return  # a report or a view: it comes back as an event
         self.banner.hide()
-        if command is None:  # /compact is an intent, not a message
+        if decision.is_message:
             self.transcript.add_user(text)
             self._turns += 1
             self.header.set_turn(self._turns)
+        elif decision.action is Action.LEARN:
+            self.learn_started.emit()
 
     def new_conversation(self) -> None:
-        """/new and the sidebar's button on the current agent: keep the engine loaded."""
+        """A new conversation of the current agent, keeping the engine loaded (scripted runs
+        call it; a typed `/new` goes to the session, which opens it and says so)."""
         if self.bridge.busy:
             self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
             return
@@ -339,8 +346,14 @@ class MainWindow(QMainWindow):
                     self.transcript.add_notice("Work state cleared for this conversation.")
                 else:
                     self.overlay.show_work(event.text)
+            case ViewRequestEvent():
+                self._open_view(event.view)
             case NoticeEvent(transient=True):
                 pass  # the ladder's passing words: the header's state and the saved row say it
+            case NoticeEvent(kind=kind) if kind == NOTICE_VIEW_FALLBACK:
+                # Words for a front end without the view: shown only when no desk opens it.
+                if not self._opens_view(str(event.details.get("view", ""))):
+                    self._notice(event.text, event.level)
             case NoticeEvent():
                 if event.kind == NOTICE_REPETITION:
                     # The loop's repeats are not in the saved answer; nor are they shown.
@@ -376,7 +389,7 @@ class MainWindow(QMainWindow):
             case ErrorEvent(kind="message_too_large"):
                 # Refused before anything was sent or compacted: the text goes back into the
                 # composer (nothing typed is lost) and its row leaves the transcript.
-                self.banner.show_error(event.kind, event.message)
+                self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 self.transcript.remove_last_user(self.composer.last_sent())
                 self._turns = max(0, self._turns - 1)
                 self.header.set_turn(self._turns)
@@ -384,11 +397,23 @@ class MainWindow(QMainWindow):
                     self.composer.setPlainText(self.composer.last_sent())
             case ErrorEvent():
                 self.transcript.finish_stream()
-                self.banner.show_error(event.kind, event.message)
+                self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 if self.bridge.busy:  # mark where the answer failed; start-up faults need no row
                     self.transcript.add_error(self.banner.text())
             case _:
                 pass  # compaction, trim, clear, usage: the rail's report carries them
+
+    def _open_view(self, view: str) -> None:
+        if view == VIEW_NEW_CONVERSATION:
+            self.prepare_for_conversation()  # the session opened it; its report follows
+        signal = self._view_signals.get(view)
+        if signal is not None:
+            signal.emit()
+
+    def _opens_view(self, view: str) -> bool:
+        """Some desk is connected to the intent signal of `view`."""
+        signal = self._view_signals.get(view)
+        return signal is not None and self.isSignalConnected(QMetaMethod.fromSignal(signal))
 
     def _show_report(self, report: ContextReport) -> None:
         self.rail.set_report(report)

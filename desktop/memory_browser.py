@@ -34,9 +34,14 @@ from PySide6.QtWidgets import (
 
 from desktop import theme
 from desktop.memory_view import Runner, flat, when
-from engine.memory import Explanation, MemoryEntry, MemoryService, Scope
-from engine.memory.errors import ScopeUnreadable
-from engine.memory.plaintext import visible
+from engine.api import (
+    Explanation,
+    MemoryEntry,
+    MemoryService,
+    Scope,
+    ScopeUnreadable,
+    visible,
+)
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 NO_RECEIPTS = "No receipts yet: no request has carried this entry since it was last changed."

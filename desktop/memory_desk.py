@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QPushButton
 
 from desktop import theme
 from desktop.bridge import EngineBridge, SessionInfo
@@ -25,11 +26,20 @@ from desktop.main_window import MainWindow
 from desktop.memory_browser import MemoryBrowser
 from desktop.memory_review import MemoryReviewDialog
 from desktop.memory_view import message_ref, scope_label, waiting_text
-from engine.events import ErrorEvent, Event, LearnProgressEvent, MemorySuggestionsEvent
-from engine.memory import MemoryService, MemoryWatcher, Suggestion
-from engine.memory.layout import INTENT_NAME, QUEUE_NAME
-from engine.memory.review import ReviewResult
-from engine.memory.watcher import DEFAULT_DEBOUNCE_S
+from desktop.widgets.review_queue import ReviewQueuePanel
+from engine.api import (
+    DEFAULT_DEBOUNCE_S,
+    INTENT_NAME,
+    QUEUE_NAME,
+    ErrorEvent,
+    Event,
+    LearnProgressEvent,
+    MemoryService,
+    MemorySuggestionsEvent,
+    MemoryWatcher,
+    ReviewResult,
+    Suggestion,
+)
 
 if TYPE_CHECKING:
     from desktop.navigator import Navigator
@@ -53,12 +63,19 @@ class MemoryDesk(QObject):
         bridge: EngineBridge,
         root: Path,
         *,
+        queue_panel: ReviewQueuePanel,
+        badge: QPushButton,
         navigator: Navigator | None = None,
         debounce_s: float = DEFAULT_DEBOUNCE_S,
     ) -> None:
+        """`queue_panel` and `badge` are the window's, laid out and hidden: the desk shows
+        and feeds them. It answers the window's memory requests (`/memory`,
+        `/memory review`, `/learn`) and its shortcuts."""
         super().__init__(window)
         self.window = window
         self.bridge = bridge
+        self.queue_panel = queue_panel
+        self.badge = badge
         self.navigator = navigator
         self.service = MemoryService(Path(root))
         self.review_dialog: MemoryReviewDialog | None = None
@@ -75,17 +92,15 @@ class MemoryDesk(QObject):
         self._learn_failed = False
         self._closed = False
 
-        panel = window.review_queue
-        panel.show()
-        panel.review_requested.connect(self.open_review)
-        panel.browse_requested.connect(self.open_browser)
-        badge = window.memory_badge
+        queue_panel.show()
+        queue_panel.review_requested.connect(self.open_review)
+        queue_panel.browse_requested.connect(self.open_browser)
         badge.setStyleSheet(BADGE_STYLE)
         badge.setToolTip(f"Review the waiting memory suggestions ({REVIEW_SHORTCUT})")
         badge.clicked.connect(self.open_review)
-        window.command_hooks["/memory review"] = self._command_review
-        window.command_hooks["/memory"] = self._command_browse
-        window.command_hooks["/learn"] = self.learn
+        window.memory_review_requested.connect(self.open_review)
+        window.memory_browser_requested.connect(self.open_browser)
+        window.learn_started.connect(self.show_learning)
         for text, shortcut, slot in (
             ("Memory…", BROWSER_SHORTCUT, self.open_browser),
             ("Review memory suggestions…", REVIEW_SHORTCUT, self.open_review),
@@ -139,7 +154,7 @@ class MemoryDesk(QObject):
         self.reads += 1
         items, scopes = result
         self.suggestions = items
-        self.window.review_queue.set_suggestions(items, scopes)
+        self.queue_panel.set_suggestions(items, scopes)
         self._show_badge(len(items))
         self.queue_changed.emit(items)
         if self._read_again:
@@ -150,7 +165,7 @@ class MemoryDesk(QObject):
         self._reading = False
 
     def _show_badge(self, count: int) -> None:
-        badge = self.window.memory_badge
+        badge = self.badge
         badge.setText(f"{waiting_text(count)}  ·  Review")
         badge.setVisible(count > 0)
 
@@ -193,10 +208,6 @@ class MemoryDesk(QObject):
         self.files_changed.emit(paths)
 
     # -- the review dialog ------------------------------------------------------------------
-
-    def _command_review(self) -> bool:
-        self.open_review()
-        return True
 
     @Slot()
     def open_review(self) -> MemoryReviewDialog:
@@ -269,10 +280,6 @@ class MemoryDesk(QObject):
 
     # -- the browser ------------------------------------------------------------------------
 
-    def _command_browse(self) -> bool:
-        self.open_browser()
-        return True
-
     @Slot()
     def open_browser(self) -> MemoryBrowser:
         """The memory browser (one per window), read afresh each time it is shown."""
@@ -289,14 +296,10 @@ class MemoryDesk(QObject):
 
     # -- /learn -----------------------------------------------------------------------------
 
-    def learn(self) -> bool:
-        """`/learn` in the foreground: the session's pass with a progress dialog, then the
-        review dialog over the whole queue. False (the text stays) while a turn runs."""
-        if self.bridge.busy:
-            self.window.banner.show_error("busy", "A turn is still running; wait or cancel it.")
-            return False
-        if not self.bridge.send("/learn"):
-            return False
+    @Slot()
+    def show_learning(self) -> None:
+        """`/learn` went to the session: its pass runs with a progress dialog, then the
+        review dialog opens over the whole queue."""
         self._learning = True
         self._learn_failed = False
         if self.learn_dialog is not None:
@@ -305,7 +308,6 @@ class MemoryDesk(QObject):
         dialog.cancel_requested.connect(self.bridge.cancel)
         self.learn_dialog = dialog
         dialog.open()
-        return True
 
     def _finish_learning(self) -> None:
         self._learning = False

@@ -43,8 +43,14 @@ from desktop.memory_view import (
     scope_label,
     whose_words,
 )
-from engine.memory import Decision, MemoryService, Suggestion, parse_entry
-from engine.memory.review import REVIEW_PAGE_SIZE, ReviewResult
+from engine.api import (
+    REVIEW_PAGE_SIZE,
+    MemoryService,
+    ReviewDecision,
+    ReviewResult,
+    Suggestion,
+    parse_entry,
+)
 
 PAGE_HINT = (
     "Checked suggestions are written to memory; the rest of this page is rejected. "
@@ -399,7 +405,7 @@ class MemoryReviewDialog(QDialog):
         reject = [i.suggestion.id for i in open_items if not i.checked]
         service = self.service
 
-        def decide() -> tuple[list[Decision], list[Decision]]:
+        def decide() -> tuple[list[ReviewDecision], list[ReviewDecision]]:
             accepted = service.accept(accept) if accept else []
             rejected = service.reject(reject) if reject else []
             return accepted, rejected
@@ -409,7 +415,7 @@ class MemoryReviewDialog(QDialog):
         if not self._run(decide, self._decided, self._decide_failed):
             self._decide_failed("The engine has stopped; nothing was decided.")
 
-    def _decided(self, outcome: tuple[list[Decision], list[Decision]]) -> None:
+    def _decided(self, outcome: tuple[list[ReviewDecision], list[ReviewDecision]]) -> None:
         accepted, rejected = outcome
         by_id = {i.suggestion.id: i for i in self._items}
         failures = 0

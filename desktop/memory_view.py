@@ -13,9 +13,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.memory import MemoryService, Suggestion
-from engine.memory.errors import MemoryStoreError
-from engine.memory.plaintext import visible
+from engine.api import (
+    MemoryService,
+    MemoryStoreError,
+    Suggestion,
+    visible,
+)
 
 # run(fn, on_result, on_error) -> whether it was scheduled (EngineBridge.call).
 Runner = Callable[[Callable[[], Any], Callable[[Any], None], Callable[[str], None] | None], bool]

@@ -19,12 +19,21 @@ from PySide6.QtWidgets import QFileDialog
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
 from desktop.drafts import Drafts
 from desktop.main_window import MainWindow
-from engine.config import AgentConfig
-from engine.conversation_claim import open_elsewhere
-from engine.events import EventSink
-from engine.library import LAST_AGENT, LAST_CONVERSATION, WORKSPACE, Choice, Library, Listing
-from engine.paths import BrimPaths
-from engine.tools import Approver
+from desktop.widgets.sidebar import Sidebar
+from engine.api import (
+    LAST_AGENT,
+    LAST_CONVERSATION,
+    WORKSPACE,
+    AgentConfig,
+    Approver,
+    BrimPaths,
+    ChatSession,
+    Choice,
+    EventSink,
+    Library,
+    Listing,
+    open_elsewhere,
+)
 
 # Builds the factory for one agent's session: (agent, conversation id or None, workspace,
 # approver) -> factory(sink).
@@ -35,7 +44,7 @@ SPLITTER = "splitter_sizes"
 
 
 def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> MakeSession:
-    """Real sessions: `engine.session.ChatSession`, imported on first use. Leaving a
+    """Real sessions: the engine's `ChatSession`. Leaving a
     conversation starts a detached reflection on it unless `reflect_on_close` is False (a
     one-shot `--screenshot` run, tests)."""
 
@@ -46,7 +55,6 @@ def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> Ma
         approver: Approver,
     ) -> SessionFactory:
         def factory(sink: EventSink):  # type: ignore[no-untyped-def]
-            from engine.session import ChatSession
 
             return ChatSession(
                 agent,
@@ -77,10 +85,13 @@ class Navigator(QObject):
         approver: Approver,
         make_session: MakeSession,
         *,
+        sidebar: Sidebar,
         workspace: Path | None = None,
     ) -> None:
+        """`sidebar` is the window's list of agents and conversations, which this drives."""
         super().__init__(window)
         self.window = window
+        self.sidebar = sidebar
         self.bridge = bridge
         self.library = library
         self.approver = approver
@@ -96,7 +107,6 @@ class Navigator(QObject):
             library.save_settings,
             lambda: self.conversation_id,
         )
-        sidebar = window.sidebar
         sidebar.open_requested.connect(self.open)
         sidebar.rename_requested.connect(self.rename)
         sidebar.delete_requested.connect(self.delete)
@@ -112,7 +122,7 @@ class Navigator(QObject):
         settings = self.library.settings()
         self._restore_window(settings)
         folder = self.workspace_override or settings.get(WORKSPACE)
-        self.window.sidebar.set_folder(str(folder) if folder else None)
+        self.sidebar.set_folder(str(folder) if folder else None)
         self.bridge.call(self._startup, self._started, self._startup_failed)
 
     def _startup(self) -> tuple[Listing, Choice | None, Path | None]:  # on the engine thread
@@ -130,7 +140,7 @@ class Navigator(QObject):
         listing, choice, workspace = result
         self.listing = listing
         current = choice.conversation_id if choice else None
-        self.window.sidebar.set_listing(listing, current)
+        self.sidebar.set_listing(listing, current)
         paths = self.library.paths
         if listing.problems:
             count = len(listing.problems)
@@ -173,7 +183,7 @@ class Navigator(QObject):
         self._open_session(choice.agent, choice.conversation_id, workspace)
 
     def _startup_failed(self, message: str) -> None:
-        self.window.banner.show_error("startup", message)
+        self.window.banner.show_error("startup", message, retry=True)
         self.window.header.set_state("not started")
         self.startup_failed.emit(message)
 
@@ -235,7 +245,7 @@ class Navigator(QObject):
         self.conversation_id = info.conversation_id
         self.drafts.restore(info.conversation_id)
         if self.agent is not None:
-            self.window.sidebar.set_current(self.agent.name, info.conversation_id)
+            self.sidebar.set_current(self.agent.name, info.conversation_id)
             self.library.save_settings(
                 **{LAST_AGENT: self.agent.name, LAST_CONVERSATION: info.conversation_id}
             )
@@ -249,7 +259,7 @@ class Navigator(QObject):
 
         def done(listing: Listing) -> None:
             self.listing = listing
-            self.window.sidebar.set_listing(listing, keep)
+            self.sidebar.set_listing(listing, keep)
 
         self.bridge.call(lambda: self.library.listing(keep=keep), done)
 
@@ -281,7 +291,7 @@ class Navigator(QObject):
             return
         self.workspace_override = Path(folder)
         self.library.save_settings(**{WORKSPACE: folder})
-        self.window.sidebar.set_folder(folder)
+        self.sidebar.set_folder(folder)
         self.window.setup_banner.show_message(
             "info", "Folder chosen", f"New conversations will work in {folder}."
         )

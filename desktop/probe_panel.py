@@ -24,7 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.agent_probe import ProbeComparison, ProbeFailure
+from engine.api import (
+    ProbeComparison,
+    ProbeFailure,
+)
 
 FAILURE_HEADLINES: dict[str, str] = {
     "unreachable": "The engine did not answer.",

@@ -14,7 +14,10 @@ from PySide6.QtWidgets import QApplication, QWidget
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.errors import DesktopError
 from desktop.main_window import MainWindow
-from engine.events import ErrorEvent, Event
+from engine.api import (
+    ErrorEvent,
+    Event,
+)
 
 SCREENSHOT_SIZE = (1280, 800)
 

@@ -287,19 +287,19 @@ class AgentLoop:
                 if overflows > MAX_OVERFLOW_ATTEMPTS or not await self._recover_overflow(
                     exc, overhead, attempt=overflows
                 ):
-                    self.sink(ErrorEvent(exc.kind, _overflow_failure(exc)))
+                    self.sink(ErrorEvent(exc.kind, _overflow_failure(exc), retryable=exc.retryable))
                     return self._outcome(totals, started, iterations, error=exc)
                 iterations -= 1
                 continue
             except ToolsUnsupported as exc:
                 if self.tools is None:  # nothing to take away: the refusal is the answer
-                    self.sink(ErrorEvent(exc.kind, exc.message))
+                    self.sink(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
                     return self._outcome(totals, started, iterations, error=exc)
                 self._go_without_tools(exc)
                 iterations -= 1
                 continue
             except ProviderError as exc:
-                self.sink(ErrorEvent(exc.kind, exc.message))
+                self.sink(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
                 return self._outcome(totals, started, iterations, error=exc)
 
             self._keep_answer(answer, out_cap)

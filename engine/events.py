@@ -146,6 +146,9 @@ class ErrorEvent(Event):
     # Figures behind the error, for a front end that acts on them (e.g. message_too_large:
     # {"tokens": ..., "window": ..., "fixed_tokens": ...}).
     data: dict[str, Any] = field(default_factory=dict)
+    # A second attempt may cure it (the engine was unreachable, crashed, is still loading):
+    # a front end offers Retry for these and only these.
+    retryable: bool = False
 
 
 @dataclass
@@ -286,3 +289,13 @@ EventSink = Callable[[Event], None]
 
 def discard(_: Event) -> None:
     """An event sink that drops everything (for callers that do not listen)."""
+
+
+@dataclass
+class ViewRequestEvent(Event):
+    """A command whose answer is a view the front end opens: the agent editor, the memory
+    browser, the review dialog, a new conversation."""
+
+    type: ClassVar[str] = "view_request"
+    # one of VIEWS: "agent_editor" | "memory_browser" | "memory_review" | "new_conversation"
+    view: str

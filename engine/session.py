@@ -16,7 +16,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.agent import AgentLoop, ToolRunner, TurnOutcome
-from engine.commands import parse_command
+from engine.commands import (
+    VIEW_AGENT_EDITOR,
+    VIEW_NEW_CONVERSATION,
+    Action,
+    route,
+    view_fallback_notice,
+)
 from engine.config import AgentConfig, default_agent
 from engine.context import (
     ContextManager,
@@ -38,6 +44,7 @@ from engine.events import (
     LoadProgressEvent,
     NoticeEvent,
     StateEvent,
+    ViewRequestEvent,
     WindowEvent,
 )
 from engine.memory import SessionMemory, standing_block
@@ -168,33 +175,33 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
     # -- turns -------------------------------------------------------------------------
 
     async def send(self, text: str) -> None:
-        """Run one user turn. Failures become error events; this never raises."""
-        command = parse_command(text)
-        if command is not None and command.text in ("/context", "/usage", "/work"):
-            self.answer_command(command.text)  # read-only: answered even while a turn runs
+        """Run one user turn, or the command `text` is (engine/commands.py routes it).
+        Failures become error events; this never raises."""
+        decision = route(text)
+        command = decision.command.text if decision.command is not None else ""
+        if decision.while_busy:  # a report or a view: answered even while a turn runs
+            if decision.action is Action.REPORT:
+                self.answer_command(command)
+            else:
+                self._emit(ViewRequestEvent(decision.view))
+                # The same words as before for a front end without the view (headless).
+                if decision.view != VIEW_AGENT_EDITOR:
+                    self._emit_pending_memory(always=True)
+                where = str(self.agent.source_path or "the agent's file")
+                self._emit(view_fallback_notice(decision.view, where))
             return
         if self._turn_task is not None and not self._turn_task.done():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
-        if text.strip() == "/compact":
+        if decision.action is Action.COMPACT:
             await self.compact()
             return
-        if command is not None and command.text == "/work clear":
-            self.answer_command(command.text)
-            return
-        if command is not None and command.text == "/new":
-            await self.open_conversation(None)
-            return
-        if command is not None and command.text == "/agent":
-            where = self.agent.source_path or "the agent's file"
-            self._emit(NoticeEvent("info", f"Edit the agent in Brim's desktop or in {where}."))
-            return
-        if text.strip() in ("/learn", "/reflect"):
+        if decision.action is Action.LEARN:
             await self._run_learn()
             return
-        if command is not None and command.text in ("/memory", "/memory review"):
-            self._emit_pending_memory(always=True)  # a front end without a review dialog
-            self._emit(NoticeEvent("info", "Review memory with `brim memory review`."))
+        if decision.view == VIEW_NEW_CONVERSATION:
+            self._emit(ViewRequestEvent(decision.view))
+            await self.open_conversation(None)
             return
         if await self._refuse_if_it_cannot_fit(text):
             return
@@ -528,7 +535,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         try:
             await loop.compact()
         except ProviderError as exc:
-            self._emit(ErrorEvent(exc.kind, exc.message))
+            self._emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
         finally:
             self._manual_compaction = False
             self._emit(StateEvent("ready"))
@@ -548,7 +555,7 @@ class ChatSession(SessionReportsMixin, SessionMemoryMixin):
         try:
             resolution = await probe_window(self._provider, self.agent, on_wait)
         except ProviderError as exc:
-            self._emit(ErrorEvent(exc.kind, exc.message))
+            self._emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
             return
         self._window = resolution
         self._loop = None

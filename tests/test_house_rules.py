@@ -3,41 +3,150 @@
 import ast
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 QT_MODULES = ("PySide6", "PyQt5", "PyQt6", "shiboken6", "shiboken2", "qasync")
+ENGINE_FACADE = "engine.api"  # the one engine module desktop/ may import
 
 
-def _imported_modules(path: Path) -> set[str]:
+def _imported_names(path: Path) -> set[str]:
+    """Every dotted name `path` imports, function-local imports included (ast.walk sees every
+    statement): `import a.b` gives a.b; `from a.b import c` gives a.b.c, so
+    `from engine import session` is engine.session. Relative imports stay in their package."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
-def test_no_module_under_engine_imports_qt():
-    offenders = [
-        str(p.relative_to(ROOT))
-        for p in sorted((ROOT / "engine").rglob("*.py"))
-        if _imported_modules(p) & set(QT_MODULES)
+def _is_qt(name: str) -> bool:
+    return name.split(".")[0] in QT_MODULES
+
+
+def _is_desktop(name: str) -> bool:
+    return name.split(".")[0] == "desktop"
+
+
+def _is_engine_beside_the_facade(name: str) -> bool:
+    if name.split(".")[0] != "engine":
+        return False
+    return name != ENGINE_FACADE and not name.startswith(ENGINE_FACADE + ".")
+
+
+def offenders(root: Path, room: str, forbidden: Callable[[str], bool]) -> list[str]:
+    """`file: name` for each import under `root/room` that `forbidden` refuses."""
+    return [
+        f"{path.relative_to(root)}: {name}"
+        for path in sorted((root / room).rglob("*.py"))
+        for name in sorted(_imported_names(path))
+        if forbidden(name)
     ]
-    assert offenders == []
+
+
+def test_no_module_under_engine_imports_qt():
+    assert offenders(ROOT, "engine", _is_qt) == []
 
 
 def test_no_module_under_engine_imports_the_desktop():
-    """The launcher above both rooms starts the window; the engine never reaches up to it
-    (function-local imports count too: ast.walk sees every import statement)."""
-    offenders = [
-        str(p.relative_to(ROOT))
-        for p in sorted((ROOT / "engine").rglob("*.py"))
-        if "desktop" in _imported_modules(p)
-    ]
-    assert offenders == []
+    """The launcher above both rooms starts the window; the engine never reaches up to it."""
+    assert offenders(ROOT, "engine", _is_desktop) == []
+
+
+def _is_tests(name: str) -> bool:
+    return name.split(".")[0] == "tests"
+
+
+def test_the_benchmarks_import_nothing_from_the_tests():
+    """bench/ ships its own scripted pieces (bench/streaming_session.py); tests are not a
+    library."""
+    assert offenders(ROOT, "bench", _is_tests) == []
+
+
+def test_the_desktop_imports_the_engine_only_through_engine_api():
+    """desktop/ sees the engine through one facade, so the engine's rooms can move freely."""
+    assert offenders(ROOT, "desktop", _is_engine_beside_the_facade) == []
+
+
+# -- the checks catch what they are for (a small tree of rule breakers) -------------------
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("room", "forbidden", "breaking", "allowed"),
+    [
+        (
+            "engine",
+            _is_qt,
+            [
+                "import PySide6\n",
+                "from PySide6.QtCore import QObject\n",
+                "def later():\n    from shiboken6 import isValid\n",
+            ],
+            ["import json\n", "from engine.events import Event\n"],
+        ),
+        (
+            "engine",
+            _is_desktop,
+            [
+                "import desktop.app\n",
+                "from desktop import theme\n",
+                "def later():\n    from desktop.app import main\n",
+            ],
+            ["from engine.paths import BrimPaths\n", "from . import events\n"],
+        ),
+        (
+            "desktop",
+            _is_engine_beside_the_facade,
+            [
+                "from engine.events import Event\n",
+                "from engine import session\n",
+                "import engine.memory.layout\n",
+                "import engine\n",
+                "class A:\n    def later(self):\n        from engine.session import ChatSession\n",
+            ],
+            [
+                "from engine.api import Event, route\n",
+                "from engine import api\n",
+                "import engine.api\n",
+                "from desktop.bridge import EngineBridge\n",
+                "from .format import format_rate\n",
+            ],
+        ),
+        (
+            "bench",
+            _is_tests,
+            ["from tests.helpers.fake_session import FakeSession\n", "import tests\n"],
+            ["from bench import format_table\n", "from engine.api import route\n"],
+        ),
+    ],
+)
+def test_each_rule_fails_on_a_module_that_breaks_it(
+    tmp_path: Path,
+    room: str,
+    forbidden: Callable[[str], bool],
+    breaking: list[str],
+    allowed: list[str],
+):
+    for index, text in enumerate(breaking):
+        root = _tree(tmp_path / f"bad{index}", {f"{room}/sub/m.py": text})
+        assert len(offenders(root, room, forbidden)) == 1, text
+    files = {f"{room}/ok{index}.py": text for index, text in enumerate(allowed)}
+    assert offenders(_tree(tmp_path / "good", files), room, forbidden) == []
 
 
 def test_importing_the_whole_engine_loads_no_qt_module():

@@ -1,8 +1,8 @@
 """Banners above the conversation: faults with a Retry, and start-up problems to fix.
 
-The user reads what went wrong in words, never a traceback. A fault that a retry can cure
-(the engine was unreachable, the embedded engine crashed) carries a Retry button; the
-conversation underneath is never cleared by a fault.
+The user reads what went wrong in words, never a traceback. A fault that the engine marks
+retryable (the engine was unreachable, the embedded engine crashed) carries a Retry button;
+the conversation underneath is never cleared by a fault.
 """
 
 from __future__ import annotations
@@ -28,11 +28,6 @@ KIND_TITLES: dict[str, str] = {
     "internal": "Something went wrong inside Brim",
     "no_agent": "No usable agent",
 }
-
-# Faults a second attempt can cure: the banner offers Retry for these.
-RETRYABLE = frozenset(
-    {"unreachable", "server_error", "protocol_error", "startup", "no_session", "model_not_found"}
-)
 
 LEVEL_COLOURS = {
     "error": (theme.ERROR_BG, theme.ERROR_BORDER, theme.ERROR_TEXT),
@@ -69,9 +64,11 @@ class Banner(QFrame):
         layout.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
         self.hide()
 
-    def show_error(self, kind: str, message: str) -> None:
+    def show_error(self, kind: str, message: str, *, retry: bool = False) -> None:
+        """A fault in words; `retry`: the Retry button too (what the engine's `retryable`
+        says for an error event — the banner does not second-guess it)."""
         title = KIND_TITLES.get(kind, kind.replace("_", " ").capitalize() or "Error")
-        self.show_message("error", title, message, retry=kind in RETRYABLE)
+        self.show_message("error", title, message, retry=retry)
         self.kind = kind
 
     def show_message(self, level: str, title: str, message: str, *, retry: bool = False) -> None:

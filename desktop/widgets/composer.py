@@ -18,7 +18,11 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QCompleter, QPlainTextEdit, QTreeView, QWidget
 
-from engine.commands import COMMANDS, completions, parse_command
+from engine.api import (
+    COMMANDS,
+    completions,
+    parse_command,
+)
 
 MIN_LINES = 1
 MAX_LINES = 8

@@ -21,9 +21,11 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from desktop import theme
-from desktop.format import format_tokens
 from desktop.widgets.timeline import TimelineChart, legend_html
-from engine.report import ContextReport
+from engine.api import (
+    ContextReport,
+    format_tokens,
+)
 
 LEVEL_COLOURS = {"ok": theme.FILL_OK, "warn": theme.FILL_WARN, "critical": theme.FILL_CRITICAL}
 

@@ -22,7 +22,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.widgets.context_rail import ContextRail
-from engine.report import ContextReport, UsageReport
+from engine.api import (
+    ContextReport,
+    UsageReport,
+)
 
 CLOSE_HINT = "Esc, q or Ctrl+C closes this; the turn keeps running"
 PANEL_WIDTH = 620  # the panel's usual width; wider content widens it

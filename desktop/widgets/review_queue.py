@@ -26,7 +26,9 @@ from PySide6.QtWidgets import (
 
 from desktop import theme
 from desktop.memory_view import flat, kind_label, proposed_text, whose_words
-from engine.memory import Suggestion
+from engine.api import (
+    Suggestion,
+)
 
 MAX_SHOWN = 30  # the rest are counted, not listed; the dialog shows them all
 LIST_HEIGHT = 220  # the most the list takes; the context rail above keeps the rest

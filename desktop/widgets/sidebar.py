@@ -25,7 +25,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import theme
-from engine.library import Listing
+from engine.api import (
+    Listing,
+)
 
 ROLE = Qt.ItemDataRole.UserRole
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1  # the title as stored, to tell a real rename

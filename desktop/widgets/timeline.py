@@ -13,7 +13,9 @@ from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPaintEvent, QP
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from desktop import theme
-from engine.report import ContextReport
+from engine.api import (
+    ContextReport,
+)
 
 MARKER_LETTERS = {"compaction": "C", "trim": "T", "clear": "✂"}
 MARKER_NAMES = {"compaction": "compaction", "trim": "trim", "clear": "clearing"}

@@ -32,8 +32,10 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 from desktop import theme
 from desktop.format import format_receipt
 from desktop.markdown import MarkdownRenderer
-from engine.messages import Message
-from engine.store.records import Receipt
+from engine.api import (
+    Message,
+    Receipt,
+)
 
 ROW_GAP = 6  # pixels between rows
 TOGGLE_SCHEME = "toggle"

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.events import ErrorEvent, Event, TurnEndEvent
+from engine.events import ErrorEvent, Event, TurnEndEvent, ViewRequestEvent
 from engine.providers.engine_text import clean
 
 _READ_CHUNK = 1 << 16  # bytes per read of stdin
@@ -36,7 +36,7 @@ class HeadlessOutput:
             self.failure = event
         elif isinstance(event, TurnEndEvent):
             self.failure = None
-        if self.closed:
+        if self.closed or isinstance(event, ViewRequestEvent):  # its notice says it in words
             return
         data = event.to_dict()
         try:

@@ -34,6 +34,7 @@ class ModelNotFound(ProviderError):
 
 class ContextOverflow(ProviderError):
     kind = "context_overflow"
+    retryable = False  # reported once compaction could not make room: the same would fail
 
     def __init__(
         self,

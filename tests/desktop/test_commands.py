@@ -120,3 +120,61 @@ def test_slash_compact_is_sent_as_an_intent_not_shown_as_a_message(qtbot, open_d
     _send(qtbot, d.window, "/compact")
     qtbot.waitUntil(lambda: d.fake.sent == ["/compact"])
     assert [r.kind for r in d.window.transcript.rows() if r.kind == "user"] == []
+
+
+# -- commands whose answer is a view: the engine routes them, the window opens the view ----
+
+
+def test_every_typed_text_goes_to_the_session_which_asks_for_the_view(qtbot, open_desktop):
+    d = open_desktop()
+    asked: list[str] = []
+    d.window.agent_editor_requested.connect(lambda: asked.append("agent_editor"))
+    _send(qtbot, d.window, "  /agent ")
+    qtbot.waitUntil(lambda: asked == ["agent_editor"])
+    assert d.window.composer.toPlainText() == ""
+    assert d.fake.sent == []  # a view, not a turn
+    # A desk opens the view, so the words for a front end without one are not shown.
+    assert "Edit the agent" not in d.window.transcript.toPlainText()
+
+
+def test_a_view_no_desk_opens_falls_back_to_the_engines_words(qtbot, open_desktop):
+    d = open_desktop()  # no memory desk in this window
+    _send(qtbot, d.window, "/memory review")
+    qtbot.waitUntil(lambda: "brim memory review" in d.window.transcript.toPlainText())
+    assert [r.kind for r in d.window.transcript.rows() if r.kind == "user"] == []
+
+
+def test_slash_memory_opens_the_browser_while_a_turn_runs(qtbot, memory_desktop):
+    d = memory_desktop(turns=[FakeTurn(deltas=["working"], hold=True)])
+    _send(qtbot, d.window, "A long job")
+    qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
+    _send(qtbot, d.window, "/memory")
+    qtbot.waitUntil(lambda: d.desk.browser is not None and d.desk.browser.isVisible())
+    assert d.app.bridge.busy and d.fake.cancels == 0  # the turn runs on
+    assert "brim memory review" not in d.window.transcript.toPlainText()
+    d.desk.browser.close()
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+
+
+def test_slash_new_comes_back_as_a_new_conversation_the_window_shows(qtbot, open_desktop):
+    d = open_desktop()
+    _send(qtbot, d.window, "first words")
+    qtbot.waitUntil(lambda: "Hello from the fake." in d.window.transcript.toPlainText())
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    before = d.fake.conversation_id
+    with qtbot.waitSignal(d.app.bridge.opened, timeout=5000) as opened:
+        _send(qtbot, d.window, "/new")
+    assert opened.args[0].conversation_id == d.fake.conversation_id != before
+    assert "first words" not in d.window.transcript.toPlainText()
+
+
+def test_a_command_refused_while_a_turn_runs_says_why_and_stays(qtbot, open_desktop):
+    d = open_desktop(turns=[FakeTurn(deltas=["working"], hold=True)])
+    _send(qtbot, d.window, "A long job")
+    qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
+    _send(qtbot, d.window, "/new")
+    assert "still running" in d.window.banner.text()
+    assert d.window.composer.toPlainText() == "/new"
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)

@@ -108,7 +108,9 @@ def test_a_message_typed_during_a_turn_stays_in_the_composer(qtbot, open_desktop
 
 def test_an_error_event_shows_a_banner_naming_the_problem(qtbot, open_desktop):
     refused = "http://127.0.0.1:11434 refused the connection"
-    d = open_desktop(turns=[FakeTurn(deltas=[], error=ErrorEvent("unreachable", refused))])
+    d = open_desktop(
+        turns=[FakeTurn(deltas=[], error=ErrorEvent("unreachable", refused, retryable=True))]
+    )
     _type_and_send(qtbot, d.window, "Hello?")
     qtbot.waitUntil(lambda: d.window.banner.isVisible())
     assert d.window.banner.text() == f"Engine unreachable — {refused}"
@@ -118,7 +120,10 @@ def test_an_error_event_shows_a_banner_naming_the_problem(qtbot, open_desktop):
 
 def test_the_next_message_after_an_error_still_gets_an_answer(qtbot, open_desktop):
     d = open_desktop(
-        turns=[FakeTurn(deltas=[], error=ErrorEvent("server_error", "boom")), FakeTurn()]
+        turns=[
+            FakeTurn(deltas=[], error=ErrorEvent("server_error", "boom", retryable=True)),
+            FakeTurn(),
+        ]
     )
     _type_and_send(qtbot, d.window, "one")
     qtbot.waitUntil(lambda: d.window.banner.isVisible() and not d.app.bridge.busy)

@@ -1,8 +1,11 @@
 """A scripted stand-in for `engine.session.ChatSession`, for driving the desktop without a model.
 
-It keeps the real session's contract: every method runs on the engine's asyncio loop (it
-records which thread it ran on, so a test can prove the bridge never calls it from Qt), events
-go through the sink it was given, `send` never raises, and `cancel` is safe at any time.
+It implements the whole `engine.api.SessionControl` protocol the desktop drives (a test
+checks it member by member against the protocol and ChatSession) and keeps the real
+session's contract: every method runs on the engine's asyncio loop (it records which thread
+it ran on, so a test can prove the bridge never calls it from Qt), events go through the
+sink it was given, `send` follows the engine's command router and never raises, and `cancel`
+is safe at any time.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from pathlib import Path
 
+from engine.commands import VIEW_NEW_CONVERSATION, Action, route, view_fallback_notice
+from engine.config import AgentConfig, default_agent
 from engine.context.budget import ContextBudget
 from engine.events import (
     CompactionEvent,
@@ -30,6 +35,7 @@ from engine.events import (
     TurnEndEvent,
     UsageEvent,
     UsageReportEvent,
+    ViewRequestEvent,
     WindowEvent,
     WorkStateEvent,
 )
@@ -43,7 +49,8 @@ from engine.report import (
     build_usage_report,
     compaction_row,
 )
-from engine.store.records import UsageSummary
+from engine.store.records import Receipt, UsageSummary
+from engine.window import WindowResolution
 
 
 @dataclass
@@ -114,7 +121,8 @@ class FakeSession:
         self.commands: list[str] = []
         self._cancel: asyncio.Event | None = None
         self._lock = threading.Lock()
-        self.agent = SimpleNamespace(name=agent_name, model=model)
+        self.agent: AgentConfig = default_agent().with_changes(name=agent_name, model=model)
+        self.workspace: Path | None = None
         self.conversation_id = uuid.uuid4().hex
         self.sent: list[str] = []
         self.cancels = 0
@@ -149,8 +157,25 @@ class FakeSession:
         self._sink(ContextReportEvent(self.context_report()))
         self._sink(StateEvent("ready"))
 
+    @property
+    def window(self) -> WindowResolution | None:
+        return None  # the header names the agent's model
+
     async def send(self, text: str) -> None:
+        """Like ChatSession.send, it follows the engine's router: a report is answered,
+        a view requested; anything else (a message, /compact, /learn) is a scripted turn."""
         self._enter()
+        decision = route(text)
+        if decision.action is Action.REPORT and decision.command is not None:
+            self.answer_command(decision.command.text)
+            return
+        if decision.action is Action.VIEW:
+            self._sink(ViewRequestEvent(decision.view))
+            if decision.view == VIEW_NEW_CONVERSATION:
+                await self.open_conversation(None)
+            else:  # and the words for a front end without the view, as ChatSession says them
+                self._sink(view_fallback_notice(decision.view, "the agent's file"))
+            return
         with self._lock:
             self.sent.append(text)
         turn = self._turns.pop(0) if self._turns else FakeTurn()
@@ -223,6 +248,9 @@ class FakeSession:
 
     def transcript(self) -> list[Message]:
         return self.history()
+
+    def turn_receipts(self) -> list[Receipt]:
+        return []  # the fake saves none
 
     # -- what the real session also answers (engine/report.py builds the values) ----------
 

@@ -1,0 +1,199 @@
+"""The engine as the desktop sees it: the one module `desktop/` imports from the engine.
+
+A list of re-exports and nothing else (a house test fails when a module under desktop/
+imports any other engine module). What the desktop needs from the engine is named here, so
+the engine's rooms can move without the desktop noticing. Grouped by what they are for.
+"""
+
+# ruff: noqa: I001, RUF022  (grouped by purpose, not sorted by name)
+
+from __future__ import annotations
+
+# -- the session the desktop drives, and what opens one -------------------------------------
+from engine.session_protocol import SessionControl
+from engine.session import ChatSession, open_default_session
+from engine.paths import BrimPaths
+
+# -- events: what the engine says, one typed stream -----------------------------------------
+from engine.events import (
+    NOTICE_REPETITION,
+    ContextEvent,
+    ContextReportEvent,
+    DeltaEvent,
+    ErrorEvent,
+    Event,
+    EventSink,
+    LearnProgressEvent,
+    LoadProgressEvent,
+    MemorySuggestionsEvent,
+    NoticeEvent,
+    StateEvent,
+    StepEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    UsageReportEvent,
+    ViewRequestEvent,
+    WindowEvent,
+    WorkStateEvent,
+)
+
+# -- commands: the composer completes from them; the engine routes what is typed -----------
+from engine.commands import (
+    COMMANDS,
+    NOTICE_VIEW_FALLBACK,
+    VIEW_AGENT_EDITOR,
+    VIEW_MEMORY_BROWSER,
+    VIEW_MEMORY_REVIEW,
+    VIEW_NEW_CONVERSATION,
+    VIEWS,
+    Action,
+    Route,
+    SlashCommand,
+    completions,
+    parse_command,
+    route,
+)
+
+# -- what a conversation shows: messages, saved receipts, the rail's and overlays' reports --
+from engine.messages import Message
+from engine.store.records import Receipt
+from engine.report import ContextReport, UsageReport, format_tokens
+
+# -- agents: their files, the settings schema, the window, the probe the editor runs -------
+from engine.config import (
+    FIELDS_BY_NAME,
+    AgentConfig,
+    AgentConfigError,
+    AgentFileChanged,
+    ConfigError,
+    FieldProblem,
+    load_agent,
+    save_agent,
+)
+from engine.window import WindowResolution
+from engine.agent_probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
+from engine.output_cap import default_output_cap
+from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
+from engine.providers.embedded import default_model_path
+
+# -- the library: agents and conversations on disk, the window's settings -------------------
+from engine.library import LAST_AGENT, LAST_CONVERSATION, WORKSPACE, Choice, Library, Listing
+from engine.conversation_claim import open_elsewhere
+
+# -- tools: asking the person before a command or a write -----------------------------------
+from engine.tools import ApprovalRequest, Approver
+from engine.tools import Decision as ApprovalDecision
+
+# -- memory: the service the browser and the review dialog work through ---------------------
+from engine.memory import (
+    Explanation,
+    MemoryEntry,
+    MemoryService,
+    MemoryWatcher,
+    Scope,
+    Suggestion,
+    parse_entry,
+)
+from engine.memory import Decision as ReviewDecision
+from engine.memory.errors import MemoryStoreError, ScopeUnreadable
+from engine.memory.layout import INTENT_NAME, QUEUE_NAME
+from engine.memory.plaintext import visible
+from engine.memory.review import REVIEW_PAGE_SIZE, ReviewResult
+from engine.memory.watcher import DEFAULT_DEBOUNCE_S
+
+__all__ = [
+    # the session
+    "SessionControl",
+    "ChatSession",
+    "open_default_session",
+    "BrimPaths",
+    # events
+    "NOTICE_REPETITION",
+    "ContextEvent",
+    "ContextReportEvent",
+    "DeltaEvent",
+    "ErrorEvent",
+    "Event",
+    "EventSink",
+    "LearnProgressEvent",
+    "LoadProgressEvent",
+    "MemorySuggestionsEvent",
+    "NoticeEvent",
+    "StateEvent",
+    "StepEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "TurnEndEvent",
+    "UsageReportEvent",
+    "ViewRequestEvent",
+    "WindowEvent",
+    "WorkStateEvent",
+    # commands
+    "COMMANDS",
+    "NOTICE_VIEW_FALLBACK",
+    "VIEW_AGENT_EDITOR",
+    "VIEW_MEMORY_BROWSER",
+    "VIEW_MEMORY_REVIEW",
+    "VIEW_NEW_CONVERSATION",
+    "VIEWS",
+    "Action",
+    "Route",
+    "SlashCommand",
+    "completions",
+    "parse_command",
+    "route",
+    # what a conversation shows
+    "Message",
+    "Receipt",
+    "ContextReport",
+    "UsageReport",
+    "format_tokens",
+    # agents
+    "FIELDS_BY_NAME",
+    "AgentConfig",
+    "AgentConfigError",
+    "AgentFileChanged",
+    "ConfigError",
+    "FieldProblem",
+    "load_agent",
+    "save_agent",
+    "WindowResolution",
+    "ProbeComparison",
+    "ProbeFailure",
+    "list_agent_models",
+    "probe_agent",
+    "default_output_cap",
+    "DEFAULT_BASE_URLS",
+    "ModelInfo",
+    "default_model_path",
+    # the library
+    "LAST_AGENT",
+    "LAST_CONVERSATION",
+    "WORKSPACE",
+    "Choice",
+    "Library",
+    "Listing",
+    "open_elsewhere",
+    # tools
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    # memory
+    "Explanation",
+    "MemoryEntry",
+    "MemoryService",
+    "MemoryWatcher",
+    "ReviewDecision",
+    "Scope",
+    "Suggestion",
+    "parse_entry",
+    "MemoryStoreError",
+    "ScopeUnreadable",
+    "INTENT_NAME",
+    "QUEUE_NAME",
+    "visible",
+    "REVIEW_PAGE_SIZE",
+    "ReviewResult",
+    "DEFAULT_DEBOUNCE_S",
+]
