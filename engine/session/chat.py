@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,9 +24,11 @@ from engine.agent import AgentLoop, ToolRunner, TurnOutcome
 from engine.commands import parse_command
 from engine.config import AgentConfig, default_agent
 from engine.context.compaction import CompactionPlan
+from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     ErrorEvent,
     Event,
+    EventSink,
     NoticeEvent,
     StateEvent,
     WindowEvent,
@@ -53,14 +54,12 @@ from engine.session.memory_link import MemoryInputs, MemoryLink
 from engine.session.outcome import describe_outcome
 from engine.session.summarizer import Summarizer
 from engine.session.wiring import LoopHooks, LoopSetting, wire_agent_loop
-from engine.store import Receipt
+from engine.store import Receipt, UnknownConversation
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import Approver, ConversationApprover, DenyAll
 from engine.window import WindowResolution
 
 log = logging.getLogger(__name__)
-
-EventSink = Callable[[Event], None]
 
 
 class ChatSession:
@@ -97,9 +96,8 @@ class ChatSession:
         self._tools: ToolRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
-        self.conversation = Conversation(
-            paths, agent.name, on_replaced=lambda: self.ledger.emit_report()
-        )
+        # The rail shows a rewritten history's estimate at once.
+        self.conversation = Conversation(paths, agent.name, on_replaced=self._emit_report)
         # What the context rail shows (engine/report.py), fed from this session's events.
         self.ledger = ContextLedger(
             LedgerInputs(
@@ -139,7 +137,7 @@ class ChatSession:
         return self.conversation.id or self._preset_conversation
 
     @property
-    def _conversation_claim(self) -> object:
+    def _conversation_claim(self) -> ConversationClaim | None:
         return self.conversation.claim
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -300,7 +298,7 @@ class ChatSession:
         previous, self._requested_conversation = self._requested_conversation, conversation_id
         try:
             self._open_conversation()
-        except Exception:
+        except (UnknownConversation, ConversationBusy):
             self._requested_conversation = previous  # still on the conversation it had
             raise
         self._loop = None
@@ -484,9 +482,6 @@ class ChatSession:
             log.exception("event sink failed on %s", event.type)
         self.ledger.observe(event)
 
-    def _rail_changed(self) -> None:
-        self.ledger.emit_report()  # the rewritten history's estimate, at once
-
     # -- what the rail, /context, /usage and /work show (engine/session/reports.py) -----
 
     def context_report(self) -> ContextReport:
@@ -533,6 +528,9 @@ class ChatSession:
     def turn_receipts(self) -> list[Receipt]:
         """This conversation's turn receipts, oldest first, rounded as turn_end rounds them."""
         return self.conversation.turn_receipts()
+
+    def _emit_report(self) -> None:
+        self.ledger.emit_report()
 
     def _estimate_now(self) -> int:
         tools = self._loop.tools if self._loop is not None else self._tools

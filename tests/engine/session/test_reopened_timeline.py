@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import default_agent
-from engine.events import NOTICE_COMPACTED, ContextReportEvent, Event, TurnEndEvent
+from engine.events import NOTICE_COMPACTED, ContextReportEvent, Event, NoticeEvent, TurnEndEvent
 from engine.messages import ToolCall, assistant, notice, tool_result, user
 from engine.paths import BrimPaths
 from engine.report import MARKER_CLEAR, MARKER_COMPACTION, ContextReport, saved_marks
@@ -138,6 +138,11 @@ def test_the_saved_compaction_row_keeps_its_kind_and_figures_in_meta(tmp_path: P
         first = ChatSession(_agent(fake), home, events.append)
         _chat_until_compacted(first, events)
     live = [(m.kind, m.detail) for m in _last_report(events).markers]
+    # On the stream: the ladder's own line goes out transient, the saved row after it, both
+    # with the kind and figures a program reads (never parsed out of the wording).
+    told = [e for e in events if isinstance(e, NoticeEvent) and e.kind == NOTICE_COMPACTED]
+    assert [(e.transient, e.marker) for e in told[:2]] == [(True, ""), (False, MARKER_COMPACTION)]
+    assert told[0].details == told[1].details and told[0].details["messages_before"] > 0
     with Store.open(home.db_path) as store:
         records = store.records(first.conversation_id)
     rows = [
