@@ -43,7 +43,7 @@ from engine.api import (
     route,
 )
 
-# The session is driven only through `SessionControl` (engine/session_protocol.py), which
+# The session is driven only through `SessionControl` (engine/session/protocol.py), which
 # the engine's ChatSession and the tests' fake both implement in full.
 SessionFactory = Callable[[EventSink], SessionControl]
 

@@ -13,9 +13,27 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from engine.agent_records import record_receipt, record_usage, turn_end_event
+from engine.agent_texts import (
+    answer_cut_text,
+    budget_stop_text,
+    iteration_limit_text,
+    no_tools_text,
+    overflow_failure_text,
+    silent_cut_text,
+)
+from engine.agent_types import (
+    FINISH_LENGTH,
+    FINISH_REPETITION,
+    Answer,
+    Conversation,
+    ToolRun,
+    ToolRunner,
+    Totals,
+    TurnOutcome,
+)
 from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome
 from engine.context.constants import (
@@ -37,7 +55,6 @@ from engine.events import (
     StepEvent,
     ToolCallEvent,
     ToolResultEvent,
-    TurnEndEvent,
     UsageEvent,
     WindowEvent,
     WindowLearnedEvent,
@@ -51,7 +68,7 @@ from engine.messages import (
     notice,
     tool_result,
 )
-from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, OutputCap, output_cap
+from engine.output_cap import OutputCap, output_cap
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -83,70 +100,6 @@ MAX_OVERFLOW_ATTEMPTS = 4
 # How often a streaming answer's growth is reported to the gauge (seconds): often enough
 # to see it move, rarely enough that headless output is not flooded with reports.
 PROGRESS_EVERY_S = 0.25
-
-
-class Conversation(Protocol):
-    """The session's side of the loop: the live history and the two ways to change it."""
-
-    def live(self) -> list[Message]: ...
-
-    def append(self, message: Message) -> None: ...
-
-    def replace(self, model_history: list[Message]) -> None: ...
-
-
-class ToolRunner(Protocol):
-    """Runs the tools the model asks for (engine/tools); None: the agent has no tools."""
-
-    def schemas(self) -> list[dict[str, Any]]: ...
-
-    async def run(self, call: ToolCall) -> ToolRun: ...
-
-
-@dataclass
-class ToolRun:
-    content: str
-    chars: int
-    truncated: bool
-    is_error: bool = False
-
-
-@dataclass
-class TurnOutcome:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    elapsed_s: float
-    finish_reason: str | None
-    iterations: int = 1
-    error: ProviderError | None = None
-    stopped: str | None = None  # why the loop stopped early: "iteration_limit", "budget"
-
-
-FINISH_LENGTH = "length"  # the engines' word for an answer stopped at its max_tokens
-FINISH_REPETITION = "repetition"  # Brim's: the repetition guard stopped the answer
-
-
-@dataclass
-class _Answer:
-    text: str
-    calls: tuple[ToolCall, ...]
-    usage: Usage
-    finish_reason: str | None
-    first_token: float | None
-    repetition: Repetition | None = None
-
-
-@dataclass
-class _Totals:
-    prompt: int = 0
-    completion: int = 0
-    eval_s: float = 0.0
-    generating_s: float = 0.0
-    spent: int = 0  # tokens this run has cost, for the per-run budget
-    last_text: str = ""
-    finish: str | None = None
-    calls_made: list[str] = field(default_factory=list)
 
 
 class AgentLoop:
@@ -189,11 +142,7 @@ class AgentLoop:
         """The engine refused the tools: this conversation goes on without them (the same
         request again, tool-less), and the user learns why and how to get them back."""
         self.tools = None
-        self._notice(
-            f"{refusal.message}. Brim sends no tools for the rest of this conversation, so the "
-            f"agent can neither read files nor run commands; to give it tools, {refusal.hint}.",
-            "warning",
-        )
+        self._notice(no_tools_text(refusal), "warning")
 
     def _schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas() if self.tools is not None else []
@@ -234,7 +183,7 @@ class AgentLoop:
 
     async def run_turn(self) -> TurnOutcome:
         started = time.monotonic()
-        totals = _Totals()
+        totals = Totals()
         iterations = 0
         overflows = 0  # rejections and silent cuts met in this turn
         budget_compacted = False
@@ -245,11 +194,7 @@ class AgentLoop:
         self.pressure.reset()
         while True:
             if cap is not None and iterations >= cap:
-                self._notice(
-                    f"Iteration limit reached ({iterations}/{cap}): the run stops here. "
-                    "Type 'continue' to keep it going.",
-                    "warning",
-                )
+                self._notice(iteration_limit_text(iterations, cap), "warning")
                 stopped = "iteration_limit"
                 break
             iterations += 1
@@ -287,7 +232,9 @@ class AgentLoop:
                 if overflows > MAX_OVERFLOW_ATTEMPTS or not await self._recover_overflow(
                     exc, overhead, attempt=overflows
                 ):
-                    self.sink(ErrorEvent(exc.kind, _overflow_failure(exc), retryable=exc.retryable))
+                    self.sink(
+                        ErrorEvent(exc.kind, overflow_failure_text(exc), retryable=exc.retryable)
+                    )
                     return self._outcome(totals, started, iterations, error=exc)
                 iterations -= 1
                 continue
@@ -319,7 +266,7 @@ class AgentLoop:
             await self._run_tools(answer.calls)
             if self._over_budget(totals):
                 if budget_compacted:
-                    self._notice(_budget_stop_text(self._budget() or 0), "warning")
+                    self._notice(budget_stop_text(self._budget() or 0), "warning")
                     stopped = "budget"
                     break
                 budget_compacted = True
@@ -442,7 +389,7 @@ class AgentLoop:
                 )
             )
 
-    async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> _Answer:
+    async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> Answer:
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
         usage = Usage()
@@ -484,10 +431,10 @@ class AgentLoop:
             # is estimated, so the receipt and the budget count the loop it cost. The
             # repeats are not kept: sent back, they would invite more of the same.
             usage = Usage(completion_tokens=self.counter.count_text(text))
-            return _Answer(text[: loop.keep_chars], (), usage, FINISH_REPETITION, first_token, loop)
-        return _Answer(text, calls, usage, finish, first_token)
+            return Answer(text[: loop.keep_chars], (), usage, FINISH_REPETITION, first_token, loop)
+        return Answer(text, calls, usage, finish, first_token)
 
-    def _keep_answer(self, answer: _Answer, cap: OutputCap) -> None:
+    def _keep_answer(self, answer: Answer, cap: OutputCap) -> None:
         """Save the answer, and mark one that did not end on its own: cut at its output cap
         (the user can ask for more) or stopped by the repetition guard."""
         message = assistant(answer.text, answer.calls)
@@ -515,22 +462,9 @@ class AgentLoop:
         self.conversation.append(message.with_meta(cut_at=written))
         self._mark(
             NOTICE_ANSWER_CUT,
-            f"Cut at {written:,} tokens: {self._cut_reason(limit)}. Type 'continue' for the rest.",
+            answer_cut_text(written, limit, self.context.budget.window),
             {"max_tokens": cap.tokens, "completion_tokens": written, "limit": limit},
         )
-
-    def _cut_reason(self, limit: str) -> str:
-        window = self.context.budget.window
-        if limit == LIMIT_AGENT:
-            return "the agent's output cap (max_tokens)"
-        if limit == LIMIT_DEFAULT:
-            return (
-                f"the default output cap for a {window:,}-token window (set max_tokens in the "
-                "agent to change it)"
-            )
-        if limit == "engine":
-            return "the engine stopped it at its own limit"
-        return f"that was all the room the {window:,}-token window had left"
 
     def _progress(self, counted: int, parts: list[str]) -> None:
         """The gauge's view of a streaming answer: the prompt plus the answer so far."""
@@ -542,7 +476,7 @@ class AgentLoop:
             )
         )
 
-    def _land(self, request: list[Message], counted: int, answer: _Answer, totals: _Totals) -> bool:
+    def _land(self, request: list[Message], counted: int, answer: Answer, totals: Totals) -> bool:
         """A request landed: report usage and fill, calibrate, and look for a silent cut.
         Returns True when the engine truncated the prompt without saying so."""
         usage = answer.usage
@@ -584,17 +518,8 @@ class AgentLoop:
         # Only Ollama cuts a prompt silently; other engines reject it with an error.
         if self.provider.kind == "ollama":
             if silently_truncated(counted, reported, window=window, error=self.count_error):
-                advice = (
-                    "Brim compacts now."
-                    if self.window.source == "server"
-                    else "Pin num_ctx in the agent so Brim accounts against the real window."
-                )
-                self._notice(
-                    f"The engine truncated the prompt: Brim sent ~{counted:,} tokens but the "
-                    f"engine read only {reported:,}, what its {window:,}-token window holds. "
-                    + advice,
-                    "warning",
-                )
+                own_window = self.window.source == "server"
+                self._notice(silent_cut_text(counted, reported, window, own_window), "warning")
                 # What it kept is about what it holds: a lesson even without /api/ps. And
                 # the model may have been reloaded smaller: the next answer reads /api/ps.
                 self._learn(from_truncation(self.window, reported), sent=counted)
@@ -606,7 +531,7 @@ class AgentLoop:
         self.counter.calibrate(request, self._schemas(), reported)
         return False
 
-    def _over_budget(self, totals: _Totals) -> bool:
+    def _over_budget(self, totals: Totals) -> bool:
         budget = self._budget()
         return budget is not None and totals.spent >= budget
 
@@ -624,7 +549,7 @@ class AgentLoop:
 
     def _outcome(
         self,
-        totals: _Totals,
+        totals: Totals,
         started: float,
         iterations: int,
         *,
@@ -643,59 +568,15 @@ class AgentLoop:
         )
 
     def _record_usage(self, usage: Usage) -> None:
-        if self.store is None:
-            return
-        try:
-            self.store.record_usage(
-                self.conversation_id,
-                agent=self.agent.name,
-                provider=self.provider.kind,
-                model=self.agent.model or "default",
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cached_tokens=usage.cached_tokens,
-            )
-        except Exception:
-            log.exception("could not record usage")
-
-    def _record_receipt(self, outcome: TurnOutcome, totals: _Totals) -> None:
-        seconds = totals.eval_s or totals.generating_s
-        tps = outcome.completion_tokens / seconds if seconds > 0 else 0.0
-        self.sink(
-            TurnEndEvent(
-                elapsed_s=round(outcome.elapsed_s, 3),
-                prompt_tokens=outcome.prompt_tokens,
-                completion_tokens=outcome.completion_tokens,
-                tokens_per_s=round(tps, 2),
-                finish_reason=outcome.finish_reason,
-            )
+        record_usage(
+            self.store,
+            self.conversation_id,
+            agent=self.agent.name,
+            provider=self.provider.kind,
+            model=self.agent.model,
+            usage=usage,
         )
-        if self.store is None:
-            return
-        try:
-            self.store.record_receipt(
-                self.conversation_id,
-                elapsed_s=outcome.elapsed_s,
-                prompt_tokens=outcome.prompt_tokens,
-                completion_tokens=outcome.completion_tokens,
-                tokens_per_s=tps,
-            )
-        except Exception:
-            log.exception("could not record the turn receipt")
 
-
-def _overflow_failure(exc: ContextOverflow) -> str:
-    sizes = ""
-    if exc.prompt_tokens and exc.window:
-        sizes = f" ({exc.prompt_tokens:,} tokens for a window of {exc.window:,})"
-    return (
-        f"The engine rejected the request as too long{sizes} even after compacting. "
-        "The conversation is intact; narrow the request or raise the engine's context size."
-    )
-
-
-def _budget_stop_text(budget: int) -> str:
-    return (
-        f"Token budget used up ({budget:,} tokens for this run): the run stops here with its "
-        "progress saved. Type 'continue' to keep it going."
-    )
+    def _record_receipt(self, outcome: TurnOutcome, totals: Totals) -> None:
+        self.sink(turn_end_event(outcome, totals))
+        record_receipt(self.store, self.conversation_id, outcome, totals)

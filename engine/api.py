@@ -10,7 +10,7 @@ the engine's rooms can move without the desktop noticing. Grouped by what they a
 from __future__ import annotations
 
 # -- the session the desktop drives, and what opens one -------------------------------------
-from engine.session_protocol import SessionControl
+from engine.session.protocol import SessionControl
 from engine.session import ChatSession, open_default_session
 from engine.paths import BrimPaths
 

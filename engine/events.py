@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:  # the report module imports the ladder, which imports this module
     from engine.report import ContextReport, UsageReport
@@ -105,10 +105,13 @@ class AnswerProgressEvent(Event):
     window: int
 
 
+NoticeLevel = Literal["info", "warning"]
+
+
 @dataclass
 class NoticeEvent(Event):
     type: ClassVar[str] = "notice"
-    level: str  # "info" | "warning"
+    level: NoticeLevel
     text: str
     marker: str = ""  # what the ladder did, when it did something: compaction | trim | clear
     # The ladder's own words as it acts (seed 000's "auto-compacting…" and "Compacted 64 → 12
@@ -124,6 +127,19 @@ class NoticeEvent(Event):
 
 NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
+# The context ladder's notices (engine/context/manager.py), with their figures in `details`:
+# NOTICE_AUTO_COMPACTING (seed 000's "…: auto-compacting…": used, window), NOTICE_COMPACTED
+# (the compaction that finished: messages_before, messages_after, tokens_saved; the saved
+# row that replaces seed 000's line keeps the kind), NOTICE_TRIMMED (messages discarded
+# without a summary: messages_dropped), NOTICE_COMPACTION_FALLBACK (compaction could not
+# run, the history was trimmed instead or left: messages_dropped), NOTICE_NOTHING_TO_COMPACT
+# and NOTICE_OVERFLOW (the engine refused the request as too long: compacting to retry).
+NOTICE_AUTO_COMPACTING = "auto_compacting"
+NOTICE_COMPACTED = "compacted"
+NOTICE_TRIMMED = "trimmed"
+NOTICE_COMPACTION_FALLBACK = "compaction_fallback"
+NOTICE_NOTHING_TO_COMPACT = "nothing_to_compact"
+NOTICE_OVERFLOW = "overflow"
 
 
 @dataclass
@@ -151,12 +167,24 @@ class ErrorEvent(Event):
     retryable: bool = False
 
 
+# What the agent is doing now (a `state` event's value; the header shows it as it is).
+AgentState = Literal[
+    "ready",
+    "loading model",
+    "streaming",
+    "compacting",
+    "waiting for approval",
+    "suggesting memories",
+    "learning",
+]
+
+
 @dataclass
 class StateEvent(Event):
     """What the agent is doing now: ready, streaming, compacting, waiting for approval, ..."""
 
     type: ClassVar[str] = "state"
-    state: str
+    state: AgentState
 
 
 @dataclass
@@ -188,10 +216,14 @@ class ToolResultEvent(Event):
     is_error: bool = False
 
 
+# Where a compaction is (a `compaction` event's phase).
+CompactionPhase = Literal["started", "finished", "failed"]
+
+
 @dataclass
 class CompactionEvent(Event):
     type: ClassVar[str] = "compaction"
-    phase: str  # started | finished | failed
+    phase: CompactionPhase
     reason: str  # preflight | context_overflow | manual | session_budget
     messages_before: int = 0
     messages_after: int = 0

@@ -11,8 +11,6 @@ user-visible 70% / 90% warnings, and the `/usage` rows.
 
 from __future__ import annotations
 
-import bisect
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -22,16 +20,22 @@ from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO,
 from engine.context.notices import compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions
-from engine.store.records import MessageRecord, UsageRecord, UsageSummary
+from engine.report_timeline import (  # noqa: F401 (the timeline's names, importable here too)
+    MARKER_CLEAR,
+    MARKER_COMPACTION,
+    MARKER_TRIM,
+    MARKERS,
+    SavedMark,
+    TimelineMarker,
+    TimelinePoint,
+    saved_marks,
+    saved_timeline,
+)
+from engine.store.records import UsageSummary
 
 # The timeline keeps this many of the most recent requests (the chart is small; the report
 # travels in an event after every request).
 TIMELINE_POINTS = 240
-
-MARKER_CLEAR = "clear"
-MARKER_COMPACTION = "compaction"
-MARKER_TRIM = "trim"
-MARKERS = (MARKER_CLEAR, MARKER_COMPACTION, MARKER_TRIM)
 
 CATEGORY_SYSTEM = "System prompt"
 CATEGORY_TOOLS = "Tool schemas"
@@ -102,30 +106,6 @@ class CacheShare:
         percent = self.percent
         share = f"{round(percent)}%" if percent is not None else "0%"
         return f"{format_tokens(self.cached)} read ({share} of prompt)"
-
-
-@dataclass(frozen=True)
-class TimelinePoint:
-    """One request that landed: how full it was and of which window."""
-
-    request: int  # 1-based, over this report's conversation
-    used: int
-    window: int
-    estimated: bool = False
-    at: float = 0.0
-
-    @property
-    def percent(self) -> float:
-        return 100.0 * self.used / self.window if self.window else 0.0
-
-
-@dataclass(frozen=True)
-class TimelineMarker:
-    """Something the ladder did between requests `after` and `after + 1`."""
-
-    after: int  # requests landed before it
-    kind: str  # clear | compaction | trim
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -481,81 +461,6 @@ class RequestTracker:
             self.last_cached or 0, self.last_prompt or 0, self.last_cached is not None
         )
         return session, last
-
-
-# -- a saved conversation's timeline --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SavedMark:
-    """A ladder act found in the saved record: when it happened, and what it was."""
-
-    at: float
-    kind: str  # clear | compaction | trim
-    detail: str = ""
-
-
-_COMPACTED = re.compile(r"(\d+) -> (\d+) messages")
-_TRIMMED = re.compile(r"(\d+) older messages?")
-
-
-def saved_marks(records: Sequence[MessageRecord]) -> list[SavedMark]:
-    """The ladder's acts as the store kept them, oldest first.
-
-    Compaction and trimming leave a notice row with its marker (engine/session.py
-    `_ladder_event`), timed by the notice. Clearing leaves no row: a tool result's stored
-    copy gains meta `cleared` in the rewrite that cleared it, so the rewrite's time (when
-    the uncleared copy was archived) dates it, and one rewrite is one marker."""
-    marks: list[SavedMark] = []
-    uncleared: dict[str, float] = {}  # tool result id -> when its uncleared copy was archived
-    cleared_at: dict[float, int] = {}
-    noticed: set[str] = set()
-    for record in records:
-        message = record.message
-        marker = str(message.meta_value("marker", "") or "")
-        if message.is_notice and marker in (MARKER_COMPACTION, MARKER_TRIM, MARKER_CLEAR):
-            if message.id in noticed:
-                continue  # the same notice, carried over by a later rewrite
-            noticed.add(message.id)
-            detail = ""
-            if marker == MARKER_COMPACTION and (found := _COMPACTED.search(message.content)):
-                detail = f"{found.group(1)} -> {found.group(2)} messages"
-            elif marker == MARKER_TRIM and (found := _TRIMMED.search(message.content)):
-                detail = f"{found.group(1)} messages"
-            marks.append(SavedMark(message.created, marker, detail))
-        elif message.role == "tool":
-            if not message.meta_value("cleared"):
-                if record.archived_at is not None:
-                    uncleared[message.id] = record.archived_at
-            elif message.id in uncleared:
-                at = uncleared.pop(message.id)
-                cleared_at[at] = cleared_at.get(at, 0) + 1
-    marks.extend(SavedMark(at, MARKER_CLEAR, f"{n} tool results") for at, n in cleared_at.items())
-    marks.sort(key=lambda mark: mark.at)
-    return marks
-
-
-def saved_timeline(
-    requests: Sequence[UsageRecord], marks: Sequence[SavedMark], window: int
-) -> tuple[list[TimelinePoint], list[TimelineMarker]]:
-    """A saved conversation's timeline: one point per chat request in the order they landed,
-    each ladder act placed after the requests that landed before it.
-
-    The usage rows do not say which window a request was sent to, so every point is drawn
-    against `window`, the one Brim accounts against now (the current marks are drawn against
-    it too). A request whose engine reported no prompt count keeps its number but has no
-    point: the estimate the live chart used for it was never stored."""
-    points = [
-        TimelinePoint(index, row.prompt_tokens, window, at=row.created)
-        for index, row in enumerate(requests, start=1)
-        if row.prompt_tokens is not None
-    ]
-    landed = [row.created for row in requests]
-    markers = [
-        TimelineMarker(bisect.bisect_left(landed, mark.at), mark.kind, mark.detail)
-        for mark in marks
-    ]
-    return points, markers
 
 
 def build_context_report(

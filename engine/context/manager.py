@@ -53,7 +53,19 @@ from engine.context.notices import (
 )
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
 from engine.context.trimming import trim_messages
-from engine.events import CompactionEvent, EventSink, NoticeEvent, TrimEvent, discard
+from engine.events import (
+    NOTICE_AUTO_COMPACTING,
+    NOTICE_COMPACTED,
+    NOTICE_COMPACTION_FALLBACK,
+    NOTICE_NOTHING_TO_COMPACT,
+    NOTICE_OVERFLOW,
+    NOTICE_TRIMMED,
+    CompactionEvent,
+    EventSink,
+    NoticeEvent,
+    TrimEvent,
+    discard,
+)
 from engine.messages import Message, model_messages
 
 log = logging.getLogger(__name__)
@@ -314,7 +326,7 @@ class ContextManager:
         self.measure_prefix(msgs, overhead_tokens)
         before = self.tokens(msgs)
         if rejected:
-            self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE))
+            self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE, kind=NOTICE_OVERFLOW))
         tail = max(1, self.budget.tail_tokens >> max(0, attempt))
         outcome = await self._compact_or_trim(
             msgs,
@@ -347,7 +359,7 @@ class ContextManager:
         if result.dropped:
             self.sink(TrimEvent(messages_dropped=result.dropped))
             if notify:
-                self.sink(NoticeEvent(level="warning", text=trim_notice(result.dropped)))
+                self.sink(_trimmed(result.dropped))
         return result.messages, result.dropped
 
     def _work_state_text(self) -> str | None:
@@ -390,7 +402,7 @@ class ContextManager:
                 if dropped:
                     self.sink(TrimEvent(messages_dropped=dropped))
                     if not explain:
-                        self.sink(NoticeEvent(level="warning", text=trim_notice(dropped)))
+                        self.sink(_trimmed(dropped))
             else:
                 out, dropped = self._trim(
                     msgs, self.budget.compact_threshold, overhead, notify=not explain
@@ -400,13 +412,26 @@ class ContextManager:
                 text = compaction_fallback_notice(
                     detail or "nothing old enough to summarize", dropped
                 )
-                self.sink(NoticeEvent(level="warning", text=text))
+                self.sink(
+                    NoticeEvent(
+                        level="warning",
+                        text=text,
+                        kind=NOTICE_COMPACTION_FALLBACK,
+                        details={"messages_dropped": dropped},
+                    )
+                )
             return out, dropped
 
         if self.summarize is None or plan.nothing_to_summarize:
             # Nothing worth a summarizer call: no "auto-compacting" notice, trim instead.
             if reason == REASON_MANUAL and plan.nothing_to_summarize:
-                self.sink(NoticeEvent(level="info", text=nothing_to_compact_notice()))
+                self.sink(
+                    NoticeEvent(
+                        level="info",
+                        text=nothing_to_compact_notice(),
+                        kind=NOTICE_NOTHING_TO_COMPACT,
+                    )
+                )
                 return LadderOutcome(msgs, None, 0, before, before)
             detail = None if self.summarize is not None else "no summarizer is configured"
             out, dropped = fallback(detail)
@@ -414,7 +439,12 @@ class ContextManager:
 
         if announce is not None:
             self.sink(
-                NoticeEvent(level="warning", text=preflight_notice(announce.used, announce.window))
+                NoticeEvent(
+                    level="warning",
+                    text=preflight_notice(announce.used, announce.window),
+                    kind=NOTICE_AUTO_COMPACTING,
+                    details={"used": announce.used, "window": announce.window},
+                )
             )
         self.sink(CompactionEvent(phase="started", reason=reason, messages_before=len(msgs)))
         result = await compact(
@@ -450,6 +480,12 @@ class ContextManager:
                     text=compacted_notice(
                         result.messages_before, result.messages_after, result.tokens_saved
                     ),
+                    kind=NOTICE_COMPACTED,
+                    details={
+                        "messages_before": result.messages_before,
+                        "messages_after": result.messages_after,
+                        "tokens_saved": result.tokens_saved,
+                    },
                 )
             )
             self._just_compacted = True
@@ -475,3 +511,13 @@ class ContextManager:
         )
         out, dropped = fallback(result.detail)
         return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
+
+
+def _trimmed(dropped: int) -> NoticeEvent:
+    """The trim rung's notice: what it discarded without a summary, counted."""
+    return NoticeEvent(
+        level="warning",
+        text=trim_notice(dropped),
+        kind=NOTICE_TRIMMED,
+        details={"messages_dropped": dropped},
+    )

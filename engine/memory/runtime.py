@@ -1,4 +1,4 @@
-"""Memory for one chat session: what the chat session (engine.session) holds and calls.
+"""Memory for one chat session: what the session (engine/session/memory_link.py) holds and calls.
 
 The gate lives here and is decided once, from the session's own flags: only a top-level
 run with persistence on writes anything (IDs, receipts, direct writes, suggestions,

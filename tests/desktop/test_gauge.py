@@ -32,7 +32,7 @@ SUMMARY = (
 
 @pytest.fixture(autouse=True)
 def exact_counts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("engine.session.counter_for", exact_counter_for)
+    monkeypatch.setattr("engine.session.chat.counter_for", exact_counter_for)
 
 
 def _user_line(text: str) -> int:

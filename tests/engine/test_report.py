@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine.commands import completions, parse_command
 from engine.context.budget import ContextBudget
+from engine.context.notices import trim_notice
 from engine.messages import ToolCall, assistant, notice, system, tool_result, user
 from engine.prompt import ProjectInstructions
 from engine.report import (
@@ -12,6 +13,8 @@ from engine.report import (
     CATEGORY_PROJECT,
     CATEGORY_SYSTEM,
     CATEGORY_TOOLS,
+    MARKER_COMPACTION,
+    MARKER_TRIM,
     CacheShare,
     FillWarnings,
     RequestTracker,
@@ -21,8 +24,9 @@ from engine.report import (
     compaction_row,
     format_tokens,
     project_block,
+    saved_marks,
 )
-from engine.store.records import UsageSummary
+from engine.store.records import MessageRecord, UsageSummary
 
 
 def _words(text: str) -> int:
@@ -223,3 +227,49 @@ def test_a_checkpoint_in_the_system_role_counts_as_messages_not_as_the_system_pr
     )
     by_name = {row.name: row.tokens for row in rows}
     assert by_name[CATEGORY_SYSTEM] == 3 and by_name[CATEGORY_MESSAGES] == 40
+
+
+# -- a saved conversation's marks: the meta first, the text for older conversations ----------
+
+
+def _saved(*messages):  # type: ignore[no-untyped-def]
+    return [MessageRecord(seq, m, None) for seq, m in enumerate(messages, start=1)]
+
+
+def test_saved_marks_read_what_the_ladder_did_from_the_notices_meta():
+    # Wording that no pattern would match: the figures come from the meta alone.
+    compacted = notice("summarized the older part", "info").with_meta(
+        marker=MARKER_COMPACTION, notice_kind="compacted", messages_before=84, messages_after=31
+    )
+    trimmed = notice("made room", "warning").with_meta(
+        marker=MARKER_TRIM, notice_kind="trimmed", messages_dropped=6
+    )
+    marks = saved_marks(_saved(user("hi"), compacted, trimmed))
+    assert [(m.kind, m.detail) for m in marks] == [
+        (MARKER_COMPACTION, "84 -> 31 messages"),
+        (MARKER_TRIM, "6 messages"),
+    ]
+
+
+def test_saved_marks_of_an_older_conversation_are_read_from_the_notice_text():
+    """A database written before notices kept their figures: marker only, figures in text."""
+    compacted = notice(
+        "auto-compacted 84 -> 31 messages (ctx 96K/128K)\ncompacted 84 messages into a summary",
+        "info",
+    ).with_meta(marker=MARKER_COMPACTION)
+    trimmed = notice(trim_notice(3), "warning").with_meta(marker=MARKER_TRIM)
+    fallback = notice(
+        "Could not compact (x): trimmed 1 older message instead, discarded without a summary",
+        "warning",
+    ).with_meta(marker=MARKER_TRIM)
+    marks = saved_marks(_saved(compacted, trimmed, fallback))
+    assert [(m.kind, m.detail) for m in marks] == [
+        (MARKER_COMPACTION, "84 -> 31 messages"),
+        (MARKER_TRIM, "3 messages"),
+        (MARKER_TRIM, "1 messages"),
+    ]
+
+
+def test_a_saved_notice_without_a_marker_is_no_mark():
+    plain = notice(trim_notice(3), "warning")  # the text alone does not make a mark
+    assert saved_marks(_saved(plain)) == []

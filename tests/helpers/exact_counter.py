@@ -6,7 +6,7 @@ engine really evaluated, a session on a fake llama-server gets this segment toke
 counts each message as `fake_tokenizer.render_chat` renders it, so Brim's count of a request
 is the fake's `prompt_tokens` for it, to the token.
 
-    monkeypatch.setattr("engine.session.counter_for", exact_counter_for)
+    monkeypatch.setattr("engine.session.chat.counter_for", exact_counter_for)
 """
 
 from __future__ import annotations

@@ -151,9 +151,8 @@ class FakeSession:
                 conversation=self.conversation_id,
             )
         )
-        for warning in self._window_warnings:  # like the real session: saved, then emitted
-            self._history.append(notice(warning, "warning"))
-            self._sink(NoticeEvent("warning", warning))
+        for warning in self._window_warnings:  # like the real session: said once, by the
+            self._history.append(notice(warning, "warning"))  # window event, and saved
         self._sink(ContextReportEvent(self.context_report()))
         self._sink(StateEvent("ready"))
 

@@ -6,7 +6,14 @@ import asyncio
 from pathlib import Path
 
 from engine.config import default_agent
-from engine.events import CompactionEvent, ErrorEvent, Event, NoticeEvent, TurnEndEvent
+from engine.events import (
+    CompactionEvent,
+    ErrorEvent,
+    Event,
+    NoticeEvent,
+    TurnEndEvent,
+    WindowEvent,
+)
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
@@ -59,8 +66,11 @@ def test_a_pin_above_the_slot_yields_to_the_slot_so_the_ladder_compacts_before_a
     compactions = [e for e in events if isinstance(e, CompactionEvent)]
     assert "preflight" in [c.reason for c in compactions if c.phase == "finished"]
     assert rejected == []
-    warned = [e.text for e in events if isinstance(e, NoticeEvent) and e.level == "warning"]
+    # The window's warning is said once, in the window event (and saved as a notice row).
+    warned = [w for e in events if isinstance(e, WindowEvent) for w in e.warnings]
     assert any("100000" in t and "per slot" in t for t in warned), warned
+    told = [e.text for e in events if isinstance(e, NoticeEvent)]
+    assert not any("per slot" in t for t in told), told
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
     assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13
 

@@ -99,7 +99,9 @@ def test_an_unpinned_ollama_agent_with_an_unloaded_model_learns_the_4096_window_
 
     first_window = _of(events, WindowEvent)[0]
     assert (first_window.window, first_window.source) == (4096, "assumed")
-    told = [e.text for e in _of(events, NoticeEvent)]
+    # Said once: in the window event, not again as a notice event.
+    told = [w for e in _of(events, WindowEvent) for w in e.warnings]
+    told += [e.text for e in _of(events, NoticeEvent)]
     unknown = [t for t in told if "unknown until the first answer" in t]
     assert len(unknown) == 1 and "num_ctx" in unknown[0] and "agent editor" in unknown[0]
 

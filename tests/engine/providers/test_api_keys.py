@@ -15,7 +15,7 @@ from engine.config import AgentConfig, AgentConfigError
 from engine.config.credentials import CHILD_KEY_VARIABLE, agent_api_key
 from engine.memory import spawn
 from engine.providers.registry import make_provider
-from engine.session_engine import provider_for
+from engine.session import provider_for
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_ollama import FakeOllama
 from tests.helpers.fake_openai import FakeLlamaServer, FakeSglang, FakeVllm

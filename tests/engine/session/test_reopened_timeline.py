@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import default_agent
-from engine.events import ContextReportEvent, Event, TurnEndEvent
+from engine.events import NOTICE_COMPACTED, ContextReportEvent, Event, NoticeEvent, TurnEndEvent
 from engine.messages import ToolCall, assistant, notice, tool_result, user
 from engine.paths import BrimPaths
 from engine.report import MARKER_CLEAR, MARKER_COMPACTION, ContextReport, saved_marks
@@ -127,6 +127,37 @@ def test_the_session_hands_back_each_turns_receipt_as_the_live_event_showed_it(t
     assert [
         (r.elapsed_s, r.prompt_tokens, r.completion_tokens, r.tokens_per_s) for r in receipts
     ] == [(e.elapsed_s, e.prompt_tokens, e.completion_tokens, e.tokens_per_s) for e in live]
+
+
+def test_the_saved_compaction_row_keeps_its_kind_and_figures_in_meta(tmp_path: Path):
+    """The reopened timeline reads the ladder's act from the row's meta, not its wording."""
+    home = BrimPaths.resolve(tmp_path / "home")
+    with FakeLlamaServer(n_ctx=2048) as fake:
+        fake.responder = _respond
+        events: list[Event] = []
+        first = ChatSession(_agent(fake), home, events.append)
+        _chat_until_compacted(first, events)
+    live = [(m.kind, m.detail) for m in _last_report(events).markers]
+    # On the stream: the ladder's own line goes out transient, the saved row after it, both
+    # with the kind and figures a program reads (never parsed out of the wording).
+    told = [e for e in events if isinstance(e, NoticeEvent) and e.kind == NOTICE_COMPACTED]
+    assert [(e.transient, e.marker) for e in told[:2]] == [(True, ""), (False, MARKER_COMPACTION)]
+    assert told[0].details == told[1].details and told[0].details["messages_before"] > 0
+    with Store.open(home.db_path) as store:
+        records = store.records(first.conversation_id)
+    rows = [
+        r.message
+        for r in records
+        if r.message.is_notice and r.message.meta_value("marker") == MARKER_COMPACTION
+    ]
+    assert rows
+    row = rows[0]
+    assert row.meta_value("notice_kind") == NOTICE_COMPACTED
+    before, after = row.meta_value("messages_before"), row.meta_value("messages_after")
+    assert isinstance(before, int) and isinstance(after, int) and before > after
+    assert f"{before} -> {after} messages" in row.content
+    saved = [(m.kind, m.detail) for m in saved_marks(records) if m.kind == MARKER_COMPACTION]
+    assert saved == [k for k in live if k[0] == MARKER_COMPACTION]
 
 
 def test_a_clearing_is_found_in_the_saved_record_by_the_rewrite_that_cleared_it(tmp_path: Path):

@@ -1,8 +1,9 @@
 """The session's dealings with the engine itself, apart from the chat turn: which provider an
 agent names, what window the engine serves, and the summarizer compaction calls.
 
-They live apart from `ChatSession` because the CLI's probes (`brim agents`, `brim memory`)
-need the same provider and window resolution without opening a conversation.
+They live apart from `ChatSession` (engine/session/chat.py) because the CLI's probes
+(`brim agents`, `brim memory`) need the same provider and window resolution without opening
+a conversation.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ from engine.catalog import catalog_window
 from engine.config import AgentConfig
 from engine.config.credentials import agent_api_key
 from engine.context import SummaryRequest, SummaryResult
+from engine.events import (
+    EngineLoadingEvent,
+    ErrorEvent,
+    EventSink,
+    LoadProgressEvent,
+    StateEvent,
+)
 from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
-from engine.providers.errors import ServerError
+from engine.providers.errors import ProviderError, ServerError
 from engine.providers.registry import make_provider
 from engine.store import Store
 from engine.window import WindowResolution, resolve_window
@@ -25,14 +33,32 @@ from engine.window import WindowResolution, resolve_window
 log = logging.getLogger(__name__)
 
 
-def provider_for(agent: AgentConfig) -> Provider:
-    """Build the provider an agent names (the embedded one gets its model path and pin)."""
+class LoadProgress:
+    """The embedded engine's load callback: tells `emit` at most once per percent."""
+
+    def __init__(self, emit: EventSink) -> None:
+        self._emit = emit
+        self._reported = -1.0
+
+    def __call__(self, fraction: float) -> None:
+        if fraction >= 1.0 or fraction - self._reported >= 0.01:
+            self._reported = fraction
+            self._emit(LoadProgressEvent(round(min(1.0, max(0.0, fraction)), 3)))
+
+
+def provider_for(
+    agent: AgentConfig, *, on_load_progress: Callable[[float], None] | None = None
+) -> Provider:
+    """Build the provider an agent names (the embedded one gets its model path and pin, and
+    `on_load_progress`, which hears 0.0 … 1.0 while it loads its model; the engines behind
+    HTTP load theirs themselves)."""
     if agent.provider == "embedded":
         return make_provider(
             "embedded",
             model_path=agent.model or None,
             n_ctx=agent.num_ctx,
             n_threads=agent.n_threads,
+            on_load_progress=on_load_progress,
         )
     kw: dict[str, object] = {}
     if agent.request_timeout_s is not None:
@@ -86,6 +112,28 @@ async def probe_window(
         ceiling=agent.max_context_tokens,
         catalog_max=catalog_window(report.model or agent.model),
     )
+
+
+async def probe_window_telling(
+    provider: Provider, agent: AgentConfig, emit: EventSink
+) -> WindowResolution | None:
+    """`probe_window`, telling `emit` as it goes: the `loading model` state once and an
+    `engine_loading` event every poll while the engine loads its model, an error event
+    (and None) when the engine cannot say."""
+    waiting = False
+
+    def on_wait(waited_s: float, limit_s: float) -> None:
+        nonlocal waiting
+        if not waiting:
+            waiting = True
+            emit(StateEvent("loading model"))
+        emit(EngineLoadingEvent(engine=provider.kind, waited_s=waited_s, limit_s=limit_s))
+
+    try:
+        return await probe_window(provider, agent, on_wait)
+    except ProviderError as exc:
+        emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
+        return None
 
 
 async def summarize(

@@ -1,7 +1,8 @@
 """The small objects a session hands the agent loop and the tools in its own place.
 
-The loop and the tool layer take narrow protocols (a conversation, a tool runner, an
-approver); these adapters meet them from a session's state without giving either the session.
+The loop and the tool layer take narrow protocols (a tool runner, an approver); these
+adapters meet them from a session's state without giving either the session. (The loop's
+conversation is engine/session/conversation.py's `Conversation` itself.)
 """
 
 from __future__ import annotations
@@ -98,25 +99,10 @@ def workspace_tools(
     return RegistryRunner(registry, ctx)
 
 
-class SessionConversation:
-    """The loop's view of the session's conversation: its live messages, read afresh on each
-    call, and the session's own append (persist first) and replace (archive the old rows)."""
-
-    def __init__(
-        self,
-        messages: Callable[[], list[Message]],
-        append: Callable[[Message], None],
-        replace: Callable[[list[Message]], None],
-    ) -> None:
-        self._messages = messages
-        self._append = append
-        self._replace = replace
-
-    def live(self) -> list[Message]:
-        return list(self._messages())
-
-    def append(self, message: Message) -> None:
-        self._append(message)
-
-    def replace(self, model_history: list[Message]) -> None:
-        self._replace(model_history)
+def no_tool_calls_notice(model: str, workspace: Path) -> str:
+    """A folder was given for the agent to work in, but the model cannot call tools."""
+    return (
+        f"{model} cannot call tools (so its engine reports), so the agent can "
+        f"neither read files in {workspace} nor run commands. For work on files, pick "
+        "a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
+    )

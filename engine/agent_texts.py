@@ -1,0 +1,71 @@
+"""The words the agent loop (engine/agent.py) says when a run stops, is cut short or loses
+something: kept apart so the loop reads as what it does, and the wording in one place."""
+
+from __future__ import annotations
+
+from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT
+from engine.providers.errors import ContextOverflow, ToolsUnsupported
+
+
+def no_tools_text(refusal: ToolsUnsupported) -> str:
+    """The engine refused the tools: the conversation goes on without them."""
+    return (
+        f"{refusal.message}. Brim sends no tools for the rest of this conversation, so the "
+        f"agent can neither read files nor run commands; to give it tools, {refusal.hint}."
+    )
+
+
+def iteration_limit_text(iterations: int, cap: int) -> str:
+    return (
+        f"Iteration limit reached ({iterations}/{cap}): the run stops here. "
+        "Type 'continue' to keep it going."
+    )
+
+
+def answer_cut_text(written: int, limit: str, window: int) -> str:
+    """An answer stopped at its output cap: at how many tokens, and whose cap it was."""
+    return f"Cut at {written:,} tokens: {cut_reason(limit, window)}. Type 'continue' for the rest."
+
+
+def cut_reason(limit: str, window: int) -> str:
+    if limit == LIMIT_AGENT:
+        return "the agent's output cap (max_tokens)"
+    if limit == LIMIT_DEFAULT:
+        return (
+            f"the default output cap for a {window:,}-token window (set max_tokens in the "
+            "agent to change it)"
+        )
+    if limit == "engine":
+        return "the engine stopped it at its own limit"
+    return f"that was all the room the {window:,}-token window had left"
+
+
+def silent_cut_text(counted: int, reported: int, window: int, server_window: bool) -> str:
+    """Ollama cut the prompt without saying so; `server_window`: the window is the engine's
+    own (Brim compacts now), else a guess the user should pin."""
+    advice = (
+        "Brim compacts now."
+        if server_window
+        else "Pin num_ctx in the agent so Brim accounts against the real window."
+    )
+    return (
+        f"The engine truncated the prompt: Brim sent ~{counted:,} tokens but the "
+        f"engine read only {reported:,}, what its {window:,}-token window holds. " + advice
+    )
+
+
+def overflow_failure_text(exc: ContextOverflow) -> str:
+    sizes = ""
+    if exc.prompt_tokens and exc.window:
+        sizes = f" ({exc.prompt_tokens:,} tokens for a window of {exc.window:,})"
+    return (
+        f"The engine rejected the request as too long{sizes} even after compacting. "
+        "The conversation is intact; narrow the request or raise the engine's context size."
+    )
+
+
+def budget_stop_text(budget: int) -> str:
+    return (
+        f"Token budget used up ({budget:,} tokens for this run): the run stops here with its "
+        "progress saved. Type 'continue' to keep it going."
+    )

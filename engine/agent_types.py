@@ -1,0 +1,82 @@
+"""What the agent loop (engine/agent.py) works with and hands back: the conversation and the
+tool runner it is given (protocols the session meets), a tool's run, a turn's outcome, and
+the answer and running totals of a turn as the loop keeps them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine.messages import Message, ToolCall
+from engine.providers.base import Usage
+from engine.providers.errors import ProviderError
+from engine.repetition import Repetition
+
+
+class Conversation(Protocol):
+    """The session's side of the loop: the live history and the two ways to change it."""
+
+    def live(self) -> list[Message]: ...
+
+    def append(self, message: Message) -> None: ...
+
+    def replace(self, model_history: list[Message]) -> None: ...
+
+
+class ToolRunner(Protocol):
+    """Runs the tools the model asks for (engine/tools); None: the agent has no tools."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    async def run(self, call: ToolCall) -> ToolRun: ...
+
+
+@dataclass
+class ToolRun:
+    content: str
+    chars: int
+    truncated: bool
+    is_error: bool = False
+
+
+@dataclass
+class TurnOutcome:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    elapsed_s: float
+    finish_reason: str | None
+    iterations: int = 1
+    error: ProviderError | None = None
+    stopped: str | None = None  # why the loop stopped early: "iteration_limit", "budget"
+
+
+FINISH_LENGTH = "length"  # the engines' word for an answer stopped at its max_tokens
+FINISH_REPETITION = "repetition"  # Brim's: the repetition guard stopped the answer
+
+
+@dataclass
+class Answer:
+    """One streamed answer as the loop keeps it."""
+
+    text: str
+    calls: tuple[ToolCall, ...]
+    usage: Usage
+    finish_reason: str | None
+    first_token: float | None
+    repetition: Repetition | None = None
+
+
+@dataclass
+class Totals:
+    """A turn's running totals over its requests."""
+
+    prompt: int = 0
+    completion: int = 0
+    eval_s: float = 0.0
+    generating_s: float = 0.0
+    spent: int = 0  # tokens this run has cost, for the per-run budget
+    last_text: str = ""
+    finish: str | None = None
+    calls_made: list[str] = field(default_factory=list)

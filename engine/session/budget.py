@@ -1,0 +1,128 @@
+"""What an agent's settings and its fixed prefix take from the window before the
+conversation gets any.
+
+The facts the session needs when it builds the ladder and before it sends a message, kept
+apart so the CLI's probes and the tests can ask them without a session: how much of the
+window an engine sets aside for the answer, whether the tool schemas must go compact (and
+what to tell a user whose fixed prefix leaves no room to work), and whether a message can
+fit the window at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Protocol
+
+from engine.config import AgentConfig
+from engine.context.constants import FIXED_PREFIX_MAX_RATIO, FIXED_PREFIX_UNWORKABLE_RATIO
+from engine.context.history import is_fixed
+from engine.events import ErrorEvent
+from engine.messages import Message, alternating, model_messages, user
+from engine.providers.base import Provider
+from engine.tokens import TokenCounter
+
+# Engines that reject prompt + max_tokens > the window (engines.md): llama-server, Ollama
+# and the embedded engine stop the answer at the window instead.
+RESERVES_OUTPUT = frozenset({"vllm", "sglang"})
+
+_PIN_HOW = {
+    "ollama": "set num_ctx in the agent (Ollama loads the model with it)",
+    "llamacpp": "start llama-server with a larger -c (per slot: -c ÷ --parallel)",
+    "vllm": "start vLLM with a larger --max-model-len",
+    "sglang": "start SGLang with a larger --context-length",
+    "embedded": "set num_ctx in the agent",
+}
+
+
+def output_reserve(agent: AgentConfig, provider: Provider | None) -> int:
+    """The answer's room the engine adds to the prompt before checking the window: the
+    agent's max_tokens on vLLM and SGLang, else 0."""
+    kind = provider.kind if provider is not None else agent.provider
+    if kind in RESERVES_OUTPUT and agent.max_tokens:
+        return agent.max_tokens
+    return 0
+
+
+def pin_advice(fixed_tokens: int, window: int, provider: str) -> str:
+    """The notice for a window the fixed prefix leaves too little of, with the window to pin:
+    the smallest multiple of 1,024 the prefix takes at most 40% of."""
+    needed = math.ceil(fixed_tokens / FIXED_PREFIX_MAX_RATIO / 1024) * 1024
+    how = _PIN_HOW.get(provider, "give the engine a larger context window")
+    return (
+        f"The system prompt and tool schemas take {fixed_tokens:,} of the {window:,}-token "
+        f"window ({100 * fixed_tokens / window:.0f}%), even with compact tool descriptions: "
+        f"too little is left for the conversation. Pin a window of at least {needed:,} "
+        f"tokens ({how}), or shorten the agent's system prompt."
+    )
+
+
+class CompactableTools(Protocol):
+    """A tool runner that can advertise its tools with compact descriptions."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def use_compact_schemas(self) -> None: ...
+
+
+def fit_tool_schemas(
+    runner: CompactableTools,
+    counter: TokenCounter,
+    messages: list[Message],
+    *,
+    space: int,
+    window: int,
+    provider: str,
+) -> str | None:
+    """Decided once per loop, so the schemas stay a stable prefix: where the full tool
+    schemas would make the fixed prefix (system prompt, schemas, framing) more than 40% of
+    `space` (the window less the output reserve), the tools go compact; where even those
+    leave too little room, returns the notice that says what window to pin (else None)."""
+
+    def prefix() -> int:
+        schemas = runner.schemas()
+        system_tokens = sum(
+            counter.count_message(m) for m in model_messages(messages)[:1] if m.role == "system"
+        )
+        # Counted as text (a real BPE where the engine counts remotely): JSON runs more
+        # tokens per character than the conversation a ratio was learned from.
+        tools = counter.count_text(json.dumps(schemas, ensure_ascii=False))
+        return system_tokens + tools + counter.request_overhead(bool(schemas))
+
+    if prefix() <= FIXED_PREFIX_MAX_RATIO * space:
+        return None
+    runner.use_compact_schemas()
+    fixed = prefix()
+    if fixed <= FIXED_PREFIX_UNWORKABLE_RATIO * space:
+        return None
+    return pin_advice(fixed, window, provider)
+
+
+def oversized_message(
+    text: str,
+    messages: list[Message],
+    *,
+    counter: TokenCounter,
+    schemas: list[dict[str, Any]],
+    window: int,
+) -> ErrorEvent | None:
+    """The refusal of a message that cannot fit the window even alone (with only what every
+    request carries: the system prompt, the checkpoint, pinned messages, the tools), or None
+    when it may be sent: no compaction could make room for it."""
+    fixed = [m for m in model_messages(messages) if is_fixed(m)]
+    message = user(text)
+    total = counter.count_request(alternating([*fixed, message]), schemas)
+    own = counter.count_message(message)
+    # Counted exactly, the whole request decides. Estimated (a learned ratio, which can
+    # be far off on tool schemas before the first answer), only a message that alone
+    # outgrows the window is refused: an ordinary message must never be.
+    if total <= window or (not counter.estimate_is_exact and own <= window):
+        return None
+    return ErrorEvent(
+        "message_too_large",
+        f"This message is about {own:,} tokens; with the system prompt and tools "
+        f"({total - own:,} tokens) it needs {total:,}, more than the whole "
+        f"{window:,}-token window. Nothing was sent or compacted: shorten it, send "
+        "it in parts, or give the agent a file to read instead.",
+        data={"tokens": total, "message_tokens": own, "window": window},
+    )

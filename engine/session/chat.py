@@ -1,0 +1,596 @@
+"""One conversation with one agent: the object the desktop and the headless CLI both drive.
+
+The flow of a turn: user text → persisted first → the agent loop prepares the request,
+streams it, runs tools → events → usage lands → calibration and receipts. Everything the
+session learns is emitted as typed events (engine/events.py) through one sink.
+
+`ChatSession` is the facade over objects with one job each: the `Conversation` (messages
+and their persistence), the `ContextLedger` (the rail's bookkeeping, fed by the event
+stream), the `Summarizer`, `wire_agent_loop` and the `MemoryLink` (engine/session/*.py). It
+routes commands, resolves the window, and wires the loop when the window or conversation
+changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+import engine.session.reports as reports
+from engine.agent import AgentLoop, ToolRunner, TurnOutcome
+from engine.commands import (
+    VIEW_AGENT_EDITOR,
+    VIEW_NEW_CONVERSATION,
+    Action,
+    route,
+    view_fallback_notice,
+)
+from engine.config import AgentConfig
+from engine.context.compaction import CompactionPlan
+from engine.conversation_claim import ConversationBusy, ConversationClaim
+from engine.events import (
+    ErrorEvent,
+    Event,
+    EventSink,
+    StateEvent,
+    ViewRequestEvent,
+    WindowEvent,
+)
+from engine.memory import Complete, provider_complete
+from engine.messages import Message, model_messages, notice, system, user
+from engine.paths import BrimPaths
+from engine.prompt import system_prompt
+from engine.providers.base import Provider
+from engine.providers.errors import ProviderError
+from engine.report import ContextReport, UsageReport
+from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice
+from engine.session.budget import oversized_message
+from engine.session.conversation import Conversation
+from engine.session.engine_calls import (
+    LoadProgress,
+    probe_window_telling,
+    provider_for,
+    record_summary_usage,
+)
+from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
+from engine.session.memory_link import MemoryInputs, MemoryLink
+from engine.session.outcome import describe_outcome
+from engine.session.summarizer import Summarizer
+from engine.session.wiring import LoopHooks, LoopSetting, wire_agent_loop
+from engine.store import Receipt, UnknownConversation
+from engine.tokens import TokenCounter, counter_for
+from engine.tools import Approver, ConversationApprover, DenyAll
+from engine.window import WindowResolution
+
+log = logging.getLogger(__name__)
+
+
+class ChatSession:
+    """One conversation with one agent. All coroutines run on the engine's asyncio loop."""
+
+    def __init__(
+        self,
+        agent: AgentConfig,
+        paths: BrimPaths,
+        sink: EventSink,
+        *,
+        conversation_id: str | None = None,
+        workspace: Path | None = None,
+        provider: Provider | None = None,
+        ephemeral: bool = False,
+        approver: Approver | None = None,
+        memory: bool = False,
+        internal: bool = False,
+        reflect_on_close: bool = False,
+    ) -> None:
+        self.agent = agent
+        self.paths = paths
+        self._sink = sink
+        self._requested_conversation = conversation_id
+        self._preset_conversation = conversation_id or ""  # what conversation_id says first
+        self.workspace = workspace
+        self.ephemeral = ephemeral
+        self._provider = provider
+        self._window: WindowResolution | None = None
+        self._counter: TokenCounter | None = None
+        self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
+        self._learn_task: asyncio.Task[None] | None = None  # /learn, cancelled like a turn
+        self._loop: AgentLoop | None = None
+        self._tools: ToolRunner | None = None
+        # Commands and writes run only on an explicit allow; headless default is deny.
+        self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
+        # The rail shows a rewritten history's estimate at once.
+        self.conversation = Conversation(paths, agent.name, on_replaced=self._emit_report)
+        # What the context rail shows (engine/report.py), fed from this session's events.
+        self.ledger = ContextLedger(
+            LedgerInputs(
+                report=self.context_report,
+                budget=lambda: self._loop.context.budget if self._loop is not None else None,
+                window=lambda: self._window.window if self._window is not None else 0,
+                estimate_now=self._estimate_now,
+                manual_compaction=lambda: self._manual_compaction,
+            ),
+            emit=self._emit,
+            save_notice=lambda message: self._append(message, emit=True),
+        )
+        self._summarizer = Summarizer(
+            agent,
+            provider=lambda: self._provider,
+            ladder=lambda: self._loop.context if self._loop is not None else None,
+            on_fallback=lambda text: self._append(notice(text, "warning"), emit=True),
+            on_usage=lambda model, done: record_summary_usage(
+                self.conversation.store,
+                self._provider,
+                agent=agent.name,
+                conversation_id=self.conversation_id,
+                model=model,
+                done=done,
+            ),
+        )
+        # Memory (engine/memory): `memory` turns it on; only a top-level (not `internal`,
+        # i.e. not a sub-agent's) run with persistence on (not `ephemeral`) writes any.
+        self.memory_enabled = memory
+        self.internal = internal
+        self.reflect_on_close = reflect_on_close
+        self._memory = MemoryLink(None, self._memory_inputs())
+        self._manual_compaction = False  # /compact does not extract
+
+    @property
+    def conversation_id(self) -> str:
+        return self.conversation.id or self._preset_conversation
+
+    @property
+    def _conversation_claim(self) -> ConversationClaim | None:
+        return self.conversation.claim
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.conversation.open_store()
+        if self.memory_enabled:
+            self._memory = MemoryLink.open(
+                self.paths,
+                self.agent.name,
+                self.workspace,
+                writes=not (self.ephemeral or self.internal),
+                conversation=lambda: self.conversation_id,
+                inputs=self._memory_inputs(),
+            )
+        self._open_conversation()
+        if self._provider is None:
+            self._provider = provider_for(self.agent, on_load_progress=LoadProgress(self._emit))
+        if self.agent.provider == "embedded":
+            self._emit(StateEvent("loading model"))
+        await self._resolve_window()
+        self.ledger.emit_report()
+        self._emit_pending_memory()
+        self._emit(StateEvent("ready"))
+
+    async def close(self) -> None:
+        self.cancel()
+        if self._turn_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._turn_task
+        if self._provider is not None:
+            # Closed first: an embedded model's memory is free before a reflection loads one.
+            await self._provider.aclose()
+        await self._reflect_on_leaving(closing=True)
+        self.conversation.close()
+
+    def history(self) -> list[Message]:
+        return self.conversation.live()
+
+    @property
+    def window(self) -> WindowResolution | None:
+        return self._window
+
+    @property
+    def _messages(self) -> list[Message]:
+        return self.conversation.messages
+
+    # -- turns -------------------------------------------------------------------------
+
+    async def send(self, text: str) -> None:
+        """Run one user turn, or the command `text` is (engine/commands.py routes it).
+        Failures become error events; this never raises."""
+        decision = route(text)
+        command = decision.command.text if decision.command is not None else ""
+        if decision.while_busy:  # a report or a view: answered even while a turn runs
+            if decision.action is Action.REPORT:
+                self.answer_command(command)
+            else:
+                self._emit(ViewRequestEvent(decision.view))
+                # The same words as before for a front end without the view (headless).
+                if decision.view != VIEW_AGENT_EDITOR:
+                    self._emit_pending_memory(always=True)
+                where = str(self.agent.source_path or "the agent's file")
+                self._emit(view_fallback_notice(decision.view, where))
+            return
+        if self._turn_task is not None and not self._turn_task.done():
+            self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            return
+        if decision.action is Action.COMPACT:
+            await self.compact()
+            return
+        if decision.action is Action.LEARN:
+            await self._run_learn()
+            return
+        if decision.view == VIEW_NEW_CONVERSATION:
+            self._emit(ViewRequestEvent(decision.view))
+            await self.open_conversation(None)
+            return
+        if await self._refuse_if_it_cannot_fit(text):
+            return
+        self._append(user(text))
+        self._turn_task = asyncio.create_task(self._run_turn())
+        try:
+            await self._turn_task
+        except asyncio.CancelledError:
+            if asyncio.current_task() is not None and asyncio.current_task().cancelling():
+                raise
+        finally:
+            self._turn_task = None
+            self._emit_pending_memory()
+            self._emit(StateEvent("ready"))
+
+    async def _refuse_if_it_cannot_fit(self, text: str) -> bool:
+        """A message that cannot fit the window even alone is refused (an error event with
+        the figures, True) before anything is compacted, stored or sent (engine/session/
+        budget.py). Checked once the window is known and is the engine's, not a guess."""
+        if self._window is None or self._provider is None:
+            return False  # the turn resolves it (and says why when it cannot)
+        if self._window.source in ("assumed", "fallback"):
+            # A guessed window (Ollama before it loads the model) may be far smaller than
+            # what the engine serves: the engine's answer decides, not the guess.
+            return False
+        loop = self._agent_loop()
+        schemas = loop.tools.schemas() if loop.tools is not None else []
+        window = loop.context.budget.window
+        refusal = oversized_message(
+            text, self._messages, counter=loop.counter, schemas=schemas, window=window
+        )
+        if refusal is not None:
+            self._emit(refusal)
+            self._emit(StateEvent("ready"))
+        return refusal is not None
+
+    def cancel(self) -> None:
+        if self._turn_task is not None and not self._turn_task.done():
+            self._turn_task.cancel()
+        if self._learn_task is not None and not self._learn_task.done():
+            self._learn_task.cancel()
+
+    async def retry_window(self) -> None:
+        """Probe the engine again (the desktop's Retry button)."""
+        await self._resolve_window()
+
+    async def retry(self) -> None:
+        """The Retry button: probe the engine again if its window is unknown, then re-run
+        the turn that failed (the last message is the user's, unanswered). The user message
+        is not added again. Never raises."""
+        if self._turn_task is not None and not self._turn_task.done():
+            return
+        try:
+            if self._window is None:
+                await self._resolve_window()
+                if self._window is None:
+                    return
+                self.ledger.emit_report()
+            pending = model_messages(self._messages)
+            last = pending[-1] if pending else None
+            if last is None or not (last.role == "user" or last.meta_value("partial")):
+                return
+            self._turn_task = asyncio.create_task(self._run_turn())
+            try:
+                await self._turn_task
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+        finally:
+            self._turn_task = None
+            self._emit(StateEvent("ready"))
+
+    async def open_conversation(self, conversation_id: str | None) -> None:
+        """Switch to a saved conversation of this agent, or (None) start a new one, keeping
+        the engine and its loaded model. Refused while a turn runs."""
+        if self._turn_task is not None and not self._turn_task.done():
+            self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            return
+        await self._reflect_on_leaving()
+        previous, self._requested_conversation = self._requested_conversation, conversation_id
+        try:
+            self._open_conversation()
+        except (UnknownConversation, ConversationBusy):
+            self._requested_conversation = previous  # still on the conversation it had
+            raise
+        self._loop = None
+        self.approver.forget()
+        if self._window is not None:
+            self._emit(
+                WindowEvent(
+                    window=self._window.window,
+                    source=self._window.source,
+                    warnings=[],
+                    conversation=self.conversation_id,
+                )
+            )
+            self._say_tools_are_unavailable(self._window)
+            self._rewire()
+        self.ledger.emit_report()
+        self._emit(StateEvent("ready"))
+
+    async def compact(self) -> None:
+        """`/compact`: compact now through the same path automatic compaction takes."""
+        if self._window is None:
+            await self._resolve_window()
+            if self._window is None:
+                return
+        await self._summarizer.prepare()
+        loop = self._agent_loop()
+        self._manual_compaction = True  # the chat layer cannot answer for the run's gate
+        try:
+            await loop.compact()
+        except ProviderError as exc:
+            self._emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
+        finally:
+            self._manual_compaction = False
+            self._emit(StateEvent("ready"))
+
+    # -- the turn and its loop ---------------------------------------------------------
+
+    async def _run_turn(self) -> TurnOutcome | None:
+        assert self._provider is not None
+        if self._window is None:
+            await self._resolve_window()
+            if self._window is None:
+                return None
+        await self._summarizer.prepare()
+        loop = self._agent_loop()
+        self._memory.begin_run()  # one snapshot of memory per run
+        try:
+            return await loop.run_turn()
+        except asyncio.CancelledError:
+            self._append(notice("Turn cancelled.", "info"), emit=True)
+            raise
+        finally:
+            # The answer (or the cancelled partial) is in the history now and the counter
+            # has calibrated on this request: the gauge and the breakdown show what the next
+            # request will carry, the same figures `/context` shows.
+            self.ledger.settle()
+
+    def _agent_loop(self) -> AgentLoop:
+        """The wired loop (wired when the window became known or the conversation changed)."""
+        if self._loop is None:
+            self._rewire()
+        assert self._loop is not None
+        return self._loop
+
+    def _rewire(self) -> None:
+        """Wire the agent loop for the conversation and window as they are now."""
+        assert self._provider is not None and self._window is not None
+        wired = wire_agent_loop(
+            self.agent,
+            self._provider,
+            self._window,
+            self.conversation,
+            self._memory.memory,
+            setting=LoopSetting(
+                paths=self.paths,
+                workspace=self.workspace,
+                ephemeral=self.ephemeral,
+                approver=self.approver,
+                counter=self._ensure_counter(),
+                summarizer_window=self._summarizer.window,
+                summarizer_shares_cache=self._summarizer.shares_cache,
+            ),
+            hooks=LoopHooks(
+                sink=self._emit,
+                ladder_sink=self.ledger.on_ladder_event,
+                summarize=self._summarizer.summarize,
+                compact_tool=self._compact_from_tool,
+                before_summarize=self._extract_memory if self._memory.writes else None,
+                on_window=self._window_learned,
+            ),
+        )
+        self._tools = wired.tools
+        if wired.pin_advice and not self.conversation.has_notice(wired.pin_advice):
+            self._append(notice(wired.pin_advice, "warning"), emit=True)
+        self._loop = wired.loop
+
+    def _ensure_counter(self) -> TokenCounter:
+        if self._counter is None:
+            assert self._provider is not None
+            self._counter = counter_for(self._provider, self.agent.model)
+        return self._counter
+
+    def _window_learned(self, resolution: WindowResolution) -> None:
+        self._window = resolution  # the engine's real window: reports and next loop use it
+
+    async def _compact_from_tool(self) -> str:
+        """The summarize_context tool's answer: what the ladder really did, in figures."""
+        assert self._loop is not None
+        return describe_outcome(await self._loop.compact_outcome())
+
+    def summarizer_model(self) -> str:
+        """The model that writes checkpoints: the agent's summarizer_model while the engine
+        serves it, else the agent's own."""
+        return self._summarizer.model()
+
+    # -- the window --------------------------------------------------------------------
+
+    async def _resolve_window(self) -> None:
+        assert self._provider is not None
+        resolution = await probe_window_telling(self._provider, self.agent, self._emit)
+        if resolution is None:
+            return
+        self._window = resolution
+        self._loop = None
+        if self.ledger.needs_window:
+            # Restored before the window was known: draw it against the window.
+            self.ledger.restore_timeline(self.conversation.store, self.conversation_id)
+        self._emit(
+            WindowEvent(
+                window=resolution.window,
+                source=resolution.source,
+                warnings=list(resolution.warnings),
+                conversation=self.conversation_id,
+            )
+        )
+        # Said once, by the window event; kept in the conversation for when it is reopened.
+        for warning in resolution.warnings:
+            self._append(notice(warning, "warning"))
+        self._say_tools_are_unavailable(resolution)
+        self._rewire()
+
+    def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
+        """A folder was given for the agent to work in, but the model cannot call tools:
+        say so once per conversation, before the model pretends it read a file."""
+        if self.workspace is None or resolution.tool_calls is not False:
+            return
+        text = no_tool_calls_notice(resolution.model, self.workspace)
+        if not self.conversation.has_notice(text):
+            self._append(notice(text, "warning"), emit=True)
+
+    # -- the conversation (engine/session/conversation.py) -----------------------------
+
+    def _open_conversation(self) -> None:
+        requested = self._requested_conversation
+        # Found and claimed before anything changes: a refusal leaves all as it was.
+        found = self.conversation.check_saved(requested) if requested else None
+        self.ledger.reset(resumed=bool(requested))
+        if found is not None:
+            self.conversation.load(found)
+            self.ledger.restore_timeline(self.conversation.store, self.conversation_id)
+            self.conversation.fold_in_journal()
+            self._memory.open_saved(self._messages)
+            return
+        self.conversation.create(self.workspace)
+        workspace = self.workspace.resolve() if self.workspace else None
+        line = self._memory.open_new()
+        self._append(
+            system(system_prompt(self.agent.system_prompt, workspace=workspace, memory_line=line))
+        )
+
+    def _append(self, message: Message, emit: bool = False) -> None:
+        """Persist first, then keep in memory; a notice is told too when `emit`."""
+        self.conversation.append(message)
+        if emit and message.is_notice:
+            self._emit(notice_event(message))
+
+    def _emit(self, event: Event) -> None:
+        try:
+            self._sink(event)
+        except Exception:  # a broken listener must not break the turn
+            log.exception("event sink failed on %s", event.type)
+        self.ledger.observe(event)
+
+    # -- what the rail, /context, /usage and /work show (engine/session/reports.py) -----
+
+    def context_report(self) -> ContextReport:
+        """The rail's numbers now; before the loop is wired (no window yet) the windowless
+        report. Building it never wires the loop."""
+        return reports.context_report(
+            loop=self._loop,
+            counter=self._counter,
+            messages=self._messages,
+            tracker=self.ledger.tracker,
+            source=self._window.source if self._window is not None else "",
+            engine=self._provider.kind if self._provider is not None else "",
+            workspace=self.workspace,
+            memory_line=self._memory.line,
+            max_iterations=self.agent.max_iterations,
+        )
+
+    def usage_report(self) -> UsageReport:
+        """`/usage` for this conversation: every request it made, summaries included."""
+        return reports.usage_report(self.conversation.store, self.conversation_id)
+
+    def work_state_text(self) -> str:
+        """`/work`: the agent's work state for this conversation, as text ("" when none)."""
+        return reports.work_state_text(self.conversation.work_folder())
+
+    def clear_work_state(self) -> None:
+        """`/work clear`: forget the work state (the journal of compactions stays)."""
+        reports.clear_work_state(self.conversation.work_folder())
+
+    def answer_command(self, command: str) -> None:
+        """Run a read-only slash command (or `/work clear`) and emit its answer."""
+        if command == "/work clear":
+            self.clear_work_state()
+        answer = reports.command_answer(
+            command, self.context_report, self.usage_report, self.work_state_text
+        )
+        if answer is not None:
+            self._emit(answer)
+
+    def transcript(self) -> list[Message]:
+        """The full record for display, including what compaction replaced."""
+        return self.conversation.transcript()
+
+    def turn_receipts(self) -> list[Receipt]:
+        """This conversation's turn receipts, oldest first, rounded as turn_end rounds them."""
+        return self.conversation.turn_receipts()
+
+    def _emit_report(self) -> None:
+        self.ledger.emit_report()
+
+    def _estimate_now(self) -> int:
+        tools = self._loop.tools if self._loop is not None else self._tools
+        return reports.history_tokens(self._counter, self._messages, tools)
+
+    # -- memory (engine/session/memory_link.py) ----------------------------------------
+
+    def _memory_complete(self) -> Complete:
+        """Memory's calls run on the summarizer model (the agent's when that is not served)."""
+        assert self._provider is not None
+        model = self.summarizer_model()
+        return provider_complete(self._provider, model, num_ctx=self.agent.num_ctx)
+
+    async def _extract_memory(self, plan: CompactionPlan) -> None:
+        """The compaction hook (not for `/compact`): suggest facts from what is about to go."""
+        if not self._manual_compaction and self._window is not None:
+            await self._memory.extract(plan, window=self._window.window)
+
+    def _memory_inputs(self) -> MemoryInputs:
+        return MemoryInputs(
+            reflect_on_close=lambda: self.reflect_on_close,
+            emit=self._emit,
+            complete=self._memory_complete,
+            count_text=lambda text: self._ensure_counter().count_message(user(text)),
+        )
+
+    def _emit_pending_memory(self, always: bool = False) -> None:
+        self._memory.emit_pending(always=always)
+
+    async def _run_learn(self) -> None:
+        """`/learn` as a task `cancel()` reaches (Esc, the desktop's Cancel)."""
+        self._learn_task = asyncio.create_task(self.learn())
+        try:
+            await self._learn_task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise
+        finally:
+            self._learn_task = None
+
+    async def learn(self) -> None:
+        """`/learn` (alias `/reflect`): scan what this conversation said since the last
+        reflection, one curation call, then tell how many suggestions wait. Never raises."""
+        store = self.conversation.store
+        if not self._memory.can_learn(store):
+            return
+        assert store is not None
+        if self._window is None:
+            await self._resolve_window()
+            if self._window is None:
+                return
+        await self._memory.learn(store, window=self._window.window)
+
+    async def _reflect_on_leaving(self, *, closing: bool = False) -> None:
+        await self._memory.leave(
+            self.conversation_id, agent=self.agent, paths=self.paths, closing=closing
+        )

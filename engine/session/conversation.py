@@ -1,0 +1,184 @@
+"""One conversation's messages and their persistence: the store it lives in, the claim that
+keeps other Brim processes out of it, and the two ways the history changes (append a message,
+replace the model history after the ladder rewrote it).
+
+The agent loop reads and changes the conversation through this object (it meets the loop's
+`Conversation` protocol in engine/agent.py): a message is persisted before it is kept in
+memory, so a crash never loses a committed message, and nothing reaches the model before it
+is stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from engine.context import Journal, journal_preamble
+from engine.conversation_claim import ConversationClaim
+from engine.messages import Message
+from engine.paths import BrimPaths
+from engine.store import Receipt, Store, UnknownConversation
+
+log = logging.getLogger(__name__)
+
+# A conversation shows at most this many receipts when it is opened again.
+RECEIPTS_SHOWN = 10_000
+
+
+class Conversation:
+    """The live messages of the conversation a session has open, kept in step with the store.
+
+    `on_replaced` hears every rewrite of the history (the rail shows the rewritten history's
+    estimate at once). Without a store (before `open_store`, after `close`) the messages are
+    kept in memory only."""
+
+    def __init__(
+        self,
+        paths: BrimPaths,
+        agent_name: str,
+        *,
+        on_replaced: Callable[[], None] | None = None,
+    ) -> None:
+        self.paths = paths
+        self.agent_name = agent_name
+        self.id = ""
+        self.store: Store | None = None
+        self.claim: ConversationClaim | None = None  # no other process writes it
+        self._messages: list[Message] = []
+        self._on_replaced = on_replaced
+
+    # -- the store and the claim ---------------------------------------------------------
+
+    def open_store(self) -> None:
+        self.store = Store.open(self.paths.ensure().db_path)
+
+    def close(self) -> None:
+        """Close the store and let go of the conversation."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        if self.claim is not None:
+            self.claim.release()
+            self.claim = None
+
+    def _take_claim(self, conversation_id: str) -> None:
+        """Hold `conversation_id` against other Brim processes (ConversationBusy if one has
+        it), then let go of the conversation held before."""
+        held = self.claim
+        if held is not None and held.held and held.conversation_id == conversation_id:
+            return  # reopening its own conversation: the lock is this session's already
+        claim = ConversationClaim.take(self.paths.open_dir, conversation_id)
+        if self.claim is not None:
+            self.claim.release()
+        self.claim = claim
+
+    # -- which conversation ----------------------------------------------------------------
+
+    def check_saved(self, conversation_id: str) -> str:
+        """Find a saved conversation and claim it, before anything changes: a refusal
+        (UnknownConversation, ConversationBusy) leaves the open conversation as it was.
+        Returns its id; `load` then makes it the open one."""
+        assert self.store is not None
+        info = self.store.get_conversation(conversation_id)
+        if info is None:
+            raise UnknownConversation(conversation_id)
+        self._take_claim(info.id)
+        return info.id
+
+    def load(self, conversation_id: str) -> None:
+        """Make the saved conversation (found and claimed by `check_saved`) the open one."""
+        assert self.store is not None
+        self.id = conversation_id
+        self._messages = self.store.messages(conversation_id)
+
+    def create(self, workspace: Path | None) -> None:
+        """Start a new, empty conversation of this agent and claim it."""
+        assert self.store is not None
+        self.id = self.store.create_conversation(
+            self.agent_name, workspace=str(workspace) if workspace else None
+        )
+        self._take_claim(self.id)
+        self._messages = []
+
+    def work_folder(self) -> Path:
+        """The conversation's own folder: its journal, work state and tool results."""
+        return self.paths.conversation_dir(self.agent_name, self.id)
+
+    def fold_in_journal(self) -> None:
+        """Resuming: what compaction dropped is absent, so the journal comes back as a
+        bounded preamble, framed as claims to verify rather than fact."""
+        try:
+            entries = Journal(self.work_folder() / "journal.jsonl").read()
+        except Exception:
+            log.warning("could not read the journal of %s", self.id, exc_info=True)
+            return
+        if not entries:
+            return
+        preamble = journal_preamble(entries)
+        # Opened again with no compaction since: the history already carries this preamble,
+        # and a second copy would only cost tokens (it stays bounded, as the seed says).
+        if preamble and not any(m.content == preamble for m in self._messages):
+            # Brim's words, not the user's: not a row in the transcript, never a source of
+            # memory, and like compaction's continuation note it goes at the next compaction
+            # (whose summary carries what it said).
+            self.append(Message(role="user", content=preamble, kind="continuation"))
+
+    # -- the history -----------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The live list (not a copy): read it, change it only through append and replace."""
+        return self._messages
+
+    def live(self) -> list[Message]:
+        return list(self._messages)
+
+    def has_notice(self, text: str) -> bool:
+        return any(m.kind == "notice" and m.content == text for m in self._messages)
+
+    def append(self, message: Message) -> None:
+        """Persist first, then keep in memory: a crash never loses a committed message."""
+        if self.store is not None:
+            self.store.append_message(self.id, message)
+        self._messages.append(message)
+
+    def replace(self, model_history: list[Message]) -> None:
+        """The ladder rewrote the history: the store archives the old rows (nothing is
+        lost from the full record) and the live conversation becomes the new one."""
+        if self.store is not None:
+            self.store.replace_messages(self.id, model_history)
+        self._messages = list(model_history)
+        if self._on_replaced is not None:
+            self._on_replaced()
+
+    # -- the full record -------------------------------------------------------------------
+
+    def transcript(self) -> list[Message]:
+        """The full record for display: every message ever stored in this conversation,
+        including what compaction replaced and the notices the ladder wrote."""
+        if self.store is None or not self.id:
+            return self.live()
+        try:
+            return self.store.messages(self.id, include_archived=True)
+        except Exception:
+            log.warning("could not read the full record of %s", self.id)
+            return self.live()
+
+    def turn_receipts(self) -> list[Receipt]:
+        """This conversation's turn receipts, oldest first, for a window showing it again.
+
+        The figures are rounded as the live turn_end event rounds them, so a receipt reads
+        the same under its answer live and after the conversation is opened again."""
+        if self.store is None or not self.id:
+            return []
+        try:
+            saved = self.store.receipts(self.id, limit=RECEIPTS_SHOWN)
+        except Exception:
+            log.warning("could not read the receipts of %s", self.id)
+            return []
+        return [
+            replace(r, elapsed_s=round(r.elapsed_s, 3), tokens_per_s=round(r.tokens_per_s, 2))
+            for r in saved
+        ]

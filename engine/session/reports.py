@@ -1,0 +1,137 @@
+"""What a session shows of itself, built from what is passed in: the rail's context report
+(also `/context`), `/usage`, and `/work` (the agent's work state for a conversation).
+
+Functions, not session methods: each takes the state it reads, so the report of a session
+before its loop is wired is the windowless report, and building one never wires anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.agent import AgentLoop, ToolRunner
+from engine.context import render_work_state
+from engine.context.work_state import work_folder_files
+from engine.events import ContextReportEvent, Event, UsageReportEvent, WorkStateEvent
+from engine.messages import Message, alternating, model_messages
+from engine.prompt import project_instructions
+from engine.report import (
+    ContextReport,
+    RequestTracker,
+    UsageReport,
+    build_context_report,
+    build_usage_report,
+    categories,
+)
+from engine.store import Store
+from engine.tokens import TokenCounter
+
+
+def context_report(
+    *,
+    loop: AgentLoop | None,
+    counter: TokenCounter | None,
+    messages: list[Message],
+    tracker: RequestTracker,
+    source: str,
+    engine: str,
+    workspace: Path | None,
+    memory_line: str,
+    max_iterations: int | None,
+) -> ContextReport:
+    """The rail's numbers now (engine/report.py); cheap: every message count is cached.
+    Without a wired loop (the window is not known yet) only the tracker's figures."""
+    if loop is None or counter is None:
+        return build_context_report(budget=None, source="", estimate=0, tracker=tracker)
+    # The loop's own tools: it drops them when the engine refuses them.
+    schemas = loop.tools.schemas() if loop.tools is not None else []
+    live = model_messages(messages)
+    instructions = project_instructions(workspace.resolve() if workspace else None)
+    rows = categories(
+        live,
+        count_message=counter.count_message,
+        count_text=counter.count_text,
+        schema_tokens=counter.count_tools(schemas),
+        framing_tokens=counter.request_overhead(bool(schemas)),
+        instructions=instructions,
+        memory_texts=[memory_line] if memory_line else [],
+    )
+    return build_context_report(
+        budget=loop.context.budget,
+        source=source,
+        estimate=next_request_tokens(loop, counter, live, schemas, max_iterations),
+        tracker=tracker,
+        categories=rows,
+        instructions=[item.name for item in instructions],
+        exact_breakdown=counter.estimate_is_exact,
+        counting=f"{engine}: {counter.describe()}",
+        compact_tools=bool(getattr(loop.tools, "compact", False)),
+        exact_estimate=counter.estimate_is_exact,
+    )
+
+
+def next_request_tokens(
+    loop: AgentLoop,
+    counter: TokenCounter,
+    live: list[Message],
+    schemas: list[dict[str, object]],
+    max_iterations: int | None,
+) -> int:
+    """What the next request costs if sent now: the history with the nudge the ladder
+    would add, in the wire form (the summary inside the system message, user turns
+    joined), with the tools; counted as the loop counts what it sends."""
+    request = loop.context.next_request(
+        live, overhead_tokens=loop.overhead_tokens(), max_iterations=max_iterations
+    )
+    return counter.count_request(alternating(request), schemas)
+
+
+def history_tokens(
+    counter: TokenCounter | None, messages: list[Message], tools: ToolRunner | None
+) -> int:
+    """Brim's count of the history as it stands, with the tools' schemas (0 uncounted)."""
+    if counter is None:
+        return 0
+    schemas = tools.schemas() if tools is not None else []
+    return counter.count_request(model_messages(messages), schemas)
+
+
+def command_answer(
+    command: str,
+    context: Callable[[], ContextReport],
+    usage: Callable[[], UsageReport],
+    work: Callable[[], str],
+) -> Event | None:
+    """The event answering a read-only slash command (`/work clear` once it cleared)."""
+    if command == "/context":
+        return ContextReportEvent(context(), snapshot=True)
+    if command == "/usage":
+        return UsageReportEvent(usage())
+    if command == "/work":
+        return WorkStateEvent(work())
+    if command == "/work clear":
+        return WorkStateEvent("", cleared=True)
+    return None
+
+
+def usage_report(store: Store | None, conversation_id: str) -> UsageReport:
+    """`/usage` for a conversation: every request it made, summaries included."""
+    if store is None or not conversation_id:
+        return build_usage_report([])
+    return build_usage_report(store.usage_summary(conversation_id))
+
+
+def work_state_text(work_folder: Path) -> str:
+    """`/work`: the agent's work state kept in `work_folder`, as text ("" when none)."""
+    _, state = work_folder_files(work_folder)
+    try:
+        return render_work_state(state.read())
+    except Exception as exc:  # a hand-edited, broken state.json: say so, do not fail
+        return f"The work state could not be read: {exc}"
+
+
+def clear_work_state(work_folder: Path) -> None:
+    """`/work clear`: forget the work state (the journal of compactions stays)."""
+    _, state = work_folder_files(work_folder)
+    state.clear()

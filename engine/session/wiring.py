@@ -1,0 +1,140 @@
+"""How a session's agent loop is put together: one function from its parts to the loop.
+
+`wire_agent_loop` builds the tools (none when the model cannot call them), decides once
+whether their schemas go compact, and builds the context ladder and the loop over the
+conversation. It changes nothing of the session: the session keeps the loop it returns, and
+says the pin advice it returns (the fixed prefix leaves too little of the window).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.agent import AgentLoop
+from engine.config import AgentConfig
+from engine.context import (
+    ContextManager,
+    Journal,
+    SummaryRequest,
+    SummaryResult,
+    WorkState,
+    render_work_state,
+)
+from engine.context.compaction import CompactionPlan
+from engine.events import EventSink
+from engine.memory import SessionMemory
+from engine.paths import BrimPaths
+from engine.providers.base import Provider
+from engine.session.adapters import RegistryRunner, workspace_tools
+from engine.session.budget import fit_tool_schemas, output_reserve
+from engine.session.conversation import Conversation
+from engine.tokens import TokenCounter
+from engine.tools import Approver, ToolResultStore
+from engine.window import WindowResolution
+
+
+@dataclass(frozen=True)
+class LoopSetting:
+    """Where the loop works and who answers for it, beside its five main parts."""
+
+    paths: BrimPaths
+    workspace: Path | None
+    ephemeral: bool  # no journal
+    approver: Approver
+    counter: TokenCounter
+    summarizer_window: int | None
+    summarizer_shares_cache: bool
+
+
+@dataclass(frozen=True)
+class LoopHooks:
+    """The session's side of the loop: its event sink, the ladder's sink (the context
+    ledger), the summarizer, the summarize_context tool's answer, the memory extraction
+    compaction runs first (None: none), and who hears a window the engine reveals."""
+
+    sink: EventSink
+    ladder_sink: EventSink
+    summarize: Callable[[SummaryRequest], Awaitable[SummaryResult]]
+    compact_tool: Callable[[], Awaitable[str]]
+    before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None
+    on_window: Callable[[WindowResolution], None]
+
+
+@dataclass(frozen=True)
+class WiredLoop:
+    loop: AgentLoop
+    tools: RegistryRunner | None
+    pin_advice: str | None  # the notice to save when the fixed prefix leaves no room
+
+
+def wire_agent_loop(
+    agent: AgentConfig,
+    provider: Provider,
+    window: WindowResolution,
+    conversation: Conversation,
+    memory: SessionMemory | None,
+    *,
+    setting: LoopSetting,
+    hooks: LoopHooks,
+) -> WiredLoop:
+    """The agent loop for `conversation` on `window`, with memory's tools and provider
+    wrapper when `memory` is given."""
+    counter = setting.counter
+    paths = setting.paths
+    work = paths.conversation_dir(agent.name, conversation.id)
+    journal = None if setting.ephemeral else Journal(work / "journal.jsonl")
+    state = WorkState(work / "state.json")
+    results_dir = paths.tool_results_dir(agent.name, conversation.id)
+    # A model that cannot call tools gets none: Ollama refuses the whole request.
+    can_call = window.tool_calls is not False
+    tools = workspace_tools(
+        setting.workspace if can_call else None,
+        results_dir=results_dir,
+        state=state,
+        approver=setting.approver,
+        compact=hooks.compact_tool,
+        memory=memory,
+        messages=lambda: conversation.messages,
+    )
+    reserve = output_reserve(agent, provider)
+    advice = None
+    if tools is not None:
+        advice = fit_tool_schemas(
+            tools,
+            counter,
+            conversation.messages,
+            space=window.window - reserve,
+            window=window.window,
+            provider=agent.provider,
+        )
+    context = ContextManager(
+        window=window.window,
+        count_message=counter.count_message,
+        summarize=hooks.summarize,
+        compaction_ratio=agent.compaction_ratio,
+        reserve_tokens=agent.compaction_reserve_tokens,
+        store_result=ToolResultStore(results_dir).store,
+        journal=journal,
+        work_state=lambda: render_work_state(state.read()),
+        sink=hooks.ladder_sink,
+        before_summarize=hooks.before_summarize,
+        output_reserve=reserve,
+        summarizer_window=setting.summarizer_window,
+        summarizer_shares_cache=setting.summarizer_shares_cache,
+    )
+    loop = AgentLoop(
+        agent=agent,
+        provider=memory.wrap(provider) if memory else provider,
+        window=window,
+        counter=counter,
+        context=context,
+        sink=hooks.sink,
+        conversation=conversation,
+        store=conversation.store,
+        conversation_id=conversation.id,
+        tools=tools,
+        on_window=hooks.on_window,
+    )
+    return WiredLoop(loop, tools, advice)
