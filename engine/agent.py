@@ -94,8 +94,8 @@ from engine.window_learning import (
 
 log = logging.getLogger(__name__)
 
-# Seed 003: every overflow in a turn compacts with a smaller tail and retries; a turn gives
-# up after this many, or sooner when a pass does not shrink the request.
+# Every overflow in a turn compacts with a smaller tail and retries (docs/design/context.md);
+# a turn gives up after this many, or sooner when a pass does not shrink the request.
 MAX_OVERFLOW_ATTEMPTS = 4
 # How often a streaming answer's growth is reported to the gauge (seconds): often enough
 # to see it move, rarely enough that headless output is not flooded with reports.

@@ -35,7 +35,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
 )
 
 _BY_TEXT = {c.text: c for c in COMMANDS}
-# Other names for a command (seed 000: "/learn (alias /reflect)"); not offered in completion.
+# Other names for a command (`/learn` was once `/reflect`); not offered in completion.
 ALIASES: dict[str, str] = {"/reflect": "/learn"}
 
 

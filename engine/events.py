@@ -114,8 +114,8 @@ class NoticeEvent(Event):
     level: NoticeLevel
     text: str
     marker: str = ""  # what the ladder did, when it did something: compaction | trim | clear
-    # The ladder's own words as it acts (seed 000's "auto-compacting…" and "Compacted 64 → 12
-    # messages" lines): headless output carries them; a window shows the saved row instead.
+    # The ladder's own words as it acts ("auto-compacting…" and "Compacted 64 → 12 messages",
+    # docs/design/context.md): headless output carries them; a window shows the saved row instead.
     transient: bool = False
     # What the notice reports, for a program reading the stream ("" for a plain notice), its
     # figures in `details`: NOTICE_ANSWER_CUT (the engine stopped the answer at its output
@@ -128,9 +128,9 @@ class NoticeEvent(Event):
 NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
-# NOTICE_AUTO_COMPACTING (seed 000's "…: auto-compacting…": used, window), NOTICE_COMPACTED
+# NOTICE_AUTO_COMPACTING (the "…: auto-compacting…" line: used, window), NOTICE_COMPACTED
 # (the compaction that finished: messages_before, messages_after, tokens_saved; the saved
-# row that replaces seed 000's line keeps the kind), NOTICE_TRIMMED (messages discarded
+# row that replaces the ladder's line keeps the kind), NOTICE_TRIMMED (messages discarded
 # without a summary: messages_dropped), NOTICE_COMPACTION_FALLBACK (compaction could not
 # run, the history was trimmed instead or left: messages_dropped), NOTICE_NOTHING_TO_COMPACT
 # and NOTICE_OVERFLOW (the engine refused the request as too long: compacting to retry).

@@ -142,8 +142,8 @@ def alternating(messages: list[Message]) -> list[Message]:
     Strict chat templates (Gemma's, Mistral's) refuse two user turns in a row, and Brim
     makes them: the ephemeral pressure nudge after the user's message, the journal preamble
     of a resumed conversation before the next one. Many also take one system message only,
-    first; the summary is condensed history in the system role (seed 003), so it goes into
-    that one message, after the system prompt (a summary saved by an older Brim as an
+    first; the summary is condensed history in the system role (docs/design/context.md), so
+    it goes into that one message, after the system prompt (a summary saved by an older Brim as an
     assistant message goes there too). Joining is deterministic, so a stable history stays
     a stable prefix: the system prompt's own text still leads the request."""
     out: list[Message] = []

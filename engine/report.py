@@ -390,7 +390,7 @@ class RequestTracker:
         self.last_measured = True
         self.last_prompt = prompt if prompt is not None else used
         self.last_cached = cached
-        # The session share is cached / prompt over every request sent (seed 003): a
+        # The session share is cached / prompt over every request sent (docs/design/context.md): a
         # request whose route dropped its cache counter still sent its prompt.
         self.session_prompt += self.last_prompt
         if cached is not None:
@@ -437,8 +437,8 @@ class RequestTracker:
         """A saved conversation opened again: its timeline as the store kept it, so the chart
         covers the whole conversation and the next request is numbered after the saved ones.
 
-        Only the timeline is restored. The prompt-cache counters stay this process's (seed
-        003: a resumed history's counters start where this process did, and the line says
+        Only the timeline is restored. The prompt-cache counters stay this process's (a
+        resumed history's counters start where this process did, and the line says
         "this process"), and the headline stays an estimate until a request lands here."""
         self.reset()
         self.resumed = True
@@ -569,7 +569,8 @@ def compaction_row(
     *,
     asked_by_agent: bool = False,
 ) -> str:
-    """Seed 003's two lines: `auto-compacted 84 -> 31 messages (ctx 96K/128K)` and why.
+    """The compaction receipt's two lines (docs/design/context.md): `auto-compacted 84 -> 31
+    messages (ctx 96K/128K)` and why.
     `used` is the context before compacting. A `/compact` is not "auto"."""
     verb = "compacted" if reason == REASON_MANUAL else "auto-compacted"
     line = (

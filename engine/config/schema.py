@@ -6,7 +6,7 @@ template with a default the loader does not use. Adding a setting means adding a
 here and the matching attribute on `AgentConfig` (a test keeps the two in step).
 
 A field's `key` is its place in the TOML file: most are top-level keys, the run budget lives
-in a `[budget]` table as in seed 003 (`[budget] max_tokens = 128000`).
+in a `[budget]` table (`[budget] max_tokens = 128000`).
 """
 
 from __future__ import annotations

@@ -311,6 +311,19 @@ class Replay:
 REPLAY_INSTRUCTION = prompt("checkpoint_replay")
 
 
+def _newer_to_summarize(
+    replay: Replay, messages: Sequence[Message], plan: CompactionPlan
+) -> list[Message]:
+    """What came after the last request that the summarizer must read: the part the
+    rebuild keeps verbatim at the end of the tail is left out, so the engine does
+    not evaluate it once for the summary and again in its new place after it."""
+    kept = {id(m) for m in plan.tail}
+    newer = replay.newer(messages)
+    while newer and id(newer[-1]) in kept:
+        newer.pop()
+    return newer
+
+
 def replay_messages(
     replay: Replay, instruction: str, newer: Sequence[Message] = ()
 ) -> list[Message]:
@@ -441,7 +454,7 @@ async def compact(
         prompt_budget=prompt_budget,
         work_state=work_state,
     )
-    newer = replay.newer(messages) if replay is not None else []
+    newer = _newer_to_summarize(replay, messages, plan) if replay is not None else []
     replayed = (
         replay_request(replay, window=window, max_tokens=out_tokens, work_state=work_state,
                        count_message=count_message, newer=newer)

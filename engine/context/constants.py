@@ -1,4 +1,4 @@
-"""The ladder's numbers, exactly as the seeds define them, in one place.
+"""The ladder's numbers (docs/design/context.md), in one place.
 
 Every ratio is a share of the context budget (the effective window, after the per-agent
 ceiling). They are ordered on purpose: clearing (cheapest) fires first, the warnings give the
@@ -36,8 +36,8 @@ RECENT_TAIL_MIN_TOKENS = 8_000
 RECENT_TAIL_MAX_TOKENS = 40_000
 SMALL_WINDOW_TOKENS = 32_000
 
-# The summary is a system message carrying condensed history (seed 003), never one of the
-# model's own earlier answers: a small model shown its checkpoint as an assistant turn
+# The summary is a system message carrying condensed history, never one of the model's own
+# earlier answers (docs/design/context.md): a small model shown its checkpoint as an assistant turn
 # parrots it. On the wire it joins the leading system message (messages.alternating), so
 # templates that take one system message only still work. The continuation after it is a
 # user-role nudge.

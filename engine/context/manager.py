@@ -10,7 +10,7 @@ next request's ladder makes the room (and every answer's output cap leaves room 
 prompt it answered, engine/output_cap.py). A context-overflow rejection from the engine
 compacts regardless of the estimate (or trims to 70% of the history's size when compaction
 cannot run), with a recent tail halved at every attempt; the caller retries up to four times
-in a turn and gives up sooner when a pass does not shrink the history (seed 003).
+in a turn and gives up sooner when a pass does not shrink the history (docs/design/context.md).
 
 Events (`CompactionEvent`, `TrimEvent`, `NoticeEvent`) go to the `sink` as they happen, so a
 `compaction started` reaches the window before the slow summarizer call, not after it. The

@@ -1,7 +1,7 @@
 """The exact words the user sees when the ladder acts. Never silent, always the same text.
 
-Seed 000's lines (`Context window ~83% full …: auto-compacting…`, `Compacted 64 → 12
-messages …`) are the headless `notice` events; seed 003's (`auto-compacted 84 -> 31 messages
+The ladder's lines (`Context window ~83% full …: auto-compacting…`, `Compacted 64 → 12
+messages …`) are the headless `notice` events; the receipts (`auto-compacted 84 -> 31 messages
 (ctx 96K/128K)` and the why-line after it) are the desktop transcript's rows.
 """
 

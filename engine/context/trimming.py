@@ -2,7 +2,7 @@
 
 Trimming is lossy and rewrites the start of the history (which invalidates the engine's
 cached prefix), so it sits above compaction: it fires at 95% of the budget, or when
-compaction could not run. The seed's algorithm, in units (an assistant tool call together
+compaction could not run. The algorithm, in units (an assistant tool call together
 with its results, see `history`):
 
 1. The system prompt, later system messages, and pinned, task, summary and continuation
@@ -83,7 +83,7 @@ def trim_messages(
 def _keep_before_zone(
     units: list[Unit], cost: list[int], fixed: list[bool], zone: int, room: int
 ) -> set[int] | None:
-    """The seed's walk: protect units from `zone` on, then keep older units while they fit.
+    """The walk: protect units from `zone` on, then keep older units while they fit.
     None when the protected zone alone does not fit."""
     keep = {k for k in range(zone, len(units)) if not fixed[k]}
     if not keep:

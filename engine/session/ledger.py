@@ -148,8 +148,8 @@ class ContextLedger:
     def on_ladder_event(self, event: Event) -> None:
         """The context manager's events. Its notices are saved in the conversation (they
         are part of what happened), with their kind and figures; a finished compaction is
-        told as seed 003's two lines saved in place of the ladder's own. The ladder's lines
-        (seed 000: "auto-compacting…", "Compacted 64 → 12 messages") still go out, marked
+        told as the receipt's two lines saved in place of the ladder's own. The ladder's lines
+        ("auto-compacting…", "Compacted 64 → 12 messages") still go out, marked
         transient: headless output shows them, a window leaves them to its state
         (`compacting`) and the saved row."""
         if isinstance(event, CompactionEvent):

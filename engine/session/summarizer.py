@@ -67,7 +67,7 @@ class Summarizer:
 
     def fall_back(self, exc: ProviderError) -> None:
         """Said once: the summarizer model is not served, so the agent's model summarizes
-        (seed 000), against the agent's window."""
+        (docs/design/context.md), against the agent's window."""
         if self.fell_back:
             return
         self.fell_back = True

@@ -1,4 +1,4 @@
-"""How full the context is: Brim's token counter (seed 000, "1 · Counting tokens").
+"""How full the context is: Brim's token counter (docs/design/window.md, "Counting").
 
 Three strategies, best first:
 - exact: the engine's own tokenizer and chat template, one message at a time. In Brim's
@@ -18,8 +18,8 @@ costs work proportional to what changed: a new message, or nothing at all. What 
 the expensive, model-independent part (tokens, or characters for the heuristic), so a new
 ratio never forces a recount.
 
-The package: `counter` (TokenCounter and counter_for), `calibration` (the seeds and how they
-are learned), `encodings` (the shipped OpenAI encodings), `truncation` (whether the engine
+The package: `counter` (TokenCounter and counter_for), `calibration` (the starting figures and how
+they are learned), `encodings` (the shipped OpenAI encodings), `truncation` (whether the engine
 silently cut the prompt). Every public name is importable from `engine.tokens`.
 """
 

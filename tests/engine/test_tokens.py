@@ -1,4 +1,4 @@
-"""The token counter: exact, tiktoken and calibrated-heuristic strategies (seed 000)."""
+"""The token counter: exact, tiktoken and calibrated-heuristic strategies (window.md)."""
 
 from __future__ import annotations
 

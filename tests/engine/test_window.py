@@ -1,4 +1,4 @@
-"""The window rules of issue 2 and seed 000, one rule per test, each a row or a small table."""
+"""The window rules (docs/design/window.md), one rule per test, each a row or a small table."""
 
 from __future__ import annotations
 

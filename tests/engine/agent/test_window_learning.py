@@ -222,7 +222,7 @@ def test_a_server_that_rejects_above_3000_while_reporting_8192_costs_at_most_2_r
 def test_several_overflows_in_one_turn_each_retry_with_less_and_the_turn_succeeds(
     tmp_path: Path,
 ):
-    """Seed 003: every overflow compacts with a smaller tail and retries (up to 4 times);
+    """Every overflow compacts with a smaller tail and retries (up to 4 times);
     one retry per turn failed the second."""
     rejected_in_turn: list[int] = []
 

@@ -5,7 +5,7 @@ from .histories import Ids, count, cycle, old_summary, pairing_ok, pinned, total
 
 
 def seed_example(ids: Ids) -> list[Message]:
-    """The seed's trimming diagram, 0-8."""
+    """The trimming walk over a history of units 0-8."""
     return [
         system("You are an auditor."),
         user("audit the repo"),

@@ -151,7 +151,7 @@ def test_an_auto_compaction_is_saved_as_the_seeds_two_lines_and_marks_the_timeli
         _drive(_session(fake, tmp_path, events), script)
     notices = [e.text for e in events if isinstance(e, NoticeEvent) and not e.transient]
     passing = [e.text for e in events if isinstance(e, NoticeEvent) and e.transient]
-    # Seed 000's lines go out as the ladder acts (headless shows them), never saved.
+    # The ladder's lines go out as it acts (headless shows them), never saved.
     assert re.fullmatch(
         r"Context window ~\d+% full \(~[\d,]+ of [\d,]+ tokens\): auto-compacting…", passing[0]
     ), passing
