@@ -34,7 +34,7 @@ from engine.tokens import (
     openai_encoding_name,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 SEARCH = {
     "type": "function",

@@ -181,7 +181,7 @@ def test_an_empty_data_dir_is_refused_instead_of_writing_into_the_current_folder
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=env | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env=env | {"PYTHONPATH": str(Path(__file__).resolve().parents[3])},
         timeout=60,
     )
     assert result.returncode != 0
