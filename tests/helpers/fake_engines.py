@@ -14,8 +14,9 @@
 
 Each fake counts prompts with `fake_tokenizer` (a real BPE vocabulary, o200k, under a ChatML
 template), so counts depend on content as on a real engine; tests compute their expectations
-with the same functions. Details per engine: `fake_ollama`, `fake_openai`, and the
-shared machinery (replies, failures, recording) in `fake_http`.
+with the same functions. Details per engine: `fake_ollama`, `fake_openai` (llama-server),
+`fake_vllm` (vLLM, SGLang), and the shared machinery (replies, failures, recording) in
+`fake_http`.
 """
 
 from tests.helpers.fake_http import (
@@ -25,8 +26,9 @@ from tests.helpers.fake_http import (
     Reply,
 )
 from tests.helpers.fake_ollama import FakeOllama, OllamaModel
-from tests.helpers.fake_openai import FakeLlamaServer, FakeOpenAIServer, FakeSglang, FakeVllm
+from tests.helpers.fake_openai import FakeLlamaServer, FakeOpenAIServer
 from tests.helpers.fake_tokenizer import count_chat, count_text, render_chat, tokenize
+from tests.helpers.fake_vllm import FakeSglang, FakeVllm
 
 __all__ = [
     "FakeLlamaServer",

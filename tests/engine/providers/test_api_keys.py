@@ -18,7 +18,8 @@ from engine.providers.registry import make_provider
 from engine.session import provider_for
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_ollama import FakeOllama
-from tests.helpers.fake_openai import FakeLlamaServer, FakeSglang, FakeVllm
+from tests.helpers.fake_openai import FakeLlamaServer
+from tests.helpers.fake_vllm import FakeSglang, FakeVllm
 
 pytestmark = pytest.mark.anyio
 

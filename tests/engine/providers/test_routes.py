@@ -15,7 +15,8 @@ from engine.providers.registry import make_provider
 from engine.providers.routes import engine_route, is_loopback
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_ollama import FakeOllama
-from tests.helpers.fake_openai import FakeLlamaServer, FakeVllm
+from tests.helpers.fake_openai import FakeLlamaServer
+from tests.helpers.fake_vllm import FakeVllm
 from tests.helpers.recording_proxy import RecordingProxy
 
 pytestmark = pytest.mark.anyio

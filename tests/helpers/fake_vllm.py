@@ -1,0 +1,213 @@
+"""Fake vLLM and SGLang: the OpenAI-compatible chat of `fake_openai`, with what these two
+engines report about the window (a server-wide `max_model_len` / `context_length`), how
+they reject a prompt plus its output above it, and the shape of their errors.
+
+    with FakeVllm(max_model_len=8192, lora={"sql-lora": "Qwen/Qwen2.5-7B-Instruct"}) as srv: ...
+    with FakeSglang(context_length=32768) as srv: ...
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from tests.helpers.fake_http import Exchange, RecordedRequest, Reply
+from tests.helpers.fake_openai import FakeOpenAIServer
+from tests.helpers.fake_tokenizer import (
+    render_chat,
+    tokenize,
+)
+
+ErrorEnvelope = Literal["new", "flat"]
+
+
+class FakeVllm(FakeOpenAIServer):
+    """vLLM. `lora` maps adapter names to their base model: their cards carry `parent` and no
+    `max_model_len` (the client must inherit the parent's). `error_envelope`: "new"
+    (`{"error": {...}}`, v0.10.1+) or "flat" (`{"object": "error", ...}`, before)."""
+
+    name = "fake-vllm"
+    owned_by = "vllm"
+
+    def __init__(
+        self,
+        model: str = "Qwen/Qwen2.5-7B-Instruct",
+        max_model_len: int = 32768,
+        *,
+        lora: dict[str, str] | None = None,
+        error_envelope: ErrorEnvelope = "new",
+        prompt_tokens_details: bool = False,  # --enable-prompt-tokens-details
+        token_delay: float = 0.0,
+        auto_tool_choice: bool = True,  # --enable-auto-tool-choice --tool-call-parser …
+    ) -> None:
+        super().__init__(model, token_delay=token_delay)
+        self.auto_tool_choice = auto_tool_choice
+        self.max_model_len = max_model_len
+        self.lora = dict(lora or {})
+        self.error_envelope = error_envelope
+        self.prompt_tokens_details = prompt_tokens_details
+        self.route("POST", "/tokenize", self._tokenize)
+
+    def knows_model(self, model: Any) -> bool:
+        return model == self.model or model in self.lora
+
+    def window_for(self, body: dict[str, Any]) -> int:
+        return self.max_model_len
+
+    def cached_tokens(self, tokens: list[int]) -> int:
+        # vLLM reuses whole KV blocks of 16 tokens.
+        return super().cached_tokens(tokens) // 16 * 16
+
+    def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
+        return prompt > window or (isinstance(max_tokens, int) and prompt + max_tokens > window)
+
+    def usage_details(self, cached: int) -> dict[str, Any] | None:
+        return {"cached_tokens": cached} if self.prompt_tokens_details else None
+
+    def tools_refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        if self.auto_tool_choice or not body.get("tools"):
+            return None
+        if body.get("tool_choice", "auto") not in ("auto", None):
+            return None
+        message = (
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+        )
+        return 400, self.error_body(400, message, "BadRequestError")
+
+    def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
+        error = {"message": message, "type": type_, "param": None, "code": status}
+        if self.error_envelope == "flat":
+            return {"object": "error", **error}
+        return {"error": error}
+
+    def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        """vLLM's 400 for prompt + max_tokens > max_model_len, word for word: the flat
+        envelope's older message, or the one current builds send (`param: input_tokens`)."""
+        requested = max_tokens or 0
+        if self.error_envelope == "flat":
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {prompt + requested} tokens ({prompt} in the messages, {requested} "
+                "in the completion). Please reduce the length of the messages or completion."
+            )
+            return self.error_body(400, message, "BadRequestError")
+        message = (
+            f"You passed {prompt} input tokens and requested {requested} output tokens. "
+            f"However, the model's context length is only {window} tokens, resulting in a "
+            f"maximum input length of {max(0, window - requested)} tokens. Please reduce the "
+            f"length of the input prompt. (parameter=input_tokens, value={prompt})"
+        )
+        body = self.error_body(400, message, "BadRequestError")
+        body["error"]["param"] = "input_tokens"
+        return body
+
+    def midstream_error(self, reply: Reply) -> bytes:
+        payload = self.error_body(500, reply.error_message, "InternalServerError")
+        return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+    def _models(self, ex: Exchange, req: RecordedRequest) -> None:
+        cards = [
+            {
+                "id": self.model,
+                "object": "model",
+                "created": 1755800000,
+                "owned_by": self.owned_by,
+                "root": self.model,
+                "parent": None,
+                "max_model_len": self.max_model_len,
+                "permission": [{"id": "modelperm-1", "object": "model_permission"}],
+            }
+        ]
+        for name, parent in self.lora.items():
+            cards.append(
+                {
+                    "id": name,
+                    "object": "model",
+                    "created": 1755800000,
+                    "owned_by": self.owned_by,
+                    "root": f"/adapters/{name}",
+                    "parent": parent,
+                    "permission": [{"id": "modelperm-2", "object": "model_permission"}],
+                }
+            )
+        ex.send_json(200, {"object": "list", "data": cards})
+
+    def _tokenize(self, ex: Exchange, req: RecordedRequest) -> None:
+        body = req.body if isinstance(req.body, dict) else {}
+        if not self.knows_model(body.get("model")):
+            ex.send_json(404, self.model_missing_body(body.get("model")))
+            return
+        if "messages" in body:
+            tokens = tokenize(
+                render_chat(
+                    body["messages"],
+                    body.get("tools"),
+                    add_generation_prompt=body.get("add_generation_prompt", True),
+                )
+            )
+        else:
+            tokens = tokenize(str(body.get("prompt", "")))
+        ex.send_json(
+            200, {"count": len(tokens), "max_model_len": self.max_model_len, "tokens": tokens}
+        )
+
+
+class FakeSglang(FakeOpenAIServer):
+    """SGLang: flat errors, cached tokens reported only when > 0 (with --enable-cache-report),
+    and a `/get_server_info` that holds an API key (Brim must never ask for it)."""
+
+    name = "fake-sglang"
+    owned_by = "sglang"
+    SECRET = "sk-fake-sglang-secret-key"
+
+    def __init__(
+        self,
+        model: str = "meta-llama/Llama-3.1-8B-Instruct",
+        context_length: int = 131072,
+        *,
+        cache_report: bool = False,
+        token_delay: float = 0.0,
+    ) -> None:
+        super().__init__(model, token_delay=token_delay)
+        self.context_length = context_length
+        self.cache_report = cache_report
+        self.route("GET", "/get_server_info", self._server_info)
+
+    def window_for(self, body: dict[str, Any]) -> int:
+        return self.context_length
+
+    def usage_details(self, cached: int) -> dict[str, Any] | None:
+        return {"cached_tokens": cached} if self.cache_report and cached > 0 else None
+
+    def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:
+        return {"object": "error", "message": message, "type": type_, "param": None, "code": status}
+
+    def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
+        return self.error_body(
+            400,
+            f"The input ({prompt} tokens) is longer than the model's context length "
+            f"({window} tokens).",
+            "BadRequestError",
+        )
+
+    def _models(self, ex: Exchange, req: RecordedRequest) -> None:
+        ex.send_json(
+            200,
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": self.model,
+                        "object": "model",
+                        "created": 1755800000,
+                        "owned_by": self.owned_by,
+                        "root": self.model,
+                        "parent": None,
+                        "max_model_len": self.context_length,
+                    }
+                ],
+            },
+        )
+
+    def _server_info(self, ex: Exchange, req: RecordedRequest) -> None:
+        ex.send_json(200, {"context_length": None, "api_key": self.SECRET})
