@@ -7,8 +7,9 @@ the GUI thread no matter what kind of callable it is.
 
 GUI → engine: intents (send, cancel, retry, switching conversation, close) are scheduled on
 the engine loop; nothing here waits for a turn, so the window never blocks on the model.
-Everything typed goes to the session's `send`, which routes it (engine/commands.py); what
-the router takes while a turn runs (a report, a view) is sent beside the running turn.
+Everything typed goes to the session's `send`, which routes it (engine/commands.py) and
+says what it took (an AcceptedEvent) or why not; a report or a view is answered beside a
+running turn, and a message sent meanwhile is refused by the session, not here.
 The session itself is created on the engine thread too, because it may open resources
 (SQLite) that belong to one thread. `call` runs any short engine-side function there (the
 library's listing, a rename) and hands its result back on the GUI thread.
@@ -40,7 +41,6 @@ from engine.api import (
     Receipt,
     SessionControl,
     default_model_path,
-    route,
 )
 
 # The session is driven only through `SessionControl` (engine/session/protocol.py), which
@@ -122,9 +122,14 @@ class EngineBridge(QObject):
         self._session: SessionControl | None = None
         self._started: asyncio.Future[bool] | None = None
         self._opening: asyncio.Task[None] | None = None
-        self._turn: asyncio.Task[None] | None = None
+        self._shown_conversation: str | None = None  # the conversation `opened` last told
+        # The sends and retries running now: a close waits for them, and a cancel while the
+        # model still loads drops them (they have not reached a turn yet).
+        self._running: set[asyncio.Task[None]] = set()
         # GUI-thread state.
         self._busy = False
+        self._in_flight = 0  # intents whose engine side has not finished
+        self._replacing = False  # a reopen or a switch of conversation is in flight
         self._factory: SessionFactory | None = None
         self._opened_ok = False
         self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None]] = {}
@@ -141,7 +146,8 @@ class EngineBridge(QObject):
 
     @property
     def busy(self) -> bool:
-        """A send intent is in flight (waiting for the model to load, or streaming)."""
+        """An intent is in flight: a send (waiting for the model to load, or streaming), a
+        retry, or a switch of conversation or agent."""
         return self._busy
 
     def sink(self, event: Event) -> None:
@@ -187,20 +193,16 @@ class EngineBridge(QObject):
             return False
         self._factory = factory
         self._opened_ok = False
-        if self._submit(self._reopen(factory)) is None:
-            return False
-        self._set_busy(True)  # nothing is sent to a session that is being replaced
-        return True
+        # Nothing is sent to a session that is being replaced.
+        return self._start_intent(self._reopen(factory), replacing=True)
 
     def switch_conversation(self, conversation_id: str | None) -> bool:
         """Open a saved conversation of the same agent, or (None) a new one, keeping the
         engine loaded. False while a turn runs."""
         if self._busy:
             return False
-        if self._submit(self._switch(conversation_id)) is None:
-            return False
-        self._set_busy(True)  # a message typed meanwhile waits for the new conversation
-        return True
+        # A message typed meanwhile waits in the composer for the new conversation.
+        return self._start_intent(self._switch(conversation_id), replacing=True)
 
     def retry(self) -> bool:
         """The banner's Retry: reopen a session that failed to start, else ask the session
@@ -209,10 +211,7 @@ class EngineBridge(QObject):
             return False
         if not self._opened_ok:
             return self.reopen()
-        if self._submit(self._retry()) is None:
-            return False
-        self._set_busy(True)
-        return True
+        return self._start_intent(self._retry())
 
     def call(
         self,
@@ -247,18 +246,12 @@ class EngineBridge(QObject):
         return self.call(run, on_result, on_error)
 
     def send(self, text: str) -> bool:
-        """Hand what was typed to the session: a turn, or a command the engine routes.
-        What the router answers while a turn runs (`/context`, `/memory`, ...) goes at once,
-        beside it; anything else starts a turn, and is refused (False) while one runs. False
-        too when the engine is gone."""
-        if route(text).while_busy:
-            return self._submit(self._answer(text)) is not None
-        if self._busy:
+        """Hand what was typed to the session, even while a turn runs: the session decides
+        what it is and whether it is taken now, and says so in events. False (nothing sent)
+        while another conversation or agent is opening, or when the engine is gone."""
+        if self._replacing:
             return False
-        if self._submit(self._send(text)) is None:
-            return False
-        self._set_busy(True)
-        return True
+        return self._start_intent(self._send(text))
 
     def cancel(self) -> None:
         """Cancel the running turn (or the one waiting for the model); harmless when idle."""
@@ -294,31 +287,38 @@ class EngineBridge(QObject):
                 self._open_failed_incoming.emit(message)
             return
         self._started.set_result(True)
+        self._shown_conversation = info.conversation_id
         if self._forwarding.is_set():
             self._opened_incoming.emit(info)
 
     async def _send(self, text: str) -> None:
-        self._turn = asyncio.current_task()
+        running = asyncio.current_task()
+        assert running is not None
+        self._running.add(running)
         try:
-            if self._started is None:
-                self.sink(_no_session())
-                return
-            if not await asyncio.shield(self._started) or self._session is None:
-                self.sink(ErrorEvent("no_session", "The session did not start.", retryable=True))
-                return
             session = self._session
-            conversation = session.conversation_id
-            await session.send(text)
-            if session.conversation_id != conversation and self._forwarding.is_set():
-                self._opened_incoming.emit(session_info(session))  # `/new` opened another
+            if session is None:
+                failed = self._started is not None  # a session was made, and failed
+                self.sink(_did_not_start() if failed else _no_session())
+                return
+            await session.send(text)  # a message sent while the model loads waits in it
+            self._tell_if_switched(session)  # `/new` opened another conversation
         except asyncio.CancelledError:
             pass  # cancelled while waiting for the model to load: nothing was sent
         except Exception as exc:  # send() should never raise; if it does, show it, not crash
             self.sink(_error_of(exc, "internal"))
         finally:
-            self._turn = None
+            self._running.discard(running)
             if self._forwarding.is_set():
                 self._turn_done_incoming.emit()
+
+    def _tell_if_switched(self, session: SessionControl) -> None:
+        if session is not self._session or self._shown_conversation is None:
+            return
+        if session.conversation_id != self._shown_conversation:
+            self._shown_conversation = session.conversation_id
+            if self._forwarding.is_set():
+                self._opened_incoming.emit(session_info(session))
 
     async def _reopen(self, factory: SessionFactory) -> None:
         try:
@@ -340,25 +340,17 @@ class EngineBridge(QObject):
             except Exception as exc:  # an unknown or unreadable conversation: say so
                 self.sink(_error_of(exc, "startup"))
                 return
+            self._shown_conversation = info.conversation_id
             if self._forwarding.is_set():
                 self._opened_incoming.emit(info)
         finally:
             if self._forwarding.is_set():
                 self._turn_done_incoming.emit()
 
-    async def _answer(self, text: str) -> None:
-        """A command the router answers while a turn runs: not a turn of its own."""
-        session = self._session
-        if session is None:
-            self.sink(_no_session())
-            return
-        try:
-            await session.send(text)
-        except Exception as exc:
-            self.sink(_error_of(exc, "internal"))
-
     async def _retry(self) -> None:
-        self._turn = asyncio.current_task()
+        running = asyncio.current_task()
+        assert running is not None
+        self._running.add(running)
         try:
             session = self._session
             if session is None:
@@ -370,7 +362,7 @@ class EngineBridge(QObject):
         except Exception as exc:
             self.sink(_error_of(exc, "internal"))
         finally:
-            self._turn = None
+            self._running.discard(running)
             if self._forwarding.is_set():
                 self._turn_done_incoming.emit()
 
@@ -387,10 +379,10 @@ class EngineBridge(QObject):
     def _cancel_on_loop(self) -> None:
         if self._session is not None:
             self._session.cancel()
-        turn = self._turn
         started = self._started
-        if turn is not None and (started is None or not started.done()):
-            turn.cancel()  # the turn never reached the session; drop it
+        if started is None or not started.done():
+            for running in list(self._running):
+                running.cancel()  # still waiting for the model: no turn began; drop it
 
     async def _close(self) -> None:
         opening = self._opening
@@ -402,10 +394,9 @@ class EngineBridge(QObject):
         if session is None:
             return
         session.cancel()
-        turn = self._turn
-        if turn is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(asyncio.shield(turn), timeout=2.0)
+        if self._running:
+            await asyncio.wait(list(self._running), timeout=2.0)
+        self._shown_conversation = None
         await session.close()
 
     # -- GUI-thread side --------------------------------------------------------------------
@@ -415,6 +406,16 @@ class EngineBridge(QObject):
             return self._engine.submit(coro)
         except EngineStopped:
             return None
+
+    def _start_intent(self, coro: Any, *, replacing: bool = False) -> bool:
+        """Schedule an intent whose engine side ends with `_turn_done_incoming`; busy until
+        every such intent has ended."""
+        if self._submit(coro) is None:
+            return False
+        self._in_flight += 1
+        self._replacing = self._replacing or replacing
+        self._set_busy(True)
+        return True
 
     def _set_busy(self, busy: bool) -> None:
         if busy != self._busy:
@@ -451,12 +452,20 @@ class EngineBridge(QObject):
 
     @Slot()
     def _deliver_turn_done(self) -> None:
+        self._in_flight = max(0, self._in_flight - 1)
+        if self._in_flight:
+            return  # a report asked beside a running turn ended; the turn goes on
+        self._replacing = False
         self._set_busy(False)
         self.turn_finished.emit()
 
 
 def _no_session() -> ErrorEvent:
     return ErrorEvent("no_session", "No session is open.", retryable=True)
+
+
+def _did_not_start() -> ErrorEvent:
+    return ErrorEvent("no_session", "The session did not start.", retryable=True)
 
 
 def _error_of(exc: BaseException, default_kind: str) -> ErrorEvent:

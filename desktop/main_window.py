@@ -45,7 +45,7 @@ from engine.api import (
     VIEW_MEMORY_BROWSER,
     VIEW_MEMORY_REVIEW,
     VIEW_NEW_CONVERSATION,
-    Action,
+    AcceptedEvent,
     ContextEvent,
     ContextReport,
     ContextReportEvent,
@@ -63,7 +63,6 @@ from engine.api import (
     ViewRequestEvent,
     WindowEvent,
     WorkStateEvent,
-    route,
 )
 
 RAIL_WIDTH = 310
@@ -240,22 +239,23 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_submitted(self, text: str) -> None:
-        """Everything typed goes to the session. The engine's router says what it is: only a
-        message is shown as the user's row; a command refused while a turn runs says why."""
-        decision = route(text)
-        if not self.bridge.send(text):
-            if self.bridge.busy and not decision.is_message:
-                self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
-            return  # the text stays in the composer for later
-        self.composer.take_text()
-        if decision.while_busy:
+        """Everything typed goes to the session, which says what it took (an AcceptedEvent:
+        the composer clears, a message becomes the user's row) or why not (a busy error);
+        until then the text stays in the composer."""
+        if not self.bridge.send(text) and self.bridge.busy:
+            self.banner.show_error("busy", "The conversation is still opening; send it again then.")
+
+    def _on_accepted(self, event: AcceptedEvent) -> None:
+        if self.composer.toPlainText() == event.text:
+            self.composer.take_text()  # what was typed since stays
+        if not event.takes_turn:
             return  # a report or a view: it comes back as an event
         self.banner.hide()
-        if decision.is_message:
-            self.transcript.add_user(text)
+        if event.action == "message":
+            self.transcript.add_user(event.text)
             self._turns += 1
             self.header.set_turn(self._turns)
-        elif decision.action is Action.LEARN:
+        elif event.action == "learn":
             self.learn_started.emit()
 
     def new_conversation(self) -> None:
@@ -346,6 +346,8 @@ class MainWindow(QMainWindow):
                     self.transcript.add_notice("Work state cleared for this conversation.")
                 else:
                     self.overlay.show_work(event.text)
+            case AcceptedEvent():
+                self._on_accepted(event)
             case ViewRequestEvent():
                 self._open_view(event.view)
             case NoticeEvent(transient=True):
@@ -395,6 +397,9 @@ class MainWindow(QMainWindow):
                 self.header.set_turn(self._turns)
                 if not self.composer.toPlainText():
                     self.composer.setPlainText(self.composer.last_sent())
+            case ErrorEvent(kind="busy"):
+                # Refused beside a running turn: the turn and its streaming row go on.
+                self.banner.show_error(event.kind, event.message, retry=event.retryable)
             case ErrorEvent():
                 self.transcript.finish_stream()
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)

@@ -16,6 +16,7 @@ from engine.paths import BrimPaths
 
 # -- events: what the engine says, one typed stream -----------------------------------------
 from engine.events import (
+    AcceptedEvent,
     NOTICE_REPETITION,
     ContextEvent,
     ContextReportEvent,
@@ -110,6 +111,7 @@ __all__ = [
     "BrimPaths",
     # events
     "NOTICE_REPETITION",
+    "AcceptedEvent",
     "ContextEvent",
     "ContextReportEvent",
     "DeltaEvent",

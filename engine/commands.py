@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from engine.events import NoticeEvent
+from engine.events import AcceptedEvent, NoticeEvent
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,12 @@ class Route:
     @property
     def is_message(self) -> bool:
         return self.action is Action.MESSAGE
+
+    def accepted(self, text: str) -> AcceptedEvent:
+        """The event that says `text` was taken as this route decides."""
+        return AcceptedEvent(
+            text, self.action.value, takes_turn=not self.while_busy, view=self.view
+        )
 
 
 _ROUTES: dict[str, Route] = {

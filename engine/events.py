@@ -331,3 +331,22 @@ class ViewRequestEvent(Event):
     type: ClassVar[str] = "view_request"
     # one of VIEWS: "agent_editor" | "memory_browser" | "memory_review" | "new_conversation"
     view: str
+
+
+# What a submitted text was taken as (an AcceptedEvent's action; engine/commands.Action).
+SubmissionAction = Literal["message", "report", "compact", "learn", "view"]
+
+
+@dataclass
+class AcceptedEvent(Event):
+    """What was typed was taken by the session, before anything runs: a front end clears its
+    composer and shows a message as the user's row on this event, never on its own reading of
+    the text. Text refused (a turn is running) gets an ErrorEvent("busy") instead."""
+
+    type: ClassVar[str] = "accepted"
+    text: str
+    action: SubmissionAction
+    # It holds the session until it ends (a message, /compact, /learn, /new); False for a
+    # report or a view that is answered beside a running turn.
+    takes_turn: bool
+    view: str = ""  # for action "view": one of engine/commands.VIEWS

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.events import ErrorEvent, Event, TurnEndEvent, ViewRequestEvent
+from engine.events import AcceptedEvent, ErrorEvent, Event, TurnEndEvent, ViewRequestEvent
 from engine.providers.engine_text import clean
 
 _READ_CHUNK = 1 << 16  # bytes per read of stdin
@@ -36,7 +36,8 @@ class HeadlessOutput:
             self.failure = event
         elif isinstance(event, TurnEndEvent):
             self.failure = None
-        if self.closed or isinstance(event, ViewRequestEvent):  # its notice says it in words
+        # A view request's notice says it in words; a line read is taken as it was written.
+        if self.closed or isinstance(event, (ViewRequestEvent, AcceptedEvent)):
             return
         data = event.to_dict()
         try:

@@ -24,6 +24,7 @@ from engine.commands import (
     VIEW_AGENT_EDITOR,
     VIEW_NEW_CONVERSATION,
     Action,
+    Route,
     route,
     view_fallback_notice,
 )
@@ -44,8 +45,9 @@ from engine.paths import BrimPaths
 from engine.prompt import system_prompt
 from engine.providers.base import Provider
 from engine.providers.errors import ProviderError
-from engine.report import ContextReport, UsageReport
+from engine.report import ContextReport
 from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice
+from engine.session.admission import Admission
 from engine.session.budget import oversized_message
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
@@ -97,6 +99,7 @@ class ChatSession:
         self._counter: TokenCounter | None = None
         self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
         self._learn_task: asyncio.Task[None] | None = None  # /learn, cancelled like a turn
+        self._admission = Admission()  # one submission at a time; waits for the start
         self._loop: AgentLoop | None = None
         self._tools: ToolRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
@@ -148,6 +151,10 @@ class ChatSession:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        async with self._admission.starting():
+            await self._start()
+
+    async def _start(self) -> None:
         self.conversation.open_store()
         if self.memory_enabled:
             self._memory = MemoryLink.open(
@@ -193,13 +200,14 @@ class ChatSession:
     # -- turns -------------------------------------------------------------------------
 
     async def send(self, text: str) -> None:
-        """Run one user turn, or the command `text` is (engine/commands.py routes it).
-        Failures become error events; this never raises."""
+        """Run one user turn, or the command `text` is (engine/commands.py routes it). What
+        is taken is announced first (an AcceptedEvent); a message sent while the model still
+        loads waits for it. Failures become error events; this never raises."""
         decision = route(text)
-        command = decision.command.text if decision.command is not None else ""
         if decision.while_busy:  # a report or a view: answered even while a turn runs
-            if decision.action is Action.REPORT:
-                self.answer_command(command)
+            self._emit(decision.accepted(text))
+            if decision.action is Action.REPORT and decision.command is not None:
+                self._answer_command(decision.command.text)
             else:
                 self._emit(ViewRequestEvent(decision.view))
                 # The same words as before for a front end without the view (headless).
@@ -208,9 +216,20 @@ class ChatSession:
                 where = str(self.agent.source_path or "the agent's file")
                 self._emit(view_fallback_notice(decision.view, where))
             return
-        if self._turn_task is not None and not self._turn_task.done():
+        if self._holding():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
+        self._emit(decision.accepted(text))
+        async with self._admission.hold() as started:
+            if not started:
+                self._emit(ErrorEvent("no_session", "The session did not start.", retryable=True))
+                return
+            await self._run(decision, text)
+
+    def _holding(self) -> bool:
+        return self._admission.held or bool(self._turn_task and not self._turn_task.done())
+
+    async def _run(self, decision: Route, text: str) -> None:
         if decision.action is Action.COMPACT:
             await self.compact()
             return
@@ -224,16 +243,23 @@ class ChatSession:
         if await self._refuse_if_it_cannot_fit(text):
             return
         self._append(user(text))
+        try:
+            await self._await_turn()
+        finally:
+            self._emit_pending_memory()
+            self._emit(StateEvent("ready"))
+
+    async def _await_turn(self) -> None:
+        """Run the turn as a task that `cancel()` reaches; a cancel ends it quietly."""
         self._turn_task = asyncio.create_task(self._run_turn())
         try:
             await self._turn_task
         except asyncio.CancelledError:
-            if asyncio.current_task() is not None and asyncio.current_task().cancelling():
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
                 raise
         finally:
             self._turn_task = None
-            self._emit_pending_memory()
-            self._emit(StateEvent("ready"))
 
     async def _refuse_if_it_cannot_fit(self, text: str) -> bool:
         """A message that cannot fit the window even alone is refused (an error event with
@@ -262,36 +288,26 @@ class ChatSession:
         if self._learn_task is not None and not self._learn_task.done():
             self._learn_task.cancel()
 
-    async def retry_window(self) -> None:
-        """Probe the engine again (the desktop's Retry button)."""
-        await self._resolve_window()
-
     async def retry(self) -> None:
         """The Retry button: probe the engine again if its window is unknown, then re-run
         the turn that failed (the last message is the user's, unanswered). The user message
         is not added again. Never raises."""
-        if self._turn_task is not None and not self._turn_task.done():
+        if self._holding():
             return
-        try:
-            if self._window is None:
-                await self._resolve_window()
-                if self._window is None:
-                    return
-                self.ledger.emit_report()
-            pending = model_messages(self._messages)
-            last = pending[-1] if pending else None
-            if last is None or not (last.role == "user" or last.meta_value("partial")):
-                return
-            self._turn_task = asyncio.create_task(self._run_turn())
+        async with self._admission.hold():
             try:
-                await self._turn_task
-            except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    raise
-        finally:
-            self._turn_task = None
-            self._emit(StateEvent("ready"))
+                if self._window is None:
+                    await self._resolve_window()
+                    if self._window is None:
+                        return
+                    self.ledger.emit_report()
+                pending = model_messages(self._messages)
+                last = pending[-1] if pending else None
+                if last is None or not (last.role == "user" or last.meta_value("partial")):
+                    return
+                await self._await_turn()
+            finally:
+                self._emit(StateEvent("ready"))
 
     async def open_conversation(self, conversation_id: str | None) -> None:
         """Switch to a saved conversation of this agent, or (None) start a new one, keeping
@@ -414,11 +430,6 @@ class ChatSession:
         assert self._loop is not None
         return describe_outcome(await self._loop.compact_outcome())
 
-    def summarizer_model(self) -> str:
-        """The model that writes checkpoints: the agent's summarizer_model while the engine
-        serves it, else the agent's own."""
-        return self._summarizer.model()
-
     # -- the window --------------------------------------------------------------------
 
     async def _resolve_window(self) -> None:
@@ -504,24 +515,17 @@ class ChatSession:
             max_iterations=self.agent.max_iterations,
         )
 
-    def usage_report(self) -> UsageReport:
-        """`/usage` for this conversation: every request it made, summaries included."""
-        return reports.usage_report(self.conversation.store, self.conversation_id)
-
-    def work_state_text(self) -> str:
-        """`/work`: the agent's work state for this conversation, as text ("" when none)."""
-        return reports.work_state_text(self.conversation.work_folder())
-
-    def clear_work_state(self) -> None:
-        """`/work clear`: forget the work state (the journal of compactions stays)."""
-        reports.clear_work_state(self.conversation.work_folder())
-
-    def answer_command(self, command: str) -> None:
-        """Run a read-only slash command (or `/work clear`) and emit its answer."""
+    def _answer_command(self, command: str) -> None:
+        """`/context`, `/usage`, `/work` answered with their report; `/work clear` forgets
+        the work state first (the journal of compactions stays)."""
+        folder = self.conversation.work_folder()
         if command == "/work clear":
-            self.clear_work_state()
+            reports.clear_work_state(folder)
         answer = reports.command_answer(
-            command, self.context_report, self.usage_report, self.work_state_text
+            command,
+            self.context_report,
+            lambda: reports.usage_report(self.conversation.store, self.conversation_id),
+            lambda: reports.work_state_text(folder),
         )
         if answer is not None:
             self._emit(answer)
@@ -546,7 +550,7 @@ class ChatSession:
     def _memory_complete(self) -> Complete:
         """Memory's calls run on the summarizer model (the agent's when that is not served)."""
         assert self._provider is not None
-        model = self.summarizer_model()
+        model = self._summarizer.model()  # the agent's own when that one is not served
         return provider_complete(self._provider, model, num_ctx=self.agent.num_ctx)
 
     async def _extract_memory(self, plan: CompactionPlan) -> None:

@@ -37,7 +37,9 @@ class SessionControl(Protocol):
 
     async def send(self, text: str) -> None:
         """Everything typed: a message for the model, or a command that
-        `engine.commands.route` decides. Never raises; failures are error events."""
+        `engine.commands.route` decides. What is taken is announced with an AcceptedEvent
+        before it runs (a message sent while `start` still loads the model waits for it);
+        what is refused (a turn is running) gets ErrorEvent("busy"). Never raises."""
         ...
 
     def cancel(self) -> None:

@@ -174,7 +174,7 @@ def test_a_command_refused_while_a_turn_runs_says_why_and_stays(qtbot, open_desk
     _send(qtbot, d.window, "A long job")
     qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
     _send(qtbot, d.window, "/new")
-    assert "still running" in d.window.banner.text()
+    qtbot.waitUntil(lambda: "still running" in d.window.banner.text())  # the session says so
     assert d.window.composer.toPlainText() == "/new"
     qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not d.app.bridge.busy)

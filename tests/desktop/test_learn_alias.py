@@ -39,7 +39,9 @@ def test_reflect_shows_the_learn_progress_then_opens_the_review(qtbot: Any, tmp_
                 app.window.composer.setPlainText(text)
                 QTest.keyClick(app.window.composer, Qt.Key.Key_Return)
             desk = app.memory
-            assert desk.learn_dialog is not None and desk.learn_dialog.isVisible()
+            # Shown once the session has taken the command.
+            qtbot.waitUntil(lambda: desk.learn_dialog is not None, timeout=5000)
+            assert desk.learn_dialog.isVisible()
             qtbot.waitUntil(lambda: desk.review_dialog is not None, timeout=30000)
             dialog = desk.review_dialog
             qtbot.waitUntil(lambda: len(dialog.items()) == 1, timeout=5000)

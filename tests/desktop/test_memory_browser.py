@@ -196,7 +196,9 @@ def test_learn_shows_its_progress_then_opens_the_review_over_the_whole_queue(
             app.bridge.event.connect(lambda e: seen.append(type(e).__name__))
             _send(app, qtbot, "/learn")
             desk = app.memory
-            assert desk.learn_dialog is not None and desk.learn_dialog.isVisible()
+            # Shown once the session has taken the command.
+            qtbot.waitUntil(lambda: desk.learn_dialog is not None, timeout=5000)
+            assert desk.learn_dialog.isVisible()
             qtbot.waitUntil(lambda: desk.review_dialog is not None, timeout=30000)
             assert not desk.learn_dialog.isVisible()
             assert "LearnProgressEvent" in seen
@@ -222,6 +224,7 @@ def test_cancelling_learn_stops_it_and_opens_no_review(qtbot: Any, tmp_path: Pat
             qtbot.waitUntil(lambda: not app.bridge.busy, timeout=20000)
             _send(app, qtbot, "/learn")
             desk = app.memory
+            qtbot.waitUntil(lambda: desk.learn_dialog is not None, timeout=5000)
             dialog = desk.learn_dialog
             qtbot.waitUntil(lambda: len(fake.chat_requests) >= 2, timeout=20000)
             QTest.keyClick(dialog, Qt.Key.Key_Escape)

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.commands import VIEW_NEW_CONVERSATION, Action, route, view_fallback_notice
+from engine.commands import VIEW_NEW_CONVERSATION, Action, Route, route, view_fallback_notice
 from engine.config import AgentConfig, default_agent
 from engine.context.budget import ContextBudget
 from engine.events import (
@@ -128,6 +128,8 @@ class FakeSession:
         self.cancels = 0
         self.closed = False
         self.call_threads: set[int] = set()
+        self._started: asyncio.Future[bool] | None = None
+        self._held = False  # a submission holds the session (as ChatSession's Admission)
 
     def _enter(self) -> None:
         with self._lock:
@@ -135,6 +137,15 @@ class FakeSession:
 
     async def start(self) -> None:
         self._enter()
+        started = self._started = asyncio.get_running_loop().create_future()
+        try:
+            await self._start()
+        except BaseException:
+            started.set_result(False)
+            raise
+        started.set_result(True)
+
+    async def _start(self) -> None:
         self._sink(StateEvent("loading model"))
         for fraction in self._load_progress:
             await asyncio.sleep(self._start_delay_s / max(1, len(self._load_progress)))
@@ -161,20 +172,42 @@ class FakeSession:
         return None  # the header names the agent's model
 
     async def send(self, text: str) -> None:
-        """Like ChatSession.send, it follows the engine's router: a report is answered,
-        a view requested; anything else (a message, /compact, /learn) is a scripted turn."""
+        """Like ChatSession.send, it follows the engine's router and says what it took (an
+        AcceptedEvent) or refuses it while a turn runs; one taken while `start` still runs
+        waits for it. A report is answered, a view requested; anything else (a message,
+        /compact, /learn) is a scripted turn."""
         self._enter()
         decision = route(text)
+        if decision.while_busy:
+            self._sink(decision.accepted(text))
+            self._answer_beside(decision)
+            return
+        if self._held:
+            self._sink(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            return
+        self._sink(decision.accepted(text))
+        self._held = True
+        try:
+            if self._started is not None and not await asyncio.shield(self._started):
+                self._sink(ErrorEvent("no_session", "The session did not start.", retryable=True))
+                return
+            if decision.view == VIEW_NEW_CONVERSATION:
+                self._sink(ViewRequestEvent(decision.view))
+                await self.open_conversation(None)
+                return
+            await self._scripted_turn(text)
+        finally:
+            self._held = False
+
+    def _answer_beside(self, decision: Route) -> None:
         if decision.action is Action.REPORT and decision.command is not None:
             self.answer_command(decision.command.text)
             return
-        if decision.action is Action.VIEW:
-            self._sink(ViewRequestEvent(decision.view))
-            if decision.view == VIEW_NEW_CONVERSATION:
-                await self.open_conversation(None)
-            else:  # and the words for a front end without the view, as ChatSession says them
-                self._sink(view_fallback_notice(decision.view, "the agent's file"))
-            return
+        self._sink(ViewRequestEvent(decision.view))
+        # and the words for a front end without the view, as ChatSession says them
+        self._sink(view_fallback_notice(decision.view, "the agent's file"))
+
+    async def _scripted_turn(self, text: str) -> None:
         with self._lock:
             self.sent.append(text)
         turn = self._turns.pop(0) if self._turns else FakeTurn()

@@ -1,0 +1,42 @@
+"""Which submission holds a session: one at a time, from the moment it is accepted until it
+ends. One accepted while the session is still starting (a local model loading) waits for the
+start to finish before it runs, so a message typed during the load is sent once it is ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+
+class Admission:
+    def __init__(self) -> None:
+        self._held = False
+        self._started: asyncio.Future[bool] | None = None  # the last start's outcome
+
+    @property
+    def held(self) -> bool:
+        """A submission holds the session (it may still be waiting for the start)."""
+        return self._held
+
+    @contextlib.asynccontextmanager
+    async def starting(self) -> AsyncIterator[None]:
+        """Around the session's start: submissions accepted meanwhile wait for its outcome."""
+        started = self._started = asyncio.get_running_loop().create_future()
+        try:
+            yield
+        except BaseException:
+            started.set_result(False)
+            raise
+        started.set_result(True)
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[bool]:
+        """Hold the session for one submission; yields whether the session started (True
+        when nobody started it: the turn then learns the window itself)."""
+        self._held = True
+        try:
+            yield True if self._started is None else await asyncio.shield(self._started)
+        finally:
+            self._held = False
