@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QPlainTextEdit
 
+from desktop.drafts import Drafts
 from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.fake_engines import FakeLlamaServer
 
@@ -41,3 +45,20 @@ def test_each_conversation_keeps_its_own_draft_and_sending_clears_it(qtbot, real
         QTest.keyClick(d.window.composer, Qt.Key.Key_Return)
         qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=10000)
         qtbot.waitUntil(lambda: garden not in (d.app.library.settings().get("drafts") or {}))
+
+
+def test_leaving_after_sending_keeps_the_sent_text_out_of_the_drafts(qtbot):
+    # Whether the composer has been emptied by then or still holds the `/new` just sent.
+    settings: dict[str, Any] = {}
+    composer = QPlainTextEdit()
+    qtbot.addWidget(composer)
+    drafts = Drafts(composer, lambda: settings, settings.update, lambda: "garden")
+    composer.setPlainText("/new")
+    drafts.save_now()
+    assert settings["drafts"] == {"garden": "/new"}
+    drafts.leave(sent="/new")
+    assert settings["drafts"] == {}
+    assert composer.toPlainText() == ""
+    composer.setPlainText("Tomatoes go")  # a draft that was not sent stays
+    drafts.leave(sent="/new")
+    assert settings["drafts"] == {"garden": "Tomatoes go"}
