@@ -103,7 +103,8 @@ class Navigator(QObject):
         `banner` says what went wrong, `setup_banner` what start-up found, `header` names
         the agent; `composer` holds each conversation's draft; `splitter`'s sizes are saved
         with the window's geometry. `window` is the parent of the folder dialog, the place
-        saved and restored, and its `closing` saves them."""
+        saved and restored; its `closing` saves them, and its `new_conversation_requested`
+        (a typed `/new`) leaves the conversation as a switch from the sidebar does."""
         super().__init__(window)
         self.window = window
         self.sidebar = sidebar
@@ -135,6 +136,7 @@ class Navigator(QObject):
         bridge.opened.connect(self._on_opened)
         bridge.turn_finished.connect(self.refresh)
         window.closing.connect(self.save_window)
+        window.new_conversation_requested.connect(self.leave_for_new)
 
     # -- start -----------------------------------------------------------------------------
 
@@ -243,6 +245,15 @@ class Navigator(QObject):
             return found
 
         self.bridge.call(workspace, lambda ws: self._open_session(config, conversation_id, ws))
+
+    @Slot()
+    def leave_for_new(self) -> None:
+        """A typed `/new`: the session opens a new conversation of this agent (the bridge's
+        `opened` follows). As on a switch from the sidebar, this one's draft is put away —
+        the `/new` sent from it is none, whether the composer still holds it or not — and
+        what it showed is cleared."""
+        self.drafts.leave(sent=self.composer.last_sent())
+        self.conversation_changing.emit()
 
     def _open_session(
         self, agent: AgentConfig, conversation_id: str | None, workspace: Path | None
