@@ -18,6 +18,10 @@ from desktop.agent_editor import AgentEditorDialog
 from desktop.bridge import EngineBridge, agent_model_label
 from desktop.main_window import MainWindow
 from desktop.navigator import Navigator
+from desktop.widgets.banner import Banner
+from desktop.widgets.composer import Composer
+from desktop.widgets.header import HeaderBar
+from desktop.widgets.transcript import TranscriptView
 from engine.api import (
     AgentConfig,
     ConfigError,
@@ -36,11 +40,22 @@ class AgentEditing(QObject):
         navigator: Navigator,
         *,
         edit_requests: SignalInstance,
+        banner: Banner,
+        header: HeaderBar,
+        transcript: TranscriptView,
+        composer: Composer,
     ) -> None:
         """`edit_requests` carries the name of an agent to edit (the sidebar's); the window's
-        `agent_editor_requested` (the engine's answer to `/agent`) edits the current one."""
+        `agent_editor_requested` (the engine's answer to `/agent`) edits the current one, and
+        the window is the editor's parent. `banner` says why an agent cannot be edited,
+        `transcript` when a save waits for the turn, `header` names the saved agent; the
+        `composer` has the focus back once the editor closes."""
         super().__init__(window)
         self.window = window
+        self.banner = banner
+        self.header = header
+        self.transcript = transcript
+        self.composer = composer
         self.bridge = bridge
         self.navigator = navigator
         self.dialog: AgentEditorDialog | None = None
@@ -55,7 +70,7 @@ class AgentEditing(QObject):
     def edit_current(self) -> None:
         agent = self.navigator.agent
         if agent is None:
-            self.window.banner.show_error("no_agent", "No agent is open to edit.")
+            self.banner.show_error("no_agent", "No agent is open to edit.")
             return
         self.edit(agent.name)
 
@@ -68,7 +83,7 @@ class AgentEditing(QObject):
             return
         path = self._path_of(name)
         if path is None:
-            self.window.banner.show_error(
+            self.banner.show_error(
                 "no_agent", f"The agent '{name}' has no file that could be loaded to edit."
             )
             return
@@ -83,7 +98,7 @@ class AgentEditing(QObject):
 
         def loaded(config: AgentConfig | ConfigError) -> None:
             if isinstance(config, ConfigError):
-                self.window.banner.show_error(
+                self.banner.show_error(
                     "agent_file", f"{config}\nFix the file in a text editor, then try again."
                 )
                 return
@@ -97,7 +112,7 @@ class AgentEditing(QObject):
                 self._open(config, None)
 
         def failed(message: str) -> None:
-            self.window.banner.show_error("agent_file", message)
+            self.banner.show_error("agent_file", message)
 
         self.bridge.call(read, loaded, failed)
 
@@ -124,7 +139,7 @@ class AgentEditing(QObject):
         dialog, self.dialog = self.dialog, None
         if dialog is not None:
             dialog.deleteLater()
-        self.window.composer.setFocus()
+        self.composer.setFocus()
 
     # -- a save into effect ------------------------------------------------------------------
 
@@ -144,7 +159,7 @@ class AgentEditing(QObject):
         config = self._pending
         if config is None or self.bridge.busy:
             if config is not None:
-                self.window.transcript.add_notice(
+                self.transcript.add_notice(
                     f"Agent '{config.name}' saved; the conversation uses it once this turn ends."
                 )
             return
@@ -158,7 +173,7 @@ class AgentEditing(QObject):
             if not self.bridge.reopen(factory):
                 self._pending = config  # a turn started meanwhile: try again after it
                 return
-            self.window.header.set_agent(config.name, agent_model_label(config))
+            self.header.set_agent(config.name, agent_model_label(config))
             navigator.refresh()
 
         self.bridge.session_call(

@@ -93,27 +93,38 @@ class DesktopApp:
         self._closed = False
         if memory_root is None and paths is not None:
             memory_root = paths.memory_dir
+        window = self.window
         if paths is not None:
             self.library = Library(paths)
             self.navigator = Navigator(
-                self.window,
+                window,
                 self.bridge,
                 self.library,
                 self.approver,
                 make_session or chat_session_maker(paths, reflect_on_close=reflect_on_close),
-                sidebar=self.window.sidebar,
+                sidebar=window.sidebar,
+                banner=window.banner,
+                setup_banner=window.setup_banner,
+                header=window.header,
+                composer=window.composer,
+                splitter=window.splitter,
                 workspace=workspace,
             )
+            self.navigator.conversation_changing.connect(window.prepare_for_conversation)
             self.agent_editing = AgentEditing(
-                self.window,
+                window,
                 self.bridge,
                 self.navigator,
-                edit_requests=self.window.sidebar.edit_agent_requested,
+                edit_requests=window.sidebar.edit_agent_requested,
+                banner=window.banner,
+                header=window.header,
+                transcript=window.transcript,
+                composer=window.composer,
             )
             self.memory = self._memory_desk(memory_root or paths.memory_dir, self.navigator)
             self.navigator.start()
         else:
-            self.window.sidebar.hide()
+            window.sidebar.hide()
             if memory_root is not None:
                 self.memory = self._memory_desk(memory_root)
             if session_factory is not None:
@@ -127,6 +138,8 @@ class DesktopApp:
             root,
             queue_panel=window.review_queue,
             badge=window.memory_badge,
+            transcript=window.transcript,
+            composer=window.composer,
             navigator=navigator,
         )
 

@@ -3,7 +3,8 @@
 The composer's text is written to the settings file (atomically, as everything there is) a
 moment after the typing stops, under the conversation it was typed in. Leaving a
 conversation puts its draft away and empties the composer; opening one brings its draft
-back. Sending empties the composer, which removes the draft.
+back. Sending empties the composer, which removes the draft; so does sending a `/new`, which
+leaves the conversation it was typed in.
 """
 
 from __future__ import annotations
@@ -68,8 +69,15 @@ class Drafts(QObject):
             drafts[owner] = text  # last: the newest
         self._save(**{DRAFTS: dict(list(drafts.items())[-MAX_DRAFTS:])})
 
-    def leave(self) -> None:
-        """Another conversation is coming: put this one's draft away, empty the composer."""
+    def leave(self, sent: str = "") -> None:
+        """Another conversation is coming: put this one's draft away, empty the composer.
+
+        `sent` is the text just sent from this conversation when the sending is what leaves
+        it (a typed `/new`): that text is no draft of it, whether the composer still holds
+        it or has been emptied already, and whatever of it was saved goes."""
+        if sent and self.composer.toPlainText() == sent:
+            self._owner = self._owner or self._current()
+            self._set("")
         self.save_now()
         self._set("")
 

@@ -26,7 +26,9 @@ from desktop.main_window import MainWindow
 from desktop.memory_browser import MemoryBrowser
 from desktop.memory_review import MemoryReviewDialog
 from desktop.memory_view import message_ref, scope_label, waiting_text
+from desktop.widgets.composer import Composer
 from desktop.widgets.review_queue import ReviewQueuePanel
+from desktop.widgets.transcript import TranscriptView
 from engine.api import (
     DEFAULT_DEBOUNCE_S,
     INTENT_NAME,
@@ -65,17 +67,23 @@ class MemoryDesk(QObject):
         *,
         queue_panel: ReviewQueuePanel,
         badge: QPushButton,
+        transcript: TranscriptView,
+        composer: Composer,
         navigator: Navigator | None = None,
         debounce_s: float = DEFAULT_DEBOUNCE_S,
     ) -> None:
         """`queue_panel` and `badge` are the window's, laid out and hidden: the desk shows
         and feeds them. It answers the window's memory requests (`/memory`,
-        `/memory review`, `/learn`) and its shortcuts."""
+        `/memory review`, `/learn`) and its shortcuts, and the window is its dialogs'
+        parent. `transcript` says what a review did and scrolls to a quoted message; the
+        `composer` has the focus back after a review."""
         super().__init__(window)
         self.window = window
         self.bridge = bridge
         self.queue_panel = queue_panel
         self.badge = badge
+        self.transcript = transcript
+        self.composer = composer
         self.navigator = navigator
         self.service = MemoryService(Path(root))
         self.review_dialog: MemoryReviewDialog | None = None
@@ -241,9 +249,9 @@ class MemoryDesk(QObject):
         if waiting:
             parts.append(f"{waiting} still waiting")
         if parts:
-            self.window.transcript.add_notice("Memory review: " + ", ".join(parts) + ".")
+            self.transcript.add_notice("Memory review: " + ", ".join(parts) + ".")
         self.refresh()
-        self.window.composer.setFocus()
+        self.composer.setFocus()
 
     def show_message(self, suggestion: Suggestion) -> str:
         """Bring the quoted message into view: scroll to it in this conversation, or open
@@ -276,7 +284,7 @@ class MemoryDesk(QObject):
         return "Opening the conversation it came from…"
 
     def _scroll_to(self, message_id: str, quote: str) -> bool:
-        return self.window.transcript.scroll_to_message(message_id, quote)
+        return self.transcript.scroll_to_message(message_id, quote)
 
     # -- the browser ------------------------------------------------------------------------
 

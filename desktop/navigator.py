@@ -14,11 +14,14 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QSplitter
 
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
 from desktop.drafts import Drafts
 from desktop.main_window import MainWindow
+from desktop.widgets.banner import Banner
+from desktop.widgets.composer import Composer
+from desktop.widgets.header import HeaderBar
 from desktop.widgets.sidebar import Sidebar
 from engine.api import (
     LAST_AGENT,
@@ -76,6 +79,9 @@ def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> Ma
 
 class Navigator(QObject):
     startup_failed = Signal(str)  # the library could not open: the banner says why
+    # Another conversation is about to be shown: what belongs to this one is cleared (the
+    # window's rows, rail and warnings; desktop/app.py connects it).
+    conversation_changing = Signal()
 
     def __init__(
         self,
@@ -86,12 +92,27 @@ class Navigator(QObject):
         make_session: MakeSession,
         *,
         sidebar: Sidebar,
+        banner: Banner,
+        setup_banner: Banner,
+        header: HeaderBar,
+        composer: Composer,
+        splitter: QSplitter,
         workspace: Path | None = None,
     ) -> None:
-        """`sidebar` is the window's list of agents and conversations, which this drives."""
+        """`sidebar` is the window's list of agents and conversations, which this drives;
+        `banner` says what went wrong, `setup_banner` what start-up found, `header` names
+        the agent; `composer` holds each conversation's draft; `splitter`'s sizes are saved
+        with the window's geometry. `window` is the parent of the folder dialog, the place
+        saved and restored; its `closing` saves them, and its `new_conversation_requested`
+        (a typed `/new`) leaves the conversation as a switch from the sidebar does."""
         super().__init__(window)
         self.window = window
         self.sidebar = sidebar
+        self.banner = banner
+        self.setup_banner = setup_banner
+        self.header = header
+        self.composer = composer
+        self.splitter = splitter
         self.bridge = bridge
         self.library = library
         self.approver = approver
@@ -102,7 +123,7 @@ class Navigator(QObject):
         self.conversation_id: str | None = None
         self._session_open = False
         self.drafts = Drafts(
-            window.composer,
+            composer,
             library.settings,
             library.save_settings,
             lambda: self.conversation_id,
@@ -115,6 +136,7 @@ class Navigator(QObject):
         bridge.opened.connect(self._on_opened)
         bridge.turn_finished.connect(self.refresh)
         window.closing.connect(self.save_window)
+        window.new_conversation_requested.connect(self.leave_for_new)
 
     # -- start -----------------------------------------------------------------------------
 
@@ -145,13 +167,13 @@ class Navigator(QObject):
         if listing.problems:
             count = len(listing.problems)
             noun = "agent file" if count == 1 else "agent files"
-            self.window.setup_banner.show_message(
+            self.setup_banner.show_message(
                 "warning",
                 f"{count} {noun} could not be loaded",
                 "\n".join(listing.problems) + "\nThe other agents work; fix the file and restart.",
             )
         elif self.library.recovered_from is not None:
-            self.window.setup_banner.show_message(
+            self.setup_banner.show_message(
                 "warning",
                 "The conversation database could not be read",
                 f"It was moved aside to {self.library.recovered_from} (nothing was deleted) "
@@ -159,14 +181,14 @@ class Navigator(QObject):
                 "untouched.",
             )
         elif choice is not None and choice.skipped_open_elsewhere:
-            self.window.setup_banner.show_message(
+            self.setup_banner.show_message(
                 "info",
                 "The last conversation is open in another Brim window",
                 "This window started a new conversation; close the other window to continue "
                 "that one here.",
             )
         elif listing.created_default is not None:
-            self.window.setup_banner.show_message(
+            self.setup_banner.show_message(
                 "info",
                 "First start",
                 f"Brim wrote the default agent to {listing.created_default}. It runs the "
@@ -174,17 +196,17 @@ class Navigator(QObject):
                 "vLLM or SGLang instead.",
             )
         if choice is None:
-            self.window.banner.show_error(
+            self.banner.show_error(
                 "no_agent",
                 f"Every agent file in {paths.agents_dir} has a problem; fix one and restart.",
             )
-            self.window.header.set_state("not started")
+            self.header.set_state("not started")
             return
         self._open_session(choice.agent, choice.conversation_id, workspace)
 
     def _startup_failed(self, message: str) -> None:
-        self.window.banner.show_error("startup", message, retry=True)
-        self.window.header.set_state("not started")
+        self.banner.show_error("startup", message, retry=True)
+        self.header.set_state("not started")
         self.startup_failed.emit(message)
 
     # -- switching -------------------------------------------------------------------------
@@ -193,16 +215,14 @@ class Navigator(QObject):
     def open(self, agent_name: str, conversation_id: str | None) -> None:
         """Open a conversation (None: a new one) of an agent from the sidebar."""
         if self.bridge.busy:
-            self.window.banner.show_error(
-                "busy", "A turn is still running; wait or cancel it first."
-            )
+            self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
             return
         if (
             conversation_id
             and conversation_id != self.conversation_id
             and open_elsewhere(self.library.paths.open_dir, conversation_id)
         ):  # asked before anything closes: the window stays on what it has
-            self.window.banner.show_error(
+            self.banner.show_error(
                 "conversation_busy",
                 "That conversation is open in another Brim window or chat; close it there first.",
             )
@@ -211,7 +231,7 @@ class Navigator(QObject):
             self.drafts.save_now()
             if self.bridge.switch_conversation(conversation_id):
                 self.drafts.leave()
-                self.window.prepare_for_conversation()
+                self.conversation_changing.emit()
             return
         entry = self.listing.agent(agent_name) if self.listing else None
         if entry is None or entry.config is None:
@@ -226,14 +246,23 @@ class Navigator(QObject):
 
         self.bridge.call(workspace, lambda ws: self._open_session(config, conversation_id, ws))
 
+    @Slot()
+    def leave_for_new(self) -> None:
+        """A typed `/new`: the session opens a new conversation of this agent (the bridge's
+        `opened` follows). As on a switch from the sidebar, this one's draft is put away —
+        the `/new` sent from it is none, whether the composer still holds it or not — and
+        what it showed is cleared."""
+        self.drafts.leave(sent=self.composer.last_sent())
+        self.conversation_changing.emit()
+
     def _open_session(
         self, agent: AgentConfig, conversation_id: str | None, workspace: Path | None
     ) -> None:
         self.agent = agent
         factory = self.make_session(agent, conversation_id, workspace, self.approver)
         self.drafts.leave()
-        self.window.prepare_for_conversation()
-        self.window.header.set_agent(agent.name, agent_model_label(agent))
+        self.conversation_changing.emit()
+        self.header.set_agent(agent.name, agent_model_label(agent))
         if self._session_open:
             self.bridge.reopen(factory)
         else:
@@ -292,7 +321,7 @@ class Navigator(QObject):
         self.workspace_override = Path(folder)
         self.library.save_settings(**{WORKSPACE: folder})
         self.sidebar.set_folder(folder)
-        self.window.setup_banner.show_message(
+        self.setup_banner.show_message(
             "info", "Folder chosen", f"New conversations will work in {folder}."
         )
 
@@ -312,7 +341,7 @@ class Navigator(QObject):
                 self.window.setWindowState(Qt.WindowState.WindowMaximized)
         sizes = settings.get(SPLITTER)
         if isinstance(sizes, list) and all(isinstance(n, int) and n > 0 for n in sizes):
-            self.window.splitter.setSizes(sizes)
+            self.splitter.setSizes(sizes)
 
     @Slot()
     def save_window(self) -> None:
@@ -326,4 +355,4 @@ class Navigator(QObject):
             "height": normal.height(),
             "maximized": window.isMaximized(),
         }
-        self.library.save_settings(**{GEOMETRY: geometry, SPLITTER: list(window.splitter.sizes())})
+        self.library.save_settings(**{GEOMETRY: geometry, SPLITTER: list(self.splitter.sizes())})

@@ -75,6 +75,72 @@ def test_the_desktop_imports_the_engine_only_through_engine_api():
     assert offenders(ROOT, "desktop", _is_engine_beside_the_facade) == []
 
 
+DESKS = ("desktop/navigator.py", "desktop/agent_editing.py", "desktop/memory_desk.py")
+WINDOW_AS_A_WHOLE = frozenset(
+    ("geometry", "normalGeometry", "isMaximized", "resize", "move", "setWindowState", "addAction")
+)
+
+
+def _is_window(node: ast.expr) -> bool:
+    """`window` or `self.window`."""
+    if isinstance(node, ast.Name):
+        return node.id == "window"
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "window"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def reaches_through_the_window(text: str) -> list[str]:
+    """What a desk's source uses of the window (`window.x`, `self.window.x`) other than the
+    window as a whole: its place on the screen, its actions, a signal connected to."""
+    tree = ast.parse(text)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and _is_window(node.value)):
+            continue
+        above = parents.get(node)
+        if node.attr in WINDOW_AS_A_WHOLE or (
+            isinstance(above, ast.Attribute) and above.attr == "connect"
+        ):
+            continue
+        found.append(ast.unparse(node))
+    return found
+
+
+def test_the_desks_are_handed_the_widgets_they_drive():
+    """A desk drives the widgets it was given; the window itself only parents its dialogs,
+    has its geometry saved, and has signals the desk connects to."""
+    found = {
+        desk: reaches_through_the_window((ROOT / desk).read_text(encoding="utf-8"))
+        for desk in DESKS
+    }
+    assert found == {desk: [] for desk in DESKS}
+
+
+def test_a_reach_through_the_window_is_found():
+    found = reaches_through_the_window(
+        "self.window.banner.show_error('x', 'y')\nlist(window.splitter.sizes())\n"
+        "Drafts(self.window.composer)\nself.window.prepare_for_conversation()\n"
+    )
+    assert sorted(found) == [
+        "self.window.banner",
+        "self.window.composer",
+        "self.window.prepare_for_conversation",
+        "window.splitter",
+    ]
+    assert (
+        reaches_through_the_window(
+            "window.closing.connect(f)\nself.window.resize(1, 2)\nself.banner.hide()\n"
+            "Dialog(parent=self.window)\n"
+        )
+        == []
+    )
+
+
 # -- the checks catch what they are for (a small tree of rule breakers) -------------------
 
 
