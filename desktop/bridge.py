@@ -126,10 +126,12 @@ class EngineBridge(QObject):
         # The sends and retries running now: a close waits for them, and a cancel while the
         # model still loads drops them (they have not reached a turn yet).
         self._running: set[asyncio.Task[None]] = set()
+        self._cancels_seen = 0  # the last cancel that reached the loop (see `cancel`)
         # GUI-thread state.
         self._busy = False
         self._in_flight = 0  # intents whose engine side has not finished
         self._replacing = False  # a reopen or a switch of conversation is in flight
+        self._cancels = 0  # cancels asked for so far
         self._factory: SessionFactory | None = None
         self._opened_ok = False
         self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None]] = {}
@@ -251,12 +253,16 @@ class EngineBridge(QObject):
         while another conversation or agent is opening, or when the engine is gone."""
         if self._replacing:
             return False
-        return self._start_intent(self._send(text))
+        return self._start_intent(self._send(text, self._cancels))
 
     def cancel(self) -> None:
-        """Cancel the running turn (or the one waiting for the model); harmless when idle."""
+        """Cancel the running turn (or the one waiting for the model); harmless when idle.
+        A send made before it that has not begun on the engine loop yet is dropped too: it
+        never reaches the session, and its text stays in the composer."""
+        self._cancels += 1
+        cancels = self._cancels
         with contextlib.suppress(EngineStopped):
-            self._engine.call_soon(self._cancel_on_loop)
+            self._engine.call_soon(lambda: self._cancel_on_loop(cancels))
 
     def close(self, timeout: float = 5.0) -> None:
         """Cancel any turn, close the session, stop forwarding events; blocks up to `timeout`."""
@@ -291,11 +297,13 @@ class EngineBridge(QObject):
         if self._forwarding.is_set():
             self._opened_incoming.emit(info)
 
-    async def _send(self, text: str) -> None:
+    async def _send(self, text: str, cancels_before: int) -> None:
         running = asyncio.current_task()
         assert running is not None
         self._running.add(running)
         try:
+            if self._cancels_seen > cancels_before:
+                return  # cancelled before it began
             session = self._session
             if session is None:
                 failed = self._started is not None  # a session was made, and failed
@@ -376,7 +384,8 @@ class EngineBridge(QObject):
         if self._forwarding.is_set():
             self._result_incoming.emit(token, result, error)
 
-    def _cancel_on_loop(self) -> None:
+    def _cancel_on_loop(self, cancels: int) -> None:
+        self._cancels_seen = max(self._cancels_seen, cancels)
         if self._session is not None:
             self._session.cancel()
         started = self._started

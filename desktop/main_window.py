@@ -62,6 +62,7 @@ from engine.api import (
     UsageReportEvent,
     ViewRequestEvent,
     WindowEvent,
+    WithdrawnEvent,
     WorkStateEvent,
 )
 
@@ -243,7 +244,8 @@ class MainWindow(QMainWindow):
         the composer clears, a message becomes the user's row) or why not (a busy error);
         until then the text stays in the composer."""
         if not self.bridge.send(text) and self.bridge.busy:
-            self.banner.show_error("busy", "The conversation is still opening; send it again then.")
+            # Another conversation or agent is opening: nothing went; the text waits here.
+            self.banner.show_error("busy", "A conversation is opening; send again once it is open.")
 
     def _on_accepted(self, event: AcceptedEvent) -> None:
         if self.composer.toPlainText() == event.text:
@@ -348,6 +350,15 @@ class MainWindow(QMainWindow):
                     self.overlay.show_work(event.text)
             case AcceptedEvent():
                 self._on_accepted(event)
+            case WithdrawnEvent():
+                # Dropped before it ran (Esc while the model loaded): it was never sent, so
+                # its row goes and the text returns to the composer.
+                if event.action == "message":
+                    self.transcript.remove_last_user(event.text)
+                    self._turns = max(0, self._turns - 1)
+                    self.header.set_turn(self._turns)
+                if not self.composer.toPlainText():
+                    self.composer.setPlainText(event.text)
             case ViewRequestEvent():
                 self._open_view(event.view)
             case NoticeEvent(transient=True):

@@ -36,6 +36,7 @@ from engine.events import (
     UsageReportEvent,
     ViewRequestEvent,
     WindowEvent,
+    WithdrawnEvent,
     WorkStateEvent,
 )
 
@@ -130,6 +131,7 @@ __all__ = [
     "UsageReportEvent",
     "ViewRequestEvent",
     "WindowEvent",
+    "WithdrawnEvent",
     "WorkStateEvent",
     # commands
     "COMMANDS",

@@ -9,10 +9,10 @@ follows `route(text)`: a message for the model, a report it answers (`/context`,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
-from engine.events import AcceptedEvent, NoticeEvent
+from engine.events import AcceptedEvent
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,8 @@ class Route:
     """The router's decision for one submitted text."""
 
     action: Action
+    # What the session announces when it takes the text (a front end shows it as sent).
+    accepted: AcceptedEvent
     command: SlashCommand | None = None  # None for a message
     view: str = ""  # for Action.VIEW: one of VIEWS
     # Taken even while a turn runs (a report, or a view that does not touch the turn).
@@ -95,40 +97,27 @@ class Route:
     def is_message(self) -> bool:
         return self.action is Action.MESSAGE
 
-    def accepted(self, text: str) -> AcceptedEvent:
-        """The event that says `text` was taken as this route decides."""
-        return AcceptedEvent(
-            text, self.action.value, takes_turn=not self.while_busy, view=self.view
-        )
 
-
-_ROUTES: dict[str, Route] = {
-    "/context": Route(Action.REPORT, while_busy=True),
-    "/usage": Route(Action.REPORT, while_busy=True),
-    "/work": Route(Action.REPORT, while_busy=True),
-    "/work clear": Route(Action.REPORT, while_busy=True),
-    "/compact": Route(Action.COMPACT),
-    "/learn": Route(Action.LEARN),
-    "/agent": Route(Action.VIEW, view=VIEW_AGENT_EDITOR, while_busy=True),
-    "/memory": Route(Action.VIEW, view=VIEW_MEMORY_BROWSER, while_busy=True),
-    "/memory review": Route(Action.VIEW, view=VIEW_MEMORY_REVIEW, while_busy=True),
-    "/new": Route(Action.VIEW, view=VIEW_NEW_CONVERSATION),
+# Each command's action, view and whether it is taken while a turn runs.
+_ROUTES: dict[str, tuple[Action, str, bool]] = {
+    "/context": (Action.REPORT, "", True),
+    "/usage": (Action.REPORT, "", True),
+    "/work": (Action.REPORT, "", True),
+    "/work clear": (Action.REPORT, "", True),
+    "/compact": (Action.COMPACT, "", False),
+    "/learn": (Action.LEARN, "", False),
+    "/agent": (Action.VIEW, VIEW_AGENT_EDITOR, True),
+    "/memory": (Action.VIEW, VIEW_MEMORY_BROWSER, True),
+    "/memory review": (Action.VIEW, VIEW_MEMORY_REVIEW, True),
+    "/new": (Action.VIEW, VIEW_NEW_CONVERSATION, False),
 }
 
 
 def route(text: str) -> Route:
     """What `text` is: a command (its route, with the command) or a message for the model."""
     command = parse_command(text)
-    if command is None:
-        return Route(Action.MESSAGE)
-    return replace(_ROUTES[command.text], command=command)
-
-
-def view_fallback_notice(view: str, agent_file: str) -> NoticeEvent:
-    """What a front end without `view` is told instead (a headless chat): where the agent's
-    file is, or how to review memory. Its kind lets a front end that opens the view skip it."""
-    if view == VIEW_AGENT_EDITOR:
-        text = f"Edit the agent in Brim's desktop or in {agent_file}."
-    else:
-        text = "Review memory with `brim memory review`."
-    return NoticeEvent("info", text, kind=NOTICE_VIEW_FALLBACK, details={"view": view})
+    action, view, while_busy = (
+        _ROUTES[command.text] if command is not None else (Action.MESSAGE, "", False)
+    )
+    accepted = AcceptedEvent(text, action.value, takes_turn=not while_busy, view=view)
+    return Route(action, accepted, command, view, while_busy)

@@ -350,3 +350,14 @@ class AcceptedEvent(Event):
     # report or a view that is answered beside a running turn.
     takes_turn: bool
     view: str = ""  # for action "view": one of engine/commands.VIEWS
+
+
+@dataclass
+class WithdrawnEvent(Event):
+    """A submission taken earlier (its AcceptedEvent) was dropped before it ran: cancelled
+    while the model was still loading. Nothing of it was sent or saved; a front end takes
+    back what it showed (the user's row) and gives the text back to the composer."""
+
+    type: ClassVar[str] = "withdrawn"
+    text: str
+    action: SubmissionAction

@@ -13,7 +13,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.events import AcceptedEvent, ErrorEvent, Event, TurnEndEvent, ViewRequestEvent
+from engine.events import (
+    AcceptedEvent,
+    ErrorEvent,
+    Event,
+    TurnEndEvent,
+    ViewRequestEvent,
+    WithdrawnEvent,
+)
 from engine.providers.engine_text import clean
 
 _READ_CHUNK = 1 << 16  # bytes per read of stdin
@@ -37,7 +44,7 @@ class HeadlessOutput:
         elif isinstance(event, TurnEndEvent):
             self.failure = None
         # A view request's notice says it in words; a line read is taken as it was written.
-        if self.closed or isinstance(event, (ViewRequestEvent, AcceptedEvent)):
+        if self.closed or isinstance(event, (ViewRequestEvent, AcceptedEvent, WithdrawnEvent)):
             return
         data = event.to_dict()
         try:

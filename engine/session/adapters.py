@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.agent import ToolRun
+from engine.commands import NOTICE_VIEW_FALLBACK, VIEW_AGENT_EDITOR
 from engine.context import WorkState
 from engine.context.constants import RESULT_CHARS_PER_TOKEN
-from engine.events import EventSink, StateEvent
+from engine.events import EventSink, NoticeEvent, StateEvent
 from engine.memory import SessionMemory
 from engine.messages import Message, ToolCall, model_messages
 from engine.tools import (
@@ -106,3 +107,13 @@ def no_tool_calls_notice(model: str, workspace: Path) -> str:
         f"neither read files in {workspace} nor run commands. For work on files, pick "
         "a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
     )
+
+
+def view_fallback_notice(view: str, agent_file: str) -> NoticeEvent:
+    """What a front end without `view` is told instead (a headless chat): where the agent's
+    file is, or how to review memory. Its kind lets a front end that opens the view skip it."""
+    if view == VIEW_AGENT_EDITOR:
+        text = f"Edit the agent in Brim's desktop or in {agent_file}."
+    else:
+        text = "Review memory with `brim memory review`."
+    return NoticeEvent("info", text, kind=NOTICE_VIEW_FALLBACK, details={"view": view})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 
 class Admission:
@@ -32,11 +32,17 @@ class Admission:
         started.set_result(True)
 
     @contextlib.asynccontextmanager
-    async def hold(self) -> AsyncIterator[bool]:
+    async def hold(self, withdrawn: Callable[[], None] = lambda: None) -> AsyncIterator[bool]:
         """Hold the session for one submission; yields whether the session started (True
-        when nobody started it: the turn then learns the window itself)."""
+        when nobody started it: the turn then learns the window itself). `withdrawn` is
+        called when the submission is cancelled while it waits for the start."""
         self._held = True
         try:
-            yield True if self._started is None else await asyncio.shield(self._started)
+            try:
+                started = True if self._started is None else await asyncio.shield(self._started)
+            except asyncio.CancelledError:
+                withdrawn()
+                raise
+            yield started
         finally:
             self._held = False

@@ -26,7 +26,6 @@ from engine.commands import (
     Action,
     Route,
     route,
-    view_fallback_notice,
 )
 from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
@@ -38,6 +37,7 @@ from engine.events import (
     StateEvent,
     ViewRequestEvent,
     WindowEvent,
+    WithdrawnEvent,
 )
 from engine.memory import Complete, provider_complete
 from engine.messages import Message, model_messages, notice, system, user
@@ -46,7 +46,7 @@ from engine.prompt import system_prompt
 from engine.providers.base import Provider
 from engine.providers.errors import ProviderError
 from engine.report import ContextReport
-from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice
+from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice, view_fallback_notice
 from engine.session.admission import Admission
 from engine.session.budget import oversized_message
 from engine.session.conversation import Conversation
@@ -200,17 +200,15 @@ class ChatSession:
     # -- turns -------------------------------------------------------------------------
 
     async def send(self, text: str) -> None:
-        """Run one user turn, or the command `text` is (engine/commands.py routes it). What
-        is taken is announced first (an AcceptedEvent); a message sent while the model still
-        loads waits for it. Failures become error events; this never raises."""
+        """A user turn, or the command `text` is (engine/commands.py), announced first (an
+        AcceptedEvent); one sent while the model loads waits for it. Never raises."""
         decision = route(text)
         if decision.while_busy:  # a report or a view: answered even while a turn runs
-            self._emit(decision.accepted(text))
+            self._emit(decision.accepted)
             if decision.action is Action.REPORT and decision.command is not None:
                 self._answer_command(decision.command.text)
             else:
-                self._emit(ViewRequestEvent(decision.view))
-                # The same words as before for a front end without the view (headless).
+                self._emit(ViewRequestEvent(decision.view))  # and words for the headless
                 if decision.view != VIEW_AGENT_EDITOR:
                     self._emit_pending_memory(always=True)
                 where = str(self.agent.source_path or "the agent's file")
@@ -219,8 +217,9 @@ class ChatSession:
         if self._holding():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
-        self._emit(decision.accepted(text))
-        async with self._admission.hold() as started:
+        self._emit(decision.accepted)
+        withdrawn = WithdrawnEvent(text, decision.accepted.action)
+        async with self._admission.hold(lambda: self._emit(withdrawn)) as started:
             if not started:
                 self._emit(ErrorEvent("no_session", "The session did not start.", retryable=True))
                 return

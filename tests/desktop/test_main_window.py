@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from PySide6.QtCore import Qt
 
 from engine.events import ErrorEvent
@@ -78,6 +79,44 @@ def test_the_header_says_loading_model_until_the_session_is_ready(qtbot, open_de
     qtbot.waitUntil(lambda: d.window.header.state() == "loading model")
     qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=5000)
     assert "SmolLM2-135M-Instruct" in d.window.header.text()
+
+
+def test_a_message_typed_while_the_model_loads_shows_as_sent_and_goes_once_it_is_ready(
+    qtbot, open_desktop
+):
+    d = open_desktop(start_delay_s=1.0, wait_open=False)
+    qtbot.waitUntil(lambda: d.window.header.state() == "loading model")
+    _type_and_send(qtbot, d.window, "Are you there?")
+    qtbot.waitUntil(lambda: "Are you there?" in _transcript(d.window))
+    assert d.window.composer.toPlainText() == ""
+    assert d.fake.sent == []  # still loading: nothing has reached the model
+    _type_and_send(qtbot, d.window, "Hello?")  # one message at a time, as in a turn
+    qtbot.waitUntil(lambda: "still running" in d.window.banner.text())
+    assert d.window.composer.toPlainText() == "Hello?"
+    qtbot.waitUntil(lambda: d.fake.sent == ["Are you there?"], timeout=5000)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    assert not d.window.banner.isVisible()  # "still running" is no longer true
+    assert _transcript(d.window).count("Are you there?") == 1
+
+
+@pytest.mark.parametrize("taken_first", [True, False])
+def test_esc_while_the_model_loads_gives_the_waiting_message_back_unsent(
+    qtbot, open_desktop, taken_first
+):
+    d = open_desktop(start_delay_s=1.0, wait_open=False)
+    qtbot.waitUntil(lambda: d.window.header.state() == "loading model")
+    _type_and_send(qtbot, d.window, "Never mind")
+    if taken_first:  # Esc after the session took it (its row shown), or at once
+        qtbot.waitUntil(lambda: "Never mind" in _transcript(d.window))
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    qtbot.waitUntil(lambda: d.window.composer.toPlainText() == "Never mind")
+    assert "Never mind" not in _transcript(d.window)  # it was never sent: no row says so
+    qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=5000)
+    assert d.fake.sent == []
+    d.window.composer.clear()
+    _type_and_send(qtbot, d.window, "Now then")  # the session is not left held
+    qtbot.waitUntil(lambda: d.fake.sent == ["Now then"], timeout=5000)
 
 
 def test_the_header_says_streaming_while_a_turn_runs(qtbot, open_desktop):

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.commands import VIEW_NEW_CONVERSATION, Action, Route, route, view_fallback_notice
+from engine.commands import VIEW_NEW_CONVERSATION, Action, Route, route
 from engine.config import AgentConfig, default_agent
 from engine.context.budget import ContextBudget
 from engine.events import (
@@ -37,6 +37,7 @@ from engine.events import (
     UsageReportEvent,
     ViewRequestEvent,
     WindowEvent,
+    WithdrawnEvent,
     WorkStateEvent,
 )
 from engine.messages import Message, ToolCall, assistant, notice, tool_result, user
@@ -49,6 +50,7 @@ from engine.report import (
     build_usage_report,
     compaction_row,
 )
+from engine.session.adapters import view_fallback_notice
 from engine.store.records import Receipt, UsageSummary
 from engine.window import WindowResolution
 
@@ -179,16 +181,21 @@ class FakeSession:
         self._enter()
         decision = route(text)
         if decision.while_busy:
-            self._sink(decision.accepted(text))
+            self._sink(decision.accepted)
             self._answer_beside(decision)
             return
         if self._held:
             self._sink(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
-        self._sink(decision.accepted(text))
+        self._sink(decision.accepted)
         self._held = True
         try:
-            if self._started is not None and not await asyncio.shield(self._started):
+            try:
+                started = self._started is None or await asyncio.shield(self._started)
+            except asyncio.CancelledError:
+                self._sink(WithdrawnEvent(text, decision.accepted.action))
+                raise
+            if not started:
                 self._sink(ErrorEvent("no_session", "The session did not start.", retryable=True))
                 return
             if decision.view == VIEW_NEW_CONVERSATION:
