@@ -357,8 +357,9 @@ class MainWindow(QMainWindow):
                     self.transcript.remove_last_user(event.text)
                     self._turns = max(0, self._turns - 1)
                     self.header.set_turn(self._turns)
-                if not self.composer.toPlainText():
-                    self.composer.setPlainText(event.text)
+                typed = self.composer.toPlainText()
+                if event.text not in typed:  # what was typed since stays, after it
+                    self.composer.setPlainText(event.text + ("\n\n" + typed if typed else ""))
             case ViewRequestEvent():
                 self._open_view(event.view)
             case NoticeEvent(transient=True):

@@ -49,12 +49,9 @@ from engine.commands import (
     VIEW_MEMORY_REVIEW,
     VIEW_NEW_CONVERSATION,
     VIEWS,
-    Action,
-    Route,
     SlashCommand,
     completions,
     parse_command,
-    route,
 )
 
 # -- what a conversation shows: messages, saved receipts, the rail's and overlays' reports --
@@ -141,12 +138,9 @@ __all__ = [
     "VIEW_MEMORY_REVIEW",
     "VIEW_NEW_CONVERSATION",
     "VIEWS",
-    "Action",
-    "Route",
     "SlashCommand",
     "completions",
     "parse_command",
-    "route",
     # what a conversation shows
     "Message",
     "Receipt",

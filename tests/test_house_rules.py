@@ -75,6 +75,16 @@ def test_the_desktop_imports_the_engine_only_through_engine_api():
     assert offenders(ROOT, "desktop", _is_engine_beside_the_facade) == []
 
 
+def test_the_desktop_is_offered_no_router():
+    """What was typed goes to the session as it is, and the session says what it took (an
+    AcceptedEvent): the facade gives the desktop no way to route text on its own."""
+    import engine.api
+
+    router = {"route", "Route", "Action"}
+    assert router.isdisjoint(engine.api.__all__)
+    assert [name for name in router if hasattr(engine.api, name)] == []
+
+
 DESKS = ("desktop/navigator.py", "desktop/agent_editing.py", "desktop/memory_desk.py")
 WINDOW_AS_A_WHOLE = frozenset(
     ("geometry", "normalGeometry", "isMaximized", "resize", "move", "setWindowState", "addAction")

@@ -9,6 +9,8 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
+from engine.events import ErrorEvent
+
 
 class Admission:
     def __init__(self) -> None:
@@ -19,6 +21,11 @@ class Admission:
     def held(self) -> bool:
         """A submission holds the session (it may still be waiting for the start)."""
         return self._held
+
+    @property
+    def waiting(self) -> bool:
+        """The submission that holds the session waits for the start to finish."""
+        return self._held and self._started is not None and not self._started.done()
 
     @contextlib.asynccontextmanager
     async def starting(self) -> AsyncIterator[None]:
@@ -46,3 +53,12 @@ class Admission:
             yield started
         finally:
             self._held = False
+
+
+def busy_refusal(*, waiting: bool) -> ErrorEvent:
+    """Why a submission is refused while another holds the session."""
+    if waiting:
+        text = "A message is already waiting for the model to load; send this one after it."
+    else:
+        text = "A turn is still running; wait or cancel it first."
+    return ErrorEvent("busy", text)

@@ -47,7 +47,7 @@ from engine.providers.base import Provider
 from engine.providers.errors import ProviderError
 from engine.report import ContextReport
 from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice, view_fallback_notice
-from engine.session.admission import Admission
+from engine.session.admission import Admission, busy_refusal
 from engine.session.budget import oversized_message
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
@@ -215,7 +215,7 @@ class ChatSession:
                 self._emit(view_fallback_notice(decision.view, where))
             return
         if self._holding():
-            self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            self._emit(busy_refusal(waiting=self._admission.waiting))
             return
         self._emit(decision.accepted)
         withdrawn = WithdrawnEvent(text, decision.accepted.action)

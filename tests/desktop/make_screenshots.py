@@ -35,6 +35,7 @@ from PySide6.QtWidgets import QApplication
 from desktop.app import DesktopApp, ensure_application
 from desktop.screenshot import grab_window
 from engine.paths import BrimPaths
+from tests.engine.memory.fakes import role_of
 from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
@@ -246,6 +247,8 @@ def compaction_shots(root: Path, out: Path) -> list[Path]:
         def respond(request: Any) -> Reply:
             if is_compaction(request.body):
                 return Reply(text=SUMMARY)
+            if role_of(request.body) == "extractor":  # nothing durable in a log audit
+                return Reply(text='{"memories": [], "lessons": []}')
             if _answered_by_tool(request):
                 result = next(
                     str(m.get("content"))

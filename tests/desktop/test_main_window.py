@@ -91,7 +91,7 @@ def test_a_message_typed_while_the_model_loads_shows_as_sent_and_goes_once_it_is
     assert d.window.composer.toPlainText() == ""
     assert d.fake.sent == []  # still loading: nothing has reached the model
     _type_and_send(qtbot, d.window, "Hello?")  # one message at a time, as in a turn
-    qtbot.waitUntil(lambda: "still running" in d.window.banner.text())
+    qtbot.waitUntil(lambda: "already waiting for the model" in d.window.banner.text())
     assert d.window.composer.toPlainText() == "Hello?"
     qtbot.waitUntil(lambda: d.fake.sent == ["Are you there?"], timeout=5000)
     qtbot.waitUntil(lambda: not d.app.bridge.busy)
@@ -117,6 +117,21 @@ def test_esc_while_the_model_loads_gives_the_waiting_message_back_unsent(
     d.window.composer.clear()
     _type_and_send(qtbot, d.window, "Now then")  # the session is not left held
     qtbot.waitUntil(lambda: d.fake.sent == ["Now then"], timeout=5000)
+
+
+def test_esc_while_the_model_loads_keeps_both_the_waiting_message_and_what_was_typed_since(
+    qtbot, open_desktop
+):
+    d = open_desktop(start_delay_s=1.0, wait_open=False)
+    qtbot.waitUntil(lambda: d.window.header.state() == "loading model")
+    _type_and_send(qtbot, d.window, "Summarize notes.md")
+    qtbot.waitUntil(lambda: "Summarize notes.md" in _transcript(d.window))
+    qtbot.keyClicks(d.window.composer, "and list the open questions")
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    qtbot.waitUntil(lambda: "Summarize notes.md" in d.window.composer.toPlainText())
+    assert d.window.composer.toPlainText() == "Summarize notes.md\n\nand list the open questions"
+    assert "Summarize notes.md" not in _transcript(d.window)
 
 
 def test_the_header_says_streaming_while_a_turn_runs(qtbot, open_desktop):

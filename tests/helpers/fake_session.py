@@ -51,6 +51,7 @@ from engine.report import (
     compaction_row,
 )
 from engine.session.adapters import view_fallback_notice
+from engine.session.admission import busy_refusal
 from engine.store.records import Receipt, UsageSummary
 from engine.window import WindowResolution
 
@@ -185,7 +186,8 @@ class FakeSession:
             self._answer_beside(decision)
             return
         if self._held:
-            self._sink(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
+            waiting = self._started is not None and not self._started.done()
+            self._sink(busy_refusal(waiting=waiting))  # the words ChatSession says
             return
         self._sink(decision.accepted)
         self._held = True
