@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import AgentConfig
@@ -62,17 +63,35 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+@dataclass
+class Loading:
+    """A session whose model is still loading, with one message sent and waiting for it."""
+
+    events: list[Event]
+    engine: GatedEngine
+    session: ChatSession
+    starting: asyncio.Task[None]
+    sending: asyncio.Task[None]
+
+
+async def _loading_with(text: str, tmp_path: Path, **engine: bool) -> Loading:
+    events: list[Event] = []
+    gated = GatedEngine(**engine)
+    session = _session(gated, tmp_path, events)
+    starting = asyncio.create_task(session.start())
+    await _settle()
+    sending = asyncio.create_task(session.send(text))
+    await _settle()
+    return Loading(events, gated, session, starting, sending)
+
+
 def test_a_message_sent_while_the_model_loads_is_taken_at_once_and_sent_when_it_is_ready(
     tmp_path: Path,
 ):
     async def scenario() -> None:
-        events: list[Event] = []
-        engine = GatedEngine()
-        session = _session(engine, tmp_path, events)
-        starting = asyncio.create_task(session.start())
-        await _settle()
-        sending = asyncio.create_task(session.send("Hello there"))
-        await _settle()
+        loading = await _loading_with("Hello there", tmp_path)
+        events, engine, session = loading.events, loading.engine, loading.session
+        starting, sending = loading.starting, loading.sending
         assert _accepted(events) == [("Hello there", "message", True)]
         assert engine.requests == []  # nothing can be sent before the model is loaded
         await session.send("And this too")  # a second message while the first waits
@@ -122,13 +141,9 @@ def test_a_message_waiting_for_a_load_that_fails_is_told_the_session_did_not_sta
     tmp_path: Path,
 ):
     async def scenario() -> None:
-        events: list[Event] = []
-        engine = GatedEngine(fail_to_load=True)
-        session = _session(engine, tmp_path, events)
-        starting = asyncio.create_task(session.start())
-        await _settle()
-        sending = asyncio.create_task(session.send("Hello there"))
-        await _settle()
+        loading = await _loading_with("Hello there", tmp_path, fail_to_load=True)
+        events, engine, session = loading.events, loading.engine, loading.session
+        starting, sending = loading.starting, loading.sending
         engine.loaded.set()
         await asyncio.gather(starting, return_exceptions=True)
         await sending
@@ -148,13 +163,9 @@ def test_a_message_cancelled_while_it_waits_for_the_load_is_withdrawn_and_never_
     tmp_path: Path,
 ):
     async def scenario() -> None:
-        events: list[Event] = []
-        engine = GatedEngine()
-        session = _session(engine, tmp_path, events)
-        starting = asyncio.create_task(session.start())
-        await _settle()
-        sending = asyncio.create_task(session.send("Never mind"))
-        await _settle()
+        loading = await _loading_with("Never mind", tmp_path)
+        events, engine, session = loading.events, loading.engine, loading.session
+        starting, sending = loading.starting, loading.sending
         sending.cancel()  # Esc while the model loads: the desktop cancels the waiting send
         await asyncio.gather(sending, return_exceptions=True)
         withdrawn = [e for e in events if isinstance(e, WithdrawnEvent)]
