@@ -444,6 +444,9 @@ class EngineBridge(QObject):
     @Slot(object)
     def _deliver_opened(self, info: SessionInfo) -> None:
         self._opened_ok = True
+        # The new conversation is open: what is typed now goes to it (the intent that opened
+        # it only has to say it is done).
+        self._replacing = False
         self.opened.emit(info)
 
     @Slot(int, object, object)

@@ -134,6 +134,21 @@ def test_esc_while_the_model_loads_keeps_both_the_waiting_message_and_what_was_t
     assert "Summarize notes.md" not in _transcript(d.window)
 
 
+def test_a_message_sent_the_moment_a_reopened_conversation_shows_goes_to_it(qtbot, open_desktop):
+    d = open_desktop()
+
+    def send_at_once(_info: object) -> None:  # before the reopening has said it is done
+        d.window.composer.setPlainText("right away")
+        d.window.composer.submit()
+
+    d.app.bridge.opened.connect(send_at_once)
+    assert d.app.bridge.reopen()
+    qtbot.waitUntil(lambda: d.fake.sent == ["right away"], timeout=5000)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    assert not d.window.banner.isVisible()
+    assert d.window.composer.toPlainText() == ""
+
+
 def test_the_header_says_streaming_while_a_turn_runs(qtbot, open_desktop):
     d = open_desktop(turns=[FakeTurn(hold=True)])
     _type_and_send(qtbot, d.window, "Keep going")
