@@ -34,8 +34,9 @@ from engine.agent_types import (
     Totals,
     TurnOutcome,
 )
+from engine.agent_window import WindowWatch
 from engine.config import AgentConfig
-from engine.context import ContextManager, IterationPressure, LadderOutcome
+from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
 from engine.context.constants import (
     REASON_MANUAL,
     REASON_SESSION_BUDGET,
@@ -56,8 +57,6 @@ from engine.events import (
     ToolCallEvent,
     ToolResultEvent,
     UsageEvent,
-    WindowEvent,
-    WindowLearnedEvent,
 )
 from engine.messages import (
     Message,
@@ -83,20 +82,16 @@ from engine.store import Store
 from engine.tokens import TokenCounter
 from engine.truncation import CountError, at_window_edge, silently_truncated
 from engine.window import WindowResolution
-from engine.window_learning import (
-    WindowLesson,
-    apply,
-    from_loaded,
-    from_overflow,
-    from_truncation,
-    learned_text,
-)
 
 log = logging.getLogger(__name__)
 
 # Every overflow in a turn compacts with a smaller tail and retries (docs/design/context.md);
 # a turn gives up after this many, or sooner when a pass does not shrink the request.
 MAX_OVERFLOW_ATTEMPTS = 4
+# How many times a request the engine's exact count puts above the trim line is cut again.
+REFIT_TRIES = 3
+# A cut to fit on an estimated count aims at most this share below the trim line.
+MAX_FIT_TOLERANCE = 0.3
 # How often a streaming answer's growth is reported to the gauge (seconds): often enough
 # to see it move, rarely enough that headless output is not flooded with reports.
 PROGRESS_EVERY_S = 0.25
@@ -122,7 +117,6 @@ class AgentLoop:
         keeps its own copy for the reports)."""
         self.agent = agent
         self.provider = provider
-        self.window = window
         self.counter = counter
         self.context = context
         self.sink = sink
@@ -131,10 +125,22 @@ class AgentLoop:
         self.conversation_id = conversation_id
         self.tools = tools
         self.pressure = IterationPressure(agent.max_iterations)
-        self.on_window = on_window
         self.count_error = CountError(exact=counter.estimate_is_exact)
-        # Ollama loads an unpinned model on the first chat: /api/ps says its window only then.
-        self._loaded_checked = False
+        self.watch = WindowWatch(
+            window=window,
+            agent=agent,
+            provider=provider,
+            context=context,
+            sink=sink,
+            mark=self._mark,
+            conversation_id=conversation_id,
+            on_window=on_window,
+        )
+
+    @property
+    def window(self) -> WindowResolution:
+        """The window the loop accounts against, as the engine has revealed it so far."""
+        return self.watch.window
 
     # -- requests ------------------------------------------------------------------------
 
@@ -208,6 +214,7 @@ class AgentLoop:
                 overhead_tokens=overhead,
                 iterations_used=iterations,
                 max_iterations=cap,
+                count_tolerance=self._fit_tolerance(),
             )
             if prepared.changed:
                 self.conversation.replace(prepared.history)
@@ -215,9 +222,7 @@ class AgentLoop:
                 self.sink(ClearEvent(results_cleared=prepared.cleared))
             self.sink(StepEvent(iterations, cap))
             self.sink(StateEvent("streaming"))
-            request = alternating(prepared.request)
-            await self._count_exactly(request)
-            counted = self.counter.count_request(request, self._schemas())
+            request, counted = await self._held_to_window(prepared, overhead)
             sent_at = time.time()
             out_cap = output_cap(
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
@@ -226,8 +231,13 @@ class AgentLoop:
                 answer = await self._stream(request, out_cap.tokens, counted)
             except ContextOverflow as exc:
                 overflows += 1
-                self._learn(
-                    from_overflow(self.window, exc, sent=counted, engine=self.provider.kind)
+                # Engines that reserve the answer's room weigh it against the window too.
+                reserve = out_cap.tokens if self.context.budget.output_reserve else 0
+                await self.watch.overflow(
+                    exc,
+                    sent=counted,
+                    needed=counted + reserve,
+                    tolerance=self.count_error.tolerance,
                 )
                 if overflows > MAX_OVERFLOW_ATTEMPTS or not await self._recover_overflow(
                     exc, overhead, attempt=overflows
@@ -250,12 +260,13 @@ class AgentLoop:
                 return self._outcome(totals, started, iterations, error=exc)
 
             self._keep_answer(answer, out_cap)
-            await self._check_loaded_window()
+            await self.watch.check_loaded()
             truncated = self._land(request, counted, answer, totals)
             if not truncated:
                 # What a compaction on the same model replays: the engine holds it cached.
                 tokens = answer.usage.prompt_tokens or counted
                 self.context.sent(request, self._schemas(), tokens, sent_at)
+                self.watch.answered(tokens)
             if truncated and overflows < MAX_OVERFLOW_ATTEMPTS:
                 # Ollama cut the prompt silently: the same as an overflow, so compact now.
                 overflows += 1
@@ -280,6 +291,38 @@ class AgentLoop:
         outcome = self._outcome(totals, started, iterations, stopped=stopped)
         self._record_receipt(outcome, totals)
         return outcome
+
+    async def _held_to_window(
+        self, prepared: PreparedRequest, overhead: int
+    ) -> tuple[list[Message], int]:
+        """The request as sent and its count, held within the window: the ladder sized it
+        on estimates for what the engine had not counted yet (a result just cut), so where
+        the exact count still lands above the trim line the fit rung cuts again."""
+        history = prepared.history
+        nudge = [prepared.nudge] if prepared.nudge is not None else []
+        for _ in range(REFIT_TRIES):
+            request = alternating([*history, *nudge])
+            await self._count_exactly(request)
+            counted = self.counter.count_request(request, self._schemas())
+            if counted <= self.context.budget.trim_threshold:
+                break
+            fitted = self.context.fit(
+                [*history, *nudge],
+                overhead_tokens=overhead,
+                count_tolerance=self._fit_tolerance(),
+            )
+            if not fitted.changed:
+                break
+            history = [m for m in fitted.messages if m is not prepared.nudge]
+            self.conversation.replace(history)
+        return request, counted
+
+    def _fit_tolerance(self) -> float:
+        """How far below the trim line a cut to fit aims: nothing where the engine counts
+        exactly, else the counting error measured so far (uncalibrated: a fixed guess)."""
+        if self.counter.estimate_is_exact:
+            return 0.0
+        return min(self.count_error.tolerance, MAX_FIT_TOLERANCE)
 
     async def compact(self, reason: str = REASON_MANUAL) -> bool:
         """`/compact`, the summarize_context tool and a used-up budget: the ladder's path."""
@@ -312,56 +355,6 @@ class AgentLoop:
         if outcome.history != model_messages(self.conversation.live()):
             self.conversation.replace(outcome.history)
         return outcome.shrank
-
-    # -- the window the engine reveals ------------------------------------------------------
-
-    async def _check_loaded_window(self) -> None:
-        """After the first answer (the request that loaded an Ollama model) read the window it
-        was loaded with; the agent's pin is sent on every request, so only an unpinned agent
-        has anything to learn."""
-        if self._loaded_checked:
-            return
-        self._loaded_checked = True
-        try:
-            loaded = await self.provider.loaded_window(self.agent.model)
-        except Exception:  # a status read must never fail the turn that already answered
-            log.warning("could not read the loaded window", exc_info=True)
-            return
-        self._learn(from_loaded(self.window, loaded))
-
-    def _learn(self, lesson: WindowLesson | None, *, sent: int = 0) -> None:
-        """Account against the window the engine revealed from now on: thresholds, tail and
-        header follow it, and the transcript says so once."""
-        if lesson is None:
-            return
-        old = self.window
-        if old.ceiling is not None and lesson.window > old.ceiling:
-            return  # max_context_tokens only ever lowers the window
-        self.window = apply(old, lesson)
-        self.context.set_window(lesson.window)
-        compacts_at = self.context.budget.compact_threshold
-        self.sink(
-            WindowLearnedEvent(
-                engine=old.provider,
-                model=old.model,
-                old=old.window,
-                new=lesson.window,
-                source=lesson.source,
-                cause=lesson.cause,
-                compacts_at=compacts_at,
-            )
-        )
-        self.sink(
-            WindowEvent(
-                window=lesson.window,
-                source=lesson.source,
-                warnings=[],
-                conversation=self.conversation_id,
-            )
-        )
-        self._notice(learned_text(old, lesson, compacts_at=compacts_at, sent=sent), "info")
-        if self.on_window is not None:
-            self.on_window(self.window)
 
     async def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
         for call in calls:
@@ -522,8 +515,7 @@ class AgentLoop:
                 self._notice(silent_cut_text(counted, reported, window, own_window), "warning")
                 # What it kept is about what it holds: a lesson even without /api/ps. And
                 # the model may have been reloaded smaller: the next answer reads /api/ps.
-                self._learn(from_truncation(self.window, reported), sent=counted)
-                self._loaded_checked = False
+                self.watch.truncated(reported, counted)
                 return True
             if at_window_edge(reported, window):
                 return False  # a full window or a cut one: nothing safe to learn from

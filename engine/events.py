@@ -140,6 +140,17 @@ NOTICE_TRIMMED = "trimmed"
 NOTICE_COMPACTION_FALLBACK = "compaction_fallback"
 NOTICE_NOTHING_TO_COMPACT = "nothing_to_compact"
 NOTICE_OVERFLOW = "overflow"
+# The fit rung cut the newest step so the request fits the window (engine/context/fitting.py):
+# results_cut, arguments_cut, calls_left_out, tokens_before, tokens_after, window.
+NOTICE_CUT_TO_FIT = "cut_to_fit"
+# The window the engine revealed (engine/agent_window.py): NOTICE_WINDOW_LEARNED (window,
+# old, source, cause, compacts_at), NOTICE_WINDOW_DOUBTED (an overflow error's window not
+# believed: window, source, cause, reason, evidence, kept) and NOTICE_WINDOW_DROPPED (a
+# provisional window a larger answered request contradicted: window, cause, answered,
+# restored, source).
+NOTICE_WINDOW_LEARNED = "window_learned"
+NOTICE_WINDOW_DOUBTED = "window_not_believed"
+NOTICE_WINDOW_DROPPED = "window_dropped"
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Literal
 from engine.providers.errors import ContextOverflow
 from engine.window import MAX_SANE_WINDOW, MIN_SANE_WINDOW, WindowResolution, WindowSource
 
-LessonCause = Literal["loaded", "overflow", "rejected_below_report", "truncation"]
+LessonCause = Literal["loaded", "overflow", "rejected_below_report", "truncation", "reported"]
 
 # Sources that are guesses: a confirmation by the engine is worth telling even when the
 # number does not change ("Ollama loaded it with 4,096 tokens, as assumed").
@@ -136,6 +136,11 @@ def learned_text(
         return (
             f"{engine} serves {model} {_article(lesson.window)} {lesson.window:,}-token window "
             f"(its overflow error says so), not {current.window:,}; {now}."
+        )
+    if lesson.cause == "reported":
+        return (
+            f"{engine} reports {_article(lesson.window)} {lesson.window:,}-token window for "
+            f"{model} when asked after its overflow error, not {current.window:,}; {now}."
         )
     if lesson.cause == "rejected_below_report":
         return (

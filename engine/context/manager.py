@@ -1,9 +1,11 @@
 """The ladder as one pipeline the agent loop calls before every request.
 
-Before a request: count → clear (above 50%) → warn → compact (at the compaction threshold)
-→ trim (above 95%). Compaction that cannot do its job (the summarizer failed, its summary
-was empty or cut off, or nothing is old enough to summarize) goes straight to trimming to
-the compaction threshold, and the user is told once. A summarizer failure never fails the
+Before every request, the first of a turn and each after a tool step: count → clear (above
+50%) → warn → compact (at the compaction threshold) → trim (above 95%) → fit (what is still
+above 95%: the newest unit, which the other rungs keep whole, is cut to the room left).
+Compaction that cannot do its job (the summarizer failed, its summary was empty or cut off,
+or nothing is old enough to summarize) goes straight to trimming to the compaction
+threshold, and the user is told once. A summarizer failure never fails the
 run. Nothing is trimmed after a reply: trimming then would drop the user's earlier messages
 to make room for the answer just written, before compaction had its first refusal; the
 next request's ladder makes the room (and every answer's output cap leaves room for the
@@ -43,10 +45,12 @@ from engine.context.constants import (
     REASON_OVERFLOW,
     REASON_PREFLIGHT,
 )
+from engine.context.fitting import FitResult, fit_messages
 from engine.context.history import CountMessage
 from engine.context.notices import (
     compacted_notice,
     compaction_fallback_notice,
+    fit_notice,
     nothing_to_compact_notice,
     preflight_notice,
     trim_notice,
@@ -57,6 +61,7 @@ from engine.events import (
     NOTICE_AUTO_COMPACTING,
     NOTICE_COMPACTED,
     NOTICE_COMPACTION_FALLBACK,
+    NOTICE_CUT_TO_FIT,
     NOTICE_NOTHING_TO_COMPACT,
     NOTICE_OVERFLOW,
     NOTICE_TRIMMED,
@@ -91,11 +96,13 @@ class PreparedRequest:
     cleared: int = 0
     compaction: CompactionResult | None = None
     trimmed: int = 0
+    fitted: FitResult | None = None  # what the fit rung cut (None: it did not run)
 
     @property
     def fits(self) -> bool:
-        """False only when even the ladder's last resort left the request over the window
-        (the newest message alone is too big): sending it will meet an overflow."""
+        """False only when even the ladder's last resort left the request over the window:
+        what no rung may cut (the system prompt, the user's own message, the checkpoint)
+        is itself too big, and sending it will meet an overflow."""
         return not self.usage.over_window
 
 
@@ -246,8 +253,11 @@ class ContextManager:
         overhead_tokens: int = 0,
         iterations_used: int = 0,
         max_iterations: int | float | None = None,
+        count_tolerance: float = 0.0,
     ) -> PreparedRequest:
-        """Run the ladder on the history about to be sent and build the request."""
+        """Run the ladder on the history about to be sent and build the request.
+        `count_tolerance` is how far the counts may be from the engine's (a share): the fit
+        rung, when it must cut, cuts that much further below the trim line."""
         msgs = model_messages(list(history))
         original = list(msgs)
         self.measure_prefix(msgs, overhead_tokens)
@@ -277,14 +287,26 @@ class ContextManager:
 
         just_compacted = self._just_compacted
         self._just_compacted = False
-        nudge = pressure_message(
-            [
-                context_nudge(usage, just_compacted=just_compacted),
-                self._progress_note if just_compacted else None,
-                iteration_nudge(iterations_used, max_iterations),
-            ]
-        )
+
+        def nudge_for(usage: ContextUsage) -> Message | None:
+            return pressure_message(
+                [
+                    context_nudge(usage, just_compacted=just_compacted),
+                    self._progress_note if just_compacted else None,
+                    iteration_nudge(iterations_used, max_iterations),
+                ]
+            )
+
+        nudge = nudge_for(usage)
         request = [*msgs, nudge] if nudge else list(msgs)
+        fitted = None
+        if self.usage(request, overhead_tokens).used > self.budget.trim_threshold:
+            # Still above the trim line: the newest unit itself is too big (the rungs above
+            # keep it whole). Cut it to the room left, so no request exceeds the window.
+            msgs, fitted = self._fit(msgs, overhead_tokens, nudge, count_tolerance)
+            usage = self.usage(msgs, overhead_tokens)
+            nudge = nudge_for(usage)
+            request = [*msgs, nudge] if nudge else list(msgs)
         return PreparedRequest(
             history=msgs,
             request=request,
@@ -294,6 +316,7 @@ class ContextManager:
             cleared=cleared,
             compaction=compaction,
             trimmed=trimmed,
+            fitted=fitted,
         )
 
     async def compact(
@@ -361,6 +384,34 @@ class ContextManager:
             if notify:
                 self.sink(_trimmed(result.dropped))
         return result.messages, result.dropped
+
+    def fit(
+        self,
+        history: Sequence[Message],
+        *,
+        overhead_tokens: int = 0,
+        count_tolerance: float = 0.0,
+    ) -> FitResult:
+        """The fit rung alone, for a request that the engine's own count put above the
+        trim line after `prepare` (an estimate that ran short): cut it below that line."""
+        msgs = model_messages(list(history))
+        return self._fit(msgs, overhead_tokens, None, count_tolerance)[1]
+
+    def _fit(
+        self, msgs: list[Message], overhead: int, nudge: Message | None, tolerance: float
+    ) -> tuple[list[Message], FitResult]:
+        # An estimate may run short of the engine's count by `tolerance`: cut below the line
+        # by as much, so the engine's own count still lands under it.
+        line = int(self.budget.trim_threshold / (1.0 + max(0.0, tolerance)))
+        room = self._message_budget(line, msgs, overhead)
+        if nudge is not None:
+            room -= self.count_message(nudge)
+        result = fit_messages(
+            msgs, budget=room, count_message=self.count_message, store_result=self.store_result
+        )
+        if result.changed:
+            self.sink(_fitted(result, self.budget.window))
+        return result.messages, result
 
     def _work_state_text(self) -> str | None:
         if self.work_state is None:
@@ -511,6 +562,23 @@ class ContextManager:
         )
         out, dropped = fallback(result.detail)
         return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
+
+
+def _fitted(result: FitResult, window: int) -> NoticeEvent:
+    """The fit rung's notice: what it cut so the request fits, counted."""
+    return NoticeEvent(
+        level="warning",
+        text=fit_notice(result.results_cut, result.arguments_cut, result.calls_dropped, window),
+        kind=NOTICE_CUT_TO_FIT,
+        details={
+            "results_cut": result.results_cut,
+            "arguments_cut": result.arguments_cut,
+            "calls_left_out": result.calls_dropped,
+            "tokens_before": result.tokens_before,
+            "tokens_after": result.tokens_after,
+            "window": window,
+        },
+    )
 
 
 def _trimmed(dropped: int) -> NoticeEvent:

@@ -89,3 +89,21 @@ def overflow_failed_notice() -> str:
         "The engine rejected the request as too long for its context window, and Brim "
         "could not make it smaller"
     )
+
+
+def fit_notice(results_cut: int, arguments_cut: int, calls_left_out: int, window: int) -> str:
+    """The fit rung cut the newest step so the request fits: what it cut, counted."""
+    parts = []
+    if calls_left_out:
+        parts.append(f"left out the results of {calls_left_out:,} tool calls")
+    if results_cut:
+        noun = "result" if results_cut == 1 else "results"
+        parts.append(f"cut {results_cut:,} tool {noun} (stored whole where the disk allowed)")
+    if arguments_cut:
+        noun = "argument" if arguments_cut == 1 else "arguments"
+        parts.append(f"cut {arguments_cut:,} long tool-call {noun}")
+    return (
+        f"The last step did not fit the {window:,}-token context window: "
+        + "; ".join(parts)
+        + ". The model is told what was cut and how to read more."
+    )

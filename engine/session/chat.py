@@ -266,9 +266,9 @@ class ChatSession:
         budget.py). Checked once the window is known and is the engine's, not a guess."""
         if self._window is None or self._provider is None:
             return False  # the turn resolves it (and says why when it cannot)
-        if self._window.source in ("assumed", "fallback"):
-            # A guessed window (Ollama before it loads the model) may be far smaller than
-            # what the engine serves: the engine's answer decides, not the guess.
+        if self._window.source in ("assumed", "fallback", "observed"):
+            # A guessed window (Ollama before it loads the model), or one drawn from a single
+            # error, may be far smaller than what the engine serves: its answer decides.
             return False
         loop = self._agent_loop()
         schemas = loop.tools.schemas() if loop.tools is not None else []

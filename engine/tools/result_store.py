@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.atomic import atomic_write_text
+from engine.context.cut_marks import names_stored_whole
 from engine.paths import safe_component
 from engine.tools.errors import ResultNotStored, ToolArgumentError
-from engine.tools.shaping import names_stored_whole
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from engine.context.constants import RETRIEVE_TOOL
+from engine.context.cut_marks import cut_notice
 
 StoreResult = Callable[[str, str], bool]  # (tool_call_id, text) -> stored?
 
@@ -23,8 +23,6 @@ StoreResult = Callable[[str, str], bool]  # (tool_call_id, text) -> stored?
 DEFAULT_RESULT_BUDGET_CHARS = 16_000
 # A cut backs up to the last line break when one lies within this share of the kept head.
 LINE_BREAK_SLACK = 0.2
-# How the line after a cut result begins.
-CUT_NOTICE_PREFIX = "[Result cut: "
 
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor movement
@@ -75,29 +73,6 @@ def _chars_within(
         else:
             high = middle
     return low
-
-
-def cut_notice(
-    tool_name: str, kept: int, total: int, tool_call_id: str | None, stored: bool
-) -> str:
-    if stored and tool_call_id:
-        return (
-            f"{CUT_NOTICE_PREFIX}showing characters 0-{kept:,} of {total:,}. The whole result is "
-            f'stored: call {RETRIEVE_TOOL} with tool_call_id "{tool_call_id}" and offset '
-            f"{kept} to read the rest.]"
-        )
-    return (
-        f"{CUT_NOTICE_PREFIX}showing {kept:,} of {total:,} characters. The rest could not be kept: "
-        f"re-run {tool_name} with a narrower request (a smaller range, a more specific "
-        f"pattern or path) to see it.]"
-    )
-
-
-def names_stored_whole(text: str, tool_call_id: str) -> bool:
-    """True when `text` is a result cut at insertion whose whole text was stored under
-    `tool_call_id` (its last line is the cut notice pointing at the store)."""
-    last = text.rstrip("\n").rsplit("\n", 1)[-1]
-    return last.startswith(CUT_NOTICE_PREFIX) and f'tool_call_id "{tool_call_id}"' in last
 
 
 def shape_result(

@@ -149,8 +149,10 @@ def test_nothing_to_summarize_trims_without_an_auto_compacting_notice():
     assert fake.requests == []
     assert not any(isinstance(e, CompactionEvent) for e in events)
     assert not any("auto-compacting" in getattr(e, "text", "") for e in events)
-    assert prepared.history == msgs  # the newest unit is always kept
-    assert not prepared.fits
+    # The newest unit is always kept, every message of it; its large result is cut to fit.
+    assert [m.id for m in prepared.history] == [m.id for m in msgs]
+    assert "[Result cut: " in prepared.history[-1].content
+    assert prepared.fits
 
 
 def test_without_a_summarizer_the_ladder_trims_and_says_why():

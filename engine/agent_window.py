@@ -1,0 +1,239 @@
+"""The agent loop's window as the engine reveals it: learned, checked, and dropped again.
+
+The loop accounts against one window (thresholds, tail, header). Engines reveal more as
+they run (engine/window_learning.py): Ollama's /api/ps after a lazy load, an overflow
+error, a silent cut. A lesson from an engine's report is applied at once. One drawn from an
+error is checked first (engine/window_vetting.py): against the fixed prefix, Brim's own
+count of the rejected request and what the engine reports when asked again; a doubted one
+is told and not applied. One that passes stays provisional, and a later request larger than
+it that the engine answered drops it, back to the window in force before it. Each step is
+told as a notice whose figures travel with it (kind and details), not only in prose.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from engine.config import AgentConfig
+from engine.context import ContextManager
+from engine.events import (
+    NOTICE_WINDOW_DOUBTED,
+    NOTICE_WINDOW_DROPPED,
+    NOTICE_WINDOW_LEARNED,
+    Event,
+    WindowEvent,
+    WindowLearnedEvent,
+)
+from engine.providers.base import Provider
+from engine.providers.errors import ContextOverflow
+from engine.window import WindowResolution
+from engine.window_learning import (
+    ENGINE_NAMES,
+    WindowLesson,
+    apply,
+    from_loaded,
+    from_overflow,
+    from_truncation,
+    learned_text,
+)
+from engine.window_vetting import (
+    PROVISIONAL_CAUSES,
+    against_report,
+    contradicted,
+    doubt_overflow,
+    doubt_text,
+    report_lesson,
+)
+
+log = logging.getLogger(__name__)
+
+Mark = Callable[..., None]  # (kind, text, details, level=...) -> a notice with its figures
+
+
+class WindowWatch:
+    def __init__(
+        self,
+        *,
+        window: WindowResolution,
+        agent: AgentConfig,
+        provider: Provider,
+        context: ContextManager,
+        sink: Callable[[Event], None],
+        mark: Mark,
+        conversation_id: str = "",
+        on_window: Callable[[WindowResolution], None] | None = None,
+    ) -> None:
+        self.window = window
+        self.agent = agent
+        self.provider = provider
+        self.context = context
+        self.sink = sink
+        self.mark = mark
+        self.conversation_id = conversation_id
+        self.on_window = on_window
+        # Ollama loads an unpinned model on the first chat: /api/ps says its window only then.
+        self.loaded_checked = False
+        # The window in force before a lesson drawn from an error, and that lesson.
+        self._provisional: tuple[WindowResolution, WindowLesson] | None = None
+
+    @property
+    def engine(self) -> str:
+        return ENGINE_NAMES.get(self.window.provider, self.window.provider or "The engine")
+
+    # -- what the engine reveals -------------------------------------------------------------
+
+    async def check_loaded(self) -> None:
+        """After the first answer (the request that loaded an Ollama model) read the window it
+        was loaded with; the agent's pin is sent on every request, so only an unpinned agent
+        has anything to learn."""
+        if self.loaded_checked:
+            return
+        self.loaded_checked = True
+        try:
+            loaded = await self.provider.loaded_window(self.agent.model)
+        except Exception:  # a status read must never fail the turn that already answered
+            log.warning("could not read the loaded window", exc_info=True)
+            return
+        self.learn(from_loaded(self.window, loaded))
+
+    async def overflow(
+        self, exc: ContextOverflow, *, sent: int, needed: int, tolerance: float
+    ) -> None:
+        """An overflow error: what it implies about the window, once checked."""
+        lesson = from_overflow(self.window, exc, sent=sent, engine=self.provider.kind)
+        doubt = doubt_overflow(
+            lesson,
+            exc,
+            sent=sent,
+            needed=needed,
+            tolerance=tolerance,
+            fixed_tokens=self.context.budget.fixed_tokens,
+        )
+        if doubt is None and lesson is not None:
+            rejected = exc.prompt_tokens if exc.prompt_tokens else sent
+            lesson, doubt = against_report(
+                lesson, await self._reported(), current=self.window.window, rejected=rejected
+            )
+        elif doubt is not None:
+            # Not believed; the engine's own report may still say something smaller.
+            lesson = report_lesson(await self._reported(), current=self.window.window)
+        if doubt is not None:
+            self.mark(
+                NOTICE_WINDOW_DOUBTED,
+                doubt_text(self.engine, doubt, self.window.window),
+                {
+                    "window": doubt.figure,
+                    "source": "overflow_error",
+                    "cause": doubt.cause,
+                    "reason": doubt.reason,
+                    "evidence": doubt.evidence or 0,
+                    "kept": self.window.window,
+                },
+                level="warning",
+            )
+        self.learn(lesson, sent=sent)
+
+    def truncated(self, reported: int, sent: int) -> None:
+        """Ollama cut a prompt silently: what it kept is about what it holds."""
+        self.learn(from_truncation(self.window, reported), sent=sent)
+        self.loaded_checked = False  # the model may have been reloaded smaller
+
+    def answered(self, prompt_tokens: int) -> None:
+        """A request of `prompt_tokens` (the engine's count where it gave one) was answered
+        whole: a provisional window smaller than that was wrong, and is dropped."""
+        if self._provisional is None:
+            return
+        before, lesson = self._provisional
+        if not contradicted(lesson, prompt_tokens) or self.window.window != lesson.window:
+            return
+        self._provisional = None
+        self.window = before
+        self.context.set_window(before.window)
+        self.mark(
+            NOTICE_WINDOW_DROPPED,
+            f"{self.engine} answered a request of {prompt_tokens:,} tokens, more than the "
+            f"{lesson.window:,}-token window Brim had drawn from its {_said(lesson)}; Brim "
+            f"accounts against {before.window:,} again and compacts at "
+            f"{self.context.budget.compact_threshold:,}.",
+            {
+                "window": lesson.window,
+                "cause": lesson.cause,
+                "answered": prompt_tokens,
+                "restored": before.window,
+                "source": before.source,
+            },
+        )
+        self._tell_window(before.window, before.source)
+
+    # -- applying a lesson ----------------------------------------------------------------
+
+    def learn(self, lesson: WindowLesson | None, *, sent: int = 0) -> None:
+        """Account against the window the engine revealed from now on: thresholds, tail and
+        header follow it, and the transcript says so once, with its figure and source."""
+        if lesson is None:
+            return
+        old = self.window
+        if old.ceiling is not None and lesson.window > old.ceiling:
+            return  # max_context_tokens only ever lowers the window
+        if lesson.cause in PROVISIONAL_CAUSES:
+            if self._provisional is None:
+                self._provisional = (old, lesson)
+            else:
+                self._provisional = (self._provisional[0], lesson)
+        else:
+            self._provisional = None  # the engine's own report settles it
+        self.window = apply(old, lesson)
+        self.context.set_window(lesson.window)
+        compacts_at = self.context.budget.compact_threshold
+        self.sink(
+            WindowLearnedEvent(
+                engine=old.provider,
+                model=old.model,
+                old=old.window,
+                new=lesson.window,
+                source=lesson.source,
+                cause=lesson.cause,
+                compacts_at=compacts_at,
+            )
+        )
+        self._tell_window(lesson.window, lesson.source)
+        self.mark(
+            NOTICE_WINDOW_LEARNED,
+            learned_text(old, lesson, compacts_at=compacts_at, sent=sent),
+            {
+                "window": lesson.window,
+                "old": old.window,
+                "source": lesson.source,
+                "cause": lesson.cause,
+                "compacts_at": compacts_at,
+            },
+        )
+
+    def _tell_window(self, window: int, source: str) -> None:
+        self.sink(
+            WindowEvent(
+                window=window, source=source, warnings=[], conversation=self.conversation_id
+            )
+        )
+        if self.on_window is not None:
+            self.on_window(self.window)
+
+    async def _reported(self) -> int | None:
+        """The window the engine reports now (None when it says none or cannot be asked)."""
+        num_ctx = self.agent.num_ctx if self.provider.kind == "ollama" else None
+        try:
+            report: Any = await self.provider.report(self.agent.model, num_ctx)
+        except Exception:  # asking again must never fail the turn
+            log.info("could not ask the engine for its window again", exc_info=True)
+            return None
+        return report.served if isinstance(report.served, int) else None
+
+
+def _said(lesson: WindowLesson) -> str:
+    return {
+        "overflow": "overflow error",
+        "rejected_below_report": "rejection",
+        "truncation": "silent cut",
+    }.get(lesson.cause, "error")
