@@ -361,7 +361,7 @@ class MainWindow(QMainWindow):
             case UsageReportEvent():
                 self.overlay.show_usage(event.report)
             case CompactionViewEvent():
-                view = self.overlay.show_compaction(event)
+                view = self.overlay.show_compaction(event, self.transcript.assistant_name)
                 view.restore_requested.connect(self._restore_compaction)
             case CompactionRestoredEvent():
                 self.transcript.mark_restored(event.compaction)

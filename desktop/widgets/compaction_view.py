@@ -21,7 +21,7 @@ from engine.api import CompactionViewEvent
 SHOWN_CHARS = 1_500  # of one message; the rest is in the saved conversation
 
 
-def role_label(message: dict[str, Any]) -> str:
+def role_label(message: dict[str, Any], assistant: str = "Assistant") -> str:
     if message.get("kind") == "summary":
         return "Earlier checkpoint"
     role = message.get("role")
@@ -31,7 +31,7 @@ def role_label(message: dict[str, Any]) -> str:
         return f"Tool result · {message.get('name') or 'tool'}"
     if role == "system":
         return "System"
-    return "Assistant"
+    return assistant
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -83,14 +83,15 @@ def figures_text(event: CompactionViewEvent) -> str:
 def warning_text(event: CompactionViewEvent) -> str:
     return (
         f"That is past the auto-compact mark ({event.compact_at:,} tokens): the next request "
-        "compacts the history again, this time with the guided questions. Restore anyway?"
+        "compacts the history again, asking one question per checkpoint section this time. "
+        "Restore anyway?"
     )
 
 
-def messages_html(messages: list[dict[str, Any]]) -> str:
+def messages_html(messages: list[dict[str, Any]], assistant: str = "Assistant") -> str:
     parts = []
     for message in shown(messages):
-        label = html.escape(role_label(message))
+        label = html.escape(role_label(message, assistant))
         body = html.escape(message_text(message)).replace("\n", "<br>")
         colour = theme.USER_ACCENT if message.get("role") == "user" else theme.ASSISTANT_ACCENT
         parts.append(
@@ -106,10 +107,16 @@ class CompactionView(QWidget):
 
     restore_requested = Signal(str, bool)
 
-    def __init__(self, event: CompactionViewEvent, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        event: CompactionViewEvent,
+        assistant: str = "Assistant",
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("overlayContent")
         self.view_event = event
+        self._assistant = assistant
         count = len(shown(event.messages))
         self.status = QLabel(status_text(event), objectName="railValue")
         self.status.setWordWrap(True)
@@ -141,7 +148,9 @@ class CompactionView(QWidget):
         self.confirm.hide()
 
         self.list_title = QLabel("REPLACED MESSAGES", objectName="sectionTitle")
-        self.messages = QLabel(messages_html(event.messages), objectName="compactionMessages")
+        self.messages = QLabel(
+            messages_html(event.messages, assistant), objectName="compactionMessages"
+        )
         self.messages.setTextFormat(Qt.TextFormat.RichText)
         self.messages.setWordWrap(True)
         self.messages.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -176,5 +185,8 @@ class CompactionView(QWidget):
         lines = [self.status.text(), self.figures.text()]
         if not self.confirm.isHidden():
             lines.append(self.warning.text())
-        lines += [f"{role_label(m)}: {message_text(m)}" for m in shown(self.view_event.messages)]
+        lines += [
+            f"{role_label(m, self._assistant)}: {message_text(m)}"
+            for m in shown(self.view_event.messages)
+        ]
         return "\n".join(line for line in lines if line)

@@ -84,8 +84,10 @@ class Overlay(QWidget):
         )
         self._open("work", "/work — the agent's work state", view)
 
-    def show_compaction(self, event: CompactionViewEvent) -> CompactionView:
-        view = CompactionView(event)
+    def show_compaction(
+        self, event: CompactionViewEvent, assistant: str = "Assistant"
+    ) -> CompactionView:
+        view = CompactionView(event, assistant)
         self._open("compaction", f"Compaction {event.number} — what it replaced", view)
         return view
 

@@ -86,6 +86,10 @@ class TranscriptView(QTextBrowser):
     def streaming(self) -> bool:
         return self._stream_frame is not None
 
+    @property
+    def assistant_name(self) -> str:
+        return self._assistant_name
+
     def set_assistant_name(self, name: str) -> None:
         self._assistant_name = name or "Assistant"
 
