@@ -39,6 +39,8 @@ from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
 from engine.api import (
+    COMPACTION_RESTORE,
+    COMPACTION_SHOW,
     NOTICE_REPETITION,
     NOTICE_VIEW_FALLBACK,
     VIEW_AGENT_EDITOR,
@@ -46,6 +48,8 @@ from engine.api import (
     VIEW_MEMORY_REVIEW,
     VIEW_NEW_CONVERSATION,
     AcceptedEvent,
+    CompactionRestoredEvent,
+    CompactionViewEvent,
     ContextEvent,
     ContextReport,
     ContextReportEvent,
@@ -64,6 +68,7 @@ from engine.api import (
     WindowEvent,
     WithdrawnEvent,
     WorkStateEvent,
+    compaction_command,
 )
 
 RAIL_WIDTH = 310
@@ -200,6 +205,8 @@ class MainWindow(QMainWindow):
         self.composer.cancel_requested.connect(self.cancel_turn)
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
+        self.transcript.compaction_requested.connect(self.show_compaction)
+        self.rail.timeline.compaction_clicked.connect(self.show_compaction)
         self.banner.retry_requested.connect(self.retry)
         bridge.event.connect(self.on_event)
         bridge.opened.connect(self.on_opened)
@@ -246,6 +253,16 @@ class MainWindow(QMainWindow):
         if not self.bridge.send(text) and self.bridge.busy:
             # Another conversation or agent is opening: nothing went; the text waits here.
             self.banner.show_error("busy", "A conversation is opening; send again once it is open.")
+
+    @Slot(str)
+    def show_compaction(self, compaction: str) -> None:
+        """A compaction row's Show / Restore, or its timeline marker: the engine answers with
+        what that compaction replaced (a CompactionViewEvent, shown in the overlay)."""
+        self._on_submitted(compaction_command(COMPACTION_SHOW, compaction))
+
+    @Slot(str, bool)
+    def _restore_compaction(self, compaction: str, confirmed: bool) -> None:
+        self._on_submitted(compaction_command(COMPACTION_RESTORE, compaction, confirmed=confirmed))
 
     def _on_accepted(self, event: AcceptedEvent) -> None:
         if self.composer.toPlainText() == event.text:
@@ -343,6 +360,14 @@ class MainWindow(QMainWindow):
                     self._show_report(event.report)
             case UsageReportEvent():
                 self.overlay.show_usage(event.report)
+            case CompactionViewEvent():
+                view = self.overlay.show_compaction(event, self.transcript.assistant_name)
+                view.restore_requested.connect(self._restore_compaction)
+            case CompactionRestoredEvent():
+                self.transcript.mark_restored(event.compaction)
+                view = self.overlay.compaction_view()
+                if view is not None and view.view_event.compaction == event.compaction:
+                    self.overlay.close_overlay()
             case WorkStateEvent():
                 if event.cleared:
                     self.transcript.add_notice("Work state cleared for this conversation.")
@@ -372,7 +397,8 @@ class MainWindow(QMainWindow):
                 if event.kind == NOTICE_REPETITION:
                     # The loop's repeats are not in the saved answer; nor are they shown.
                     self.transcript.drop_answer_tail(int(event.details.get("dropped_chars", 0)))
-                self._notice(event.text, event.level, event.marker)
+                ref = event.details.get("compaction", "") if event.marker == "compaction" else ""
+                self._notice(event.text, event.level, event.marker, str(ref or ""))
             case StateEvent():
                 self._on_state(event.state)
                 if event.state == "ready":  # the run is over (a compaction keeps the step)
@@ -467,11 +493,11 @@ class MainWindow(QMainWindow):
         elif state in ("ready", "streaming", "not started"):
             self.load_progress.hide()
 
-    def _notice(self, text: str, level: str, marker: str = "") -> None:
+    def _notice(self, text: str, level: str, marker: str = "", ref: str = "") -> None:
         if level == "warning" and text in self._shown_warnings:
             return  # the window warning and its notice are one message to the user
         # Any other warning (a trim, the iteration ramp) is shown each time it happens.
-        self.transcript.add_notice(text, level, marker)
+        self.transcript.add_notice(text, level, marker, ref)
 
     # -- approvals --------------------------------------------------------------------------
 

@@ -17,7 +17,12 @@ from engine.paths import BrimPaths
 # -- events: what the engine says, one typed stream -----------------------------------------
 from engine.events import (
     AcceptedEvent,
+    NOTICE_COMPACTED,
     NOTICE_REPETITION,
+    NOTICE_RESTORED,
+    NOTICE_RESTORE_UNCONFIRMED,
+    CompactionRestoredEvent,
+    CompactionViewEvent,
     ContextEvent,
     ContextReportEvent,
     DeltaEvent,
@@ -43,6 +48,9 @@ from engine.events import (
 # -- commands: the composer completes from them; the engine routes what is typed -----------
 from engine.commands import (
     COMMANDS,
+    COMPACTION_RESTORE,
+    COMPACTION_SHOW,
+    compaction_command,
     NOTICE_VIEW_FALLBACK,
     VIEW_AGENT_EDITOR,
     VIEW_MEMORY_BROWSER,
@@ -57,7 +65,7 @@ from engine.commands import (
 # -- what a conversation shows: messages, saved receipts, the rail's and overlays' reports --
 from engine.messages import Message
 from engine.store.records import Receipt
-from engine.report import ContextReport, UsageReport, format_tokens
+from engine.report import ContextReport, TimelineMarker, UsageReport, format_tokens
 
 # -- agents: their files, the settings schema, the window, the probe the editor runs -------
 from engine.config import (
@@ -108,7 +116,12 @@ __all__ = [
     "open_default_session",
     "BrimPaths",
     # events
+    "NOTICE_COMPACTED",
     "NOTICE_REPETITION",
+    "NOTICE_RESTORED",
+    "NOTICE_RESTORE_UNCONFIRMED",
+    "CompactionRestoredEvent",
+    "CompactionViewEvent",
     "AcceptedEvent",
     "ContextEvent",
     "ContextReportEvent",
@@ -132,6 +145,9 @@ __all__ = [
     "WorkStateEvent",
     # commands
     "COMMANDS",
+    "COMPACTION_RESTORE",
+    "COMPACTION_SHOW",
+    "compaction_command",
     "NOTICE_VIEW_FALLBACK",
     "VIEW_AGENT_EDITOR",
     "VIEW_MEMORY_BROWSER",
@@ -145,6 +161,7 @@ __all__ = [
     "Message",
     "Receipt",
     "ContextReport",
+    "TimelineMarker",
     "UsageReport",
     "format_tokens",
     # agents

@@ -24,6 +24,9 @@ class SlashCommand:
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/agent", "edit this agent: engine, model, window pin and ceiling"),
     SlashCommand("/compact", "summarize older messages now to free room"),
+    SlashCommand(
+        "/compaction", "list the compactions; `show N` what one replaced, `restore N` undo it"
+    ),
     SlashCommand("/context", "what fills the context window, as a snapshot"),
     SlashCommand("/usage", "requests and tokens this conversation has spent"),
     SlashCommand("/new", "start a new conversation with this agent"),
@@ -39,11 +42,40 @@ _BY_TEXT = {c.text: c for c in COMMANDS}
 ALIASES: dict[str, str] = {"/reflect": "/learn"}
 
 
+# Commands followed by words of their own (`/compaction show 2`): the words are its argument.
+TAKES_ARGUMENT: frozenset[str] = frozenset({"/compaction"})
+# `/compaction`'s verbs: `show N` is answered beside a turn; `restore N [anyway]` rewrites the
+# history and so waits for its turn. `anyway` confirms a restore that reaches the
+# auto-compact mark.
+COMPACTION_SHOW = "show"
+COMPACTION_RESTORE = "restore"
+RESTORE_CONFIRMED = "anyway"
+
+
+def compaction_command(verb: str, compaction: str, *, confirmed: bool = False) -> str:
+    """What a front end sends for a compaction's Show (`verb` COMPACTION_SHOW) or Restore
+    (COMPACTION_RESTORE; `confirmed` when the user accepted a restore past the auto-compact
+    mark); `compaction` is its id (or number)."""
+    text = f"/compaction {verb} {compaction}"
+    return f"{text} {RESTORE_CONFIRMED}" if confirmed and verb == COMPACTION_RESTORE else text
+
+
 def parse_command(text: str) -> SlashCommand | None:
     """The command `text` is (surrounding blanks and repeated spaces forgiven), or None
     for ordinary text, which goes to the model."""
+    return split_command(text)[0]
+
+
+def split_command(text: str) -> tuple[SlashCommand | None, str]:
+    """The command `text` is and the words after it (for a command in TAKES_ARGUMENT)."""
     normalized = " ".join(text.split())
-    return _BY_TEXT.get(ALIASES.get(normalized, normalized))
+    command = _BY_TEXT.get(ALIASES.get(normalized, normalized))
+    if command is not None:
+        return command, ""
+    name, _, argument = normalized.partition(" ")
+    if name in TAKES_ARGUMENT:
+        return _BY_TEXT[name], argument
+    return None, ""
 
 
 def completions(prefix: str) -> list[SlashCommand]:
@@ -62,6 +94,7 @@ class Action(Enum):
     COMPACT = "compact"
     LEARN = "learn"
     VIEW = "view"  # a view the front end opens (a `ViewRequestEvent`)
+    RESTORE = "restore"  # `/compaction restore N`: put back what a compaction replaced
 
 
 # The views a command asks the front end to open (ViewRequestEvent.view).
@@ -92,6 +125,7 @@ class Route:
     view: str = ""  # for Action.VIEW: one of VIEWS
     # Taken even while a turn runs (a report, or a view that does not touch the turn).
     while_busy: bool = False
+    argument: str = ""  # the words after a command that takes them (`show 2`)
 
     @property
     def is_message(self) -> bool:
@@ -105,6 +139,7 @@ _ROUTES: dict[str, tuple[Action, str, bool]] = {
     "/work": (Action.REPORT, "", True),
     "/work clear": (Action.REPORT, "", True),
     "/compact": (Action.COMPACT, "", False),
+    "/compaction": (Action.REPORT, "", True),
     "/learn": (Action.LEARN, "", False),
     "/agent": (Action.VIEW, VIEW_AGENT_EDITOR, True),
     "/memory": (Action.VIEW, VIEW_MEMORY_BROWSER, True),
@@ -115,9 +150,11 @@ _ROUTES: dict[str, tuple[Action, str, bool]] = {
 
 def route(text: str) -> Route:
     """What `text` is: a command (its route, with the command) or a message for the model."""
-    command = parse_command(text)
+    command, argument = split_command(text)
     action, view, while_busy = (
         _ROUTES[command.text] if command is not None else (Action.MESSAGE, "", False)
     )
+    if command is not None and argument.split(" ", 1)[0] == COMPACTION_RESTORE:
+        action, while_busy = Action.RESTORE, False  # it rewrites the history: a turn of its own
     accepted = AcceptedEvent(text, action.value, takes_turn=not while_busy, view=view)
-    return Route(action, accepted, command, view, while_busy)
+    return Route(action, accepted, command, view, while_busy, argument)

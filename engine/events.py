@@ -239,6 +239,62 @@ class CompactionEvent(Event):
     messages_before: int = 0
     messages_after: int = 0
     tokens_saved: int = 0
+    compaction: str = ""  # finished: its id (the checkpoint's), which a restore names
+
+
+# NoticeEvent kinds of a restore (engine/session/restoring.py), figures in `details`:
+# NOTICE_RESTORED (the saved row: compaction, number, messages_restored, tokens, window,
+# compact_at) and NOTICE_RESTORE_UNCONFIRMED (not done: the history would reach the
+# auto-compact mark; the same figures, and the command that confirms it).
+NOTICE_RESTORED = "compaction_restored"
+NOTICE_RESTORE_UNCONFIRMED = "restore_unconfirmed"
+
+
+@dataclass
+class CompactionListEvent(Event):
+    """The answer to `/compaction`: the conversation's compactions, oldest first, each
+    {number, id, replaced, created, restored, live} (`live`: its checkpoint is in the
+    history now, so it can be restored)."""
+
+    type: ClassVar[str] = "compaction_list"
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class CompactionViewEvent(Event):
+    """The answer to `/compaction show N` (a compaction row's or marker's Show): what the
+    compaction replaced and what putting it back would do, in Brim's count of the next
+    request. `fits` is False when the restored history would reach the auto-compact mark
+    (`compact_at`; `window` is the whole window): a restore then waits for a confirmation."""
+
+    type: ClassVar[str] = "compaction_view"
+    compaction: str  # its id: the id of the checkpoint message it wrote
+    number: int
+    messages: list[dict[str, Any]] = field(default_factory=list)  # Message.to_dict, in order
+    restored: bool = False
+    restorable: bool = False  # its checkpoint is live and it was not restored yet
+    merged_into: int = 0  # the later compaction whose checkpoint merged this one's, or 0
+    tokens: int = 0  # the next request with them put back (0: not counted, no window yet)
+    window: int = 0
+    compact_at: int = 0
+    fits: bool = False
+
+
+@dataclass
+class CompactionRestoredEvent(Event):
+    """A compaction was undone: its replaced messages are in the live history again and its
+    checkpoint is gone. The figures are those of the history now (`fits` as in the view)."""
+
+    type: ClassVar[str] = "compaction_restored"
+    compaction: str
+    number: int
+    messages_restored: int
+    messages_before: int
+    messages_after: int
+    tokens: int = 0
+    window: int = 0
+    compact_at: int = 0
+    fits: bool = False
 
 
 @dataclass
@@ -345,7 +401,7 @@ class ViewRequestEvent(Event):
 
 
 # What a submitted text was taken as (an AcceptedEvent's action; engine/commands.Action).
-SubmissionAction = Literal["message", "report", "compact", "learn", "view"]
+SubmissionAction = Literal["message", "report", "compact", "learn", "view", "restore"]
 
 
 @dataclass

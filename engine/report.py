@@ -409,9 +409,9 @@ class RequestTracker:
         self.fresh = False
         self.streaming = None
 
-    def on_marker(self, kind: str, detail: str = "") -> None:
+    def on_marker(self, kind: str, detail: str = "", ref: str = "") -> None:
         self.acts_here += 1
-        self.markers.append(TimelineMarker(self.requests, kind, detail))
+        self.markers.append(TimelineMarker(self.requests, kind, detail, ref))
         oldest = self.points[0].request - 1 if self.points else self.requests
         self.markers = [m for m in self.markers if m.after >= oldest]
         self.fresh = False

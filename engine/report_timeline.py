@@ -46,6 +46,7 @@ class TimelineMarker:
     after: int  # requests landed before it
     kind: str  # clear | compaction | trim
     detail: str = ""
+    ref: str = ""  # a compaction's id (its checkpoint's), which Show and restore name
 
 
 # -- a saved conversation's timeline --------------------------------------------------------
@@ -58,6 +59,7 @@ class SavedMark:
     at: float
     kind: str  # clear | compaction | trim
     detail: str = ""
+    ref: str = ""  # a compaction's id, from its saved row
 
 
 # The figures of a notice saved before notices carried them in meta.
@@ -107,7 +109,8 @@ def saved_marks(records: Sequence[MessageRecord]) -> list[SavedMark]:
             if message.id in noticed:
                 continue  # the same notice, carried over by a later rewrite
             noticed.add(message.id)
-            marks.append(SavedMark(message.created, marker, mark_detail(message, marker)))
+            ref = str(message.meta_value("compaction", "") or "")
+            marks.append(SavedMark(message.created, marker, mark_detail(message, marker), ref))
         elif message.role == "tool":
             if not message.meta_value("cleared"):
                 if record.archived_at is not None:
@@ -137,7 +140,7 @@ def saved_timeline(
     ]
     landed = [row.created for row in requests]
     markers = [
-        TimelineMarker(bisect.bisect_left(landed, mark.at), mark.kind, mark.detail)
+        TimelineMarker(bisect.bisect_left(landed, mark.at), mark.kind, mark.detail, mark.ref)
         for mark in marks
     ]
     return points, markers

@@ -1,4 +1,5 @@
-"""Snapshot overlays over the live transcript: `/context`, `/usage` and `/work`.
+"""Snapshot overlays over the live transcript: `/context`, `/usage`, `/work` and what a
+compaction replaced (`/compaction show N`, a compaction row's Show / Restore).
 
 The overlay covers the window's content with a dimmed backdrop and a centred panel; the turn
 keeps running behind it. Esc, q or Ctrl+C closes it, and closing never cancels the turn: the
@@ -21,8 +22,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.widgets.compaction_view import CompactionView
 from desktop.widgets.context_rail import ContextRail
 from engine.api import (
+    CompactionViewEvent,
     ContextReport,
     UsageReport,
 )
@@ -80,6 +83,18 @@ class Overlay(QWidget):
             text or "No work state yet: the agent records one with update_work_state."
         )
         self._open("work", "/work — the agent's work state", view)
+
+    def show_compaction(
+        self, event: CompactionViewEvent, assistant: str = "Assistant"
+    ) -> CompactionView:
+        view = CompactionView(event, assistant)
+        self._open("compaction", f"Compaction {event.number} — what it replaced", view)
+        return view
+
+    def compaction_view(self) -> CompactionView | None:
+        """The compaction view open now, if any."""
+        widget = self.scroll.widget()
+        return widget if self.kind == "compaction" and isinstance(widget, CompactionView) else None
 
     def close_overlay(self) -> None:
         if self.isVisible():

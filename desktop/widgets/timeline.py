@@ -3,22 +3,25 @@
 Each landed request is a point (its fill as a share of the window it was sent to); a
 compaction, a trim or a clearing is a vertical marker between the requests it came between.
 Dashed lines show the warn, critical and auto-compact marks of the current window. All
-numbers come from the engine's report.
+numbers come from the engine's report. Clicking a compaction's marker asks to see what it
+replaced (`compaction_clicked` with the compaction's id).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPaintEvent, QPen
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from desktop import theme
 from engine.api import (
     ContextReport,
+    TimelineMarker,
 )
 
 MARKER_LETTERS = {"compaction": "C", "trim": "T", "clear": "✂"}
 MARKER_NAMES = {"compaction": "compaction", "trim": "trim", "clear": "clearing"}
+CLICK_SLOP = 6  # pixels either side of a marker's line that still hit it
 
 
 def legend_html() -> str:
@@ -34,11 +37,14 @@ def legend_html() -> str:
 
 
 class TimelineChart(QWidget):
+    compaction_clicked = Signal(str)  # a compaction marker was clicked (its compaction id)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._report: ContextReport | None = None
         self.setMinimumHeight(120)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setMouseTracking(True)  # the pointer turns to a hand over a compaction marker
 
     def sizeHint(self) -> QSize:
         return QSize(260, 132)
@@ -49,6 +55,8 @@ class TimelineChart(QWidget):
         tip = f"{len(report.timeline)} requests"
         if kinds:
             tip += " · markers: " + ", ".join(f"{MARKER_LETTERS.get(k, '?')} {k}" for k in kinds)
+        if "compaction" in kinds:
+            tip += " · click a C marker to see what that compaction replaced"
         self.setToolTip(tip)
         self.update()
 
@@ -61,13 +69,58 @@ class TimelineChart(QWidget):
         report = self._report
         return [m.kind for m in report.markers] if report else []
 
+    def _plot(self) -> QRectF:
+        return QRectF(28, 14, self.width() - 34, self.height() - 32)
+
+    def marker_positions(self) -> list[tuple[float, TimelineMarker]]:
+        """Each drawn marker's x, as painted (for clicks and tests)."""
+        report = self._report
+        if report is None or not report.timeline:
+            return []
+        plot, points = self._plot(), report.timeline
+        first = points[0].request
+        span = max(1, points[-1].request - first)
+
+        def x_of(request: float) -> float:
+            if len(points) == 1:
+                return plot.center().x()
+            return plot.left() + plot.width() * (request - first) / span
+
+        return [
+            (x_of(min(points[-1].request, max(first, m.after + 0.5))), m)
+            for m in report.markers
+            if m.after >= first - 1
+        ]
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        x = event.position().x()
+        hits = [
+            (abs(at - x), m)
+            for at, m in self.marker_positions()
+            if m.kind == "compaction" and m.ref and abs(at - x) <= CLICK_SLOP
+        ]
+        if hits:
+            self.compaction_clicked.emit(min(hits, key=lambda hit: hit[0])[1].ref)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        x = event.position().x()
+        near = any(
+            m.kind == "compaction" and m.ref and abs(at - x) <= CLICK_SLOP
+            for at, m in self.marker_positions()
+        )
+        self.setCursor(Qt.CursorShape.PointingHandCursor if near else Qt.CursorShape.ArrowCursor)
+        super().mouseMoveEvent(event)
+
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         font = QFont(self.font())
         font.setPointSizeF(max(6.5, font.pointSizeF() * 0.8))
         painter.setFont(font)
-        plot = QRectF(28, 14, self.width() - 34, self.height() - 32)
+        plot = self._plot()
         painter.setPen(Qt.PenStyle.NoPen)
         painter.setBrush(QColor(theme.TOOL_BG))
         painter.drawRect(plot)
@@ -132,10 +185,7 @@ class TimelineChart(QWidget):
 
         # Clearing happens often and changes little: a short tick at the top. Compaction and
         # trimming rewrite the history: a line through the chart, lettered.
-        for marker in sorted(report.markers, key=lambda m: m.kind != "clear"):
-            if marker.after < first - 1:
-                continue
-            x = x_of(min(points[-1].request, max(first, marker.after + 0.5)))
+        for x, marker in sorted(self.marker_positions(), key=lambda p: p[1].kind != "clear"):
             colour = QColor(theme.MARKER_COLOURS.get(marker.kind, theme.MUTED))
             if marker.kind == "clear":
                 painter.setPen(QPen(colour, 1.4))

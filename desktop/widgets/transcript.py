@@ -4,16 +4,15 @@ One QTextFrame per row. The streaming assistant row grows in place as plain text
 its frame's end; when the message is complete its text is replaced by rendered Markdown with
 highlighted code. Tool calls and checkpoint summaries are collapsible: their header line is a
 link that toggles the row, and only that row's frame is rewritten. Rows are also kept as
-values, so the whole document can be rebuilt (a conversation opened, history arriving after
-live start-up notices).
+values (desktop/widgets/transcript_rows.py), so the whole document can be rebuilt (a
+conversation opened, history arriving after live start-up notices). A compaction's row has a
+Show / Restore link: the window asks the engine what that compaction replaced.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from PySide6.QtCore import QUrl, Signal, Slot
 from PySide6.QtGui import (
@@ -30,61 +29,39 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop import theme
-from desktop.format import format_receipt
 from desktop.markdown import MarkdownRenderer
+from desktop.widgets.transcript_rows import (
+    Row,
+    describe_call,
+    merge_live_rows,
+    place_receipts,
+    receipt_row,
+    rows_for,
+)
 from engine.api import (
     Message,
     Receipt,
 )
 
+__all__ = [
+    "Row",
+    "TranscriptView",
+    "describe_call",
+    "merge_live_rows",
+    "place_receipts",
+    "receipt_row",
+    "rows_for",
+]
+
 ROW_GAP = 6  # pixels between rows
 TOGGLE_SCHEME = "toggle"
+COMPACTION_SCHEME = "compaction"  # a compaction row's Show / Restore: compaction:<id>
 MONO_FAMILY = "DejaVu Sans Mono"
-
-
-@dataclass
-class Row:
-    """One visible row.
-
-    kind: user | assistant | notice | error | receipt | tool | summary. A tool row's `title`
-    is the call, `detail` its arguments, `text` what the tool returned (a preview), `status`
-    how it ended ("" while it runs)."""
-
-    kind: str
-    text: str
-    level: str = "info"
-    complete: bool = True
-    title: str = ""
-    detail: str = ""
-    status: str = ""
-    key: str = ""  # the tool call id
-    marker: str = ""  # a notice's ladder marker: compaction | trim | clear
-    expanded: bool = False
-    id: int = 0
-    message_id: str = ""  # the saved message a user row shows (a memory quote links to it)
-
-
-def describe_call(name: str, arguments: str) -> tuple[str, str]:
-    """The one-line title of a tool call and its arguments, pretty-printed."""
-    try:
-        value = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return name, arguments
-    if not isinstance(value, dict):
-        return name, arguments
-    parts = []
-    for key, item in value.items():
-        shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
-        shown = shown.replace("\n", " ")
-        if len(shown) > 48:
-            shown = shown[:47] + "…"
-        parts.append(f"{key}={shown}")
-    title = f"{name}  {'  '.join(parts)}" if parts else name
-    return title, json.dumps(value, ensure_ascii=False, indent=2)
 
 
 class TranscriptView(QTextBrowser):
     toggled = Signal(int)  # a collapsible row was opened or closed (its id)
+    compaction_requested = Signal(str)  # a compaction row's Show / Restore (the compaction id)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -109,6 +86,10 @@ class TranscriptView(QTextBrowser):
     def streaming(self) -> bool:
         return self._stream_frame is not None
 
+    @property
+    def assistant_name(self) -> str:
+        return self._assistant_name
+
     def set_assistant_name(self, name: str) -> None:
         self._assistant_name = name or "Assistant"
 
@@ -129,8 +110,15 @@ class TranscriptView(QTextBrowser):
             self._rows.pop()
             self._rebuild()
 
-    def add_notice(self, text: str, level: str = "info", marker: str = "") -> None:
-        self._append(Row("notice", text, level=level, marker=marker))
+    def add_notice(self, text: str, level: str = "info", marker: str = "", ref: str = "") -> None:
+        self._append(Row("notice", text, level=level, marker=marker, ref=ref))
+
+    def mark_restored(self, compaction: str) -> None:
+        """The compaction's replaced messages were put back: its row says so."""
+        for row in self._rows:
+            if row.ref == compaction and not row.restored:
+                row.restored = True
+                self._refill(row)
 
     def add_error(self, text: str) -> None:
         self._append(Row("error", text))
@@ -288,6 +276,11 @@ class TranscriptView(QTextBrowser):
             for line in lines[1:]:
                 cursor.insertBlock(_block(), _char(colour, scale=0.92))
                 cursor.insertText(f"    {line}", _char(colour, scale=0.92))
+            if row.ref:
+                action = "restored · show what it replaced" if row.restored else "Show / Restore"
+                cursor.insertBlock(_block(top=2), _char(colour, scale=0.92))
+                cursor.insertText("    ", _char(colour, scale=0.92))
+                cursor.insertText(f"↺ {action}", _anchor(f"{COMPACTION_SCHEME}:{row.ref}", colour))
         elif row.kind == "error":
             cursor.insertText(f"✕  {row.text}", _char(theme.ERROR_TEXT, scale=0.92))
         elif row.kind == "tool":
@@ -385,7 +378,9 @@ class TranscriptView(QTextBrowser):
 
     @Slot(QUrl)
     def _on_anchor(self, url: QUrl) -> None:
-        if url.scheme() == TOGGLE_SCHEME:
+        if url.scheme() == COMPACTION_SCHEME:
+            self.compaction_requested.emit(url.path() or url.host())
+        elif url.scheme() == TOGGLE_SCHEME:
             try:
                 self.toggle(int(url.path() or url.host()))
             except ValueError:
@@ -407,122 +402,6 @@ class _ScrollKeeper:
             self._bar.setValue(self._bar.maximum())
 
 
-def merge_live_rows(saved: list[Row], live: list[Row]) -> list[Row]:
-    """The saved rows with the live rows the record does not hold (receipts, errors, notices
-    not yet saved) put back where they were shown.
-
-    A live row that followed the Nth user message goes at the end of that turn in the saved
-    rows, so reopening the same conversation (an agent saved in the editor) keeps each
-    receipt under its own answer; rows shown before any user message (start-up notices) go
-    after the history."""
-    keys = {(row.kind, row.text) for row in saved}
-    tool_calls = {row.key for row in saved if row.kind == "tool" and row.key}
-    # A turn whose receipt was saved shows that one; the live copy may read a minute apart.
-    receipt_turns: set[int] = set()
-    turn = 0
-    for row in saved:
-        if row.kind == "user":
-            turn += 1
-        elif row.kind == "receipt":
-            receipt_turns.add(turn)
-    by_turn: dict[int, list[Row]] = {}
-    turn = 0
-    for row in live:
-        if row.kind == "user":
-            turn += 1
-        if (row.kind, row.text) in keys or (row.kind == "tool" and row.key in tool_calls):
-            continue
-        if row.kind == "receipt" and turn in receipt_turns:
-            continue
-        by_turn.setdefault(turn, []).append(row)
-    merged: list[Row] = []
-    turn = 0
-    for row in saved:
-        if row.kind == "user":
-            if turn:
-                merged.extend(by_turn.pop(turn, []))
-            turn += 1
-        merged.append(row)
-    for _, rest in sorted(by_turn.items(), key=lambda item: item[0] or len(saved) + 1):
-        merged.extend(rest)
-    return merged
-
-
-def receipt_row(receipt: Receipt) -> Row:
-    """A saved receipt, reading exactly as the live one did under its answer."""
-    text = format_receipt(
-        receipt.elapsed_s,
-        receipt.prompt_tokens,
-        receipt.completion_tokens,
-        receipt.tokens_per_s,
-        finished_at=receipt.finished_at,
-    )
-    return Row("receipt", text)
-
-
-def place_receipts(
-    rows: Sequence[Row], times: Sequence[float], receipts: Sequence[Receipt]
-) -> list[Row]:
-    """Each receipt after the last row written before its turn finished: under the turn's
-    answer (and the notices the turn wrote), before the next user message. `times[i]` is
-    when the message behind `rows[i]` was written."""
-    pending = sorted(receipts, key=lambda r: r.finished_at)
-    out: list[Row] = []
-    index = 0
-    for row, at in zip(rows, times, strict=True):
-        while index < len(pending) and pending[index].finished_at < at:
-            out.append(receipt_row(pending[index]))
-            index += 1
-        out.append(row)
-    out.extend(receipt_row(r) for r in pending[index:])
-    return out
-
-
-def rows_for(messages: list[Message], receipts: Sequence[Receipt] = ()) -> list[Row]:
-    """The rows a saved conversation shows, its saved receipts under their answers. System
-    prompts and the continuation nudge are not shown; a tool call and its result are one
-    row."""
-    rows: list[Row] = []
-    times: list[float] = []
-    calls: dict[str, Row] = {}
-    written = 0.0  # when the message behind the rows added last was written
-    for message in messages:
-        times.extend([written] * (len(rows) - len(times)))
-        written = message.created
-        if message.is_notice:
-            rows.append(
-                Row(
-                    "notice",
-                    message.content,
-                    level=str(message.meta_value("level", "info")),
-                    marker=str(message.meta_value("marker", "") or ""),
-                )
-            )
-        elif message.role == "user":
-            if message.kind != "continuation":
-                rows.append(Row("user", message.content, message_id=message.id))
-        elif message.role == "assistant":
-            if message.kind == "summary":
-                rows.append(Row("summary", message.content))
-                continue
-            if message.content.strip():
-                rows.append(Row("assistant", message.content))
-            for call in message.tool_calls:
-                title, detail = describe_call(call.name, call.arguments)
-                row = Row("tool", "", title=title, detail=detail, key=call.id)
-                calls[call.id] = row
-                rows.append(row)
-        elif message.role == "tool":
-            row = calls.get(message.tool_call_id or "")
-            if row is not None:
-                row.text = message.content[:2_000]
-                row.status = f"{len(message.content):,} chars"
-    if not receipts:
-        return rows
-    times.extend([written] * (len(rows) - len(times)))
-    return place_receipts(rows, times, receipts)
-
-
 def _notice_look(row: Row) -> tuple[str, str]:
     if row.marker == "compaction":
         return theme.COMPACT_TEXT, "⇊"
@@ -535,6 +414,14 @@ def _notice_background(row: Row) -> str:
     if row.marker == "compaction":
         return theme.COMPACT_BG
     return theme.WARNING_BG if row.level == "warning" else theme.INFO_BG
+
+
+def _anchor(href: str, colour: str) -> QTextCharFormat:
+    fmt = _char(colour, scale=0.92)
+    fmt.setAnchor(True)
+    fmt.setAnchorHref(href)
+    fmt.setFontUnderline(True)
+    return fmt
 
 
 def _link(row_id: int, colour: str, *, mono: bool = False) -> QTextCharFormat:

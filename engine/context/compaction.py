@@ -119,6 +119,14 @@ class CompactionResult:
     freeform_refused: bool = False  # the summarizer's whole-schema answer was refused
 
     @property
+    def checkpoint_id(self) -> str:
+        """The compaction's id: its checkpoint message's ("" when it did not compact). The
+        store records under it what the rewrite replaced, so the user can restore it."""
+        if not self.ok:
+            return ""
+        return next((m.id for m in self.messages if m.kind == "summary"), "")
+
+    @property
     def ok(self) -> bool:
         return self.status == "compacted"
 
@@ -529,6 +537,7 @@ async def compact(
                     "reason": reason,
                     "messages_summarized": len(plan.removed),
                     "summary": checkpoint,
+                    "checkpoint": summary.id,  # a restore of it leaves it out on resume
                 }
             )
         except Exception as exc:  # the conversation never depends on a writable disk

@@ -176,6 +176,11 @@ class ContextManager:
         # conversation ask the guided questions straight away.
         self._guided_only = False
 
+    def prefer_guided(self) -> None:
+        """From now on a compaction asks the guided questions (one section at a time, each
+        answer checked) instead of the free-form checkpoint: the user restored one."""
+        self._guided_only = True
+
     # Counting -------------------------------------------------------------------------
 
     def set_window(self, window: int) -> None:
@@ -523,6 +528,7 @@ class ContextManager:
                     messages_before=result.messages_before,
                     messages_after=result.messages_after,
                     tokens_saved=result.tokens_saved,
+                    compaction=result.checkpoint_id,
                 )
             )
             self.sink(
@@ -536,6 +542,7 @@ class ContextManager:
                         "messages_before": result.messages_before,
                         "messages_after": result.messages_after,
                         "tokens_saved": result.tokens_saved,
+                        "compaction": result.checkpoint_id,
                     },
                 )
             )

@@ -14,6 +14,7 @@ import json
 import math
 from typing import Any, Protocol
 
+from engine.agent import AgentLoop
 from engine.config import AgentConfig
 from engine.context.constants import FIXED_PREFIX_MAX_RATIO, FIXED_PREFIX_UNWORKABLE_RATIO
 from engine.context.history import is_fixed
@@ -126,3 +127,10 @@ def oversized_message(
         "it in parts, or give the agent a file to read instead.",
         data={"tokens": total, "message_tokens": own, "window": window},
     )
+
+
+def oversized_for_loop(text: str, messages: list[Message], loop: AgentLoop) -> ErrorEvent | None:
+    """`oversized_message` against what `loop` sends: its counter, its tools, its window."""
+    schemas = loop.tools.schemas() if loop.tools is not None else []
+    window = loop.context.budget.window
+    return oversized_message(text, messages, counter=loop.counter, schemas=schemas, window=window)

@@ -48,7 +48,7 @@ from engine.providers.errors import ProviderError
 from engine.report import ContextReport
 from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice, view_fallback_notice
 from engine.session.admission import Admission, busy_refusal
-from engine.session.budget import oversized_message
+from engine.session.budget import oversized_for_loop
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
     LoadProgress,
@@ -59,6 +59,7 @@ from engine.session.engine_calls import (
 from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
 from engine.session.outcome import describe_outcome
+from engine.session.restoring import CompactionDesk
 from engine.session.summarizer import Summarizer
 from engine.session.wiring import LoopHooks, LoopSetting, wire_agent_loop
 from engine.store import Receipt, UnknownConversation
@@ -104,8 +105,9 @@ class ChatSession:
         self._tools: ToolRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
-        # The rail shows a rewritten history's estimate at once.
-        self.conversation = Conversation(paths, agent.name, on_replaced=self._emit_report)
+        self.conversation = Conversation(  # the rail shows a rewritten history at once
+            paths, agent.name, on_replaced=lambda: self.ledger.emit_report()
+        )
         # What the context rail shows (engine/report.py), fed from this session's events.
         self.ledger = ContextLedger(
             LedgerInputs(
@@ -139,6 +141,7 @@ class ChatSession:
         self.reflect_on_close = reflect_on_close
         self._memory = MemoryLink(None, self._memory_inputs())
         self._manual_compaction = False  # /compact does not extract
+        self._compactions = CompactionDesk(self.conversation, lambda: self._loop, self._emit)
 
     @property
     def conversation_id(self) -> str:
@@ -206,7 +209,7 @@ class ChatSession:
         if decision.while_busy:  # a report or a view: answered even while a turn runs
             self._emit(decision.accepted)
             if decision.action is Action.REPORT and decision.command is not None:
-                self._answer_command(decision.command.text)
+                self._answer_command(decision.command.text, decision.argument)
             else:
                 self._emit(ViewRequestEvent(decision.view))  # and words for the headless
                 if decision.view != VIEW_AGENT_EDITOR:
@@ -235,6 +238,9 @@ class ChatSession:
         if decision.action is Action.LEARN:
             await self._run_learn()
             return
+        if decision.action is Action.RESTORE:
+            self._compactions.restore(decision.argument)
+            return
         if decision.view == VIEW_NEW_CONVERSATION:
             self._emit(ViewRequestEvent(decision.view))
             await self.open_conversation(None)
@@ -261,21 +267,15 @@ class ChatSession:
             self._turn_task = None
 
     async def _refuse_if_it_cannot_fit(self, text: str) -> bool:
-        """A message that cannot fit the window even alone is refused (an error event with
-        the figures, True) before anything is compacted, stored or sent (engine/session/
-        budget.py). Checked once the window is known and is the engine's, not a guess."""
+        """A message that cannot fit the window even alone is refused (an error event, True)
+        before anything is compacted, stored or sent, once the window is the engine's."""
         if self._window is None or self._provider is None:
             return False  # the turn resolves it (and says why when it cannot)
         if self._window.source in ("assumed", "fallback", "observed"):
             # A guessed window (Ollama before it loads the model), or one drawn from a single
             # error, may be far smaller than what the engine serves: its answer decides.
             return False
-        loop = self._agent_loop()
-        schemas = loop.tools.schemas() if loop.tools is not None else []
-        window = loop.context.budget.window
-        refusal = oversized_message(
-            text, self._messages, counter=loop.counter, schemas=schemas, window=window
-        )
+        refusal = oversized_for_loop(text, self._messages, self._agent_loop())
         if refusal is not None:
             self._emit(refusal)
             self._emit(StateEvent("ready"))
@@ -414,6 +414,7 @@ class ChatSession:
         if wired.pin_advice and not self.conversation.has_notice(wired.pin_advice):
             self._append(notice(wired.pin_advice, "warning"), emit=True)
         self._loop = wired.loop
+        self._compactions.shape(wired.loop)
 
     def _ensure_counter(self) -> TokenCounter:
         if self._counter is None:
@@ -514,9 +515,12 @@ class ChatSession:
             max_iterations=self.agent.max_iterations,
         )
 
-    def _answer_command(self, command: str) -> None:
+    def _answer_command(self, command: str, argument: str = "") -> None:
         """`/context`, `/usage`, `/work` answered with their report; `/work clear` forgets
-        the work state first (the journal of compactions stays)."""
+        the work state first (the journal of compactions stays); `/compaction` (`show N`)."""
+        if command == "/compaction":
+            self._compactions.answer(argument)
+            return
         folder = self.conversation.work_folder()
         if command == "/work clear":
             reports.clear_work_state(folder)
@@ -536,9 +540,6 @@ class ChatSession:
     def turn_receipts(self) -> list[Receipt]:
         """This conversation's turn receipts, oldest first, rounded as turn_end rounds them."""
         return self.conversation.turn_receipts()
-
-    def _emit_report(self) -> None:
-        self.ledger.emit_report()
 
     def _estimate_now(self) -> int:
         tools = self._loop.tools if self._loop is not None else self._tools

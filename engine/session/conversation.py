@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.context import Journal, journal_preamble
+from engine.context.restore import compaction_span
 from engine.conversation_claim import ConversationClaim
 from engine.messages import Message
 from engine.paths import BrimPaths
@@ -114,6 +115,10 @@ class Conversation:
         except Exception:
             log.warning("could not read the journal of %s", self.id, exc_info=True)
             return
+        # A compaction the user restored replaced nothing any more: its record stays out.
+        records = self.store.compactions(self.id) if self.store is not None else []
+        restored = {r.id for r in records if r.is_restored}
+        entries = [e for e in entries if e.get("checkpoint") not in restored]
         if not entries:
             return
         preamble = journal_preamble(entries)
@@ -146,10 +151,27 @@ class Conversation:
 
     def replace(self, model_history: list[Message]) -> None:
         """The ladder rewrote the history: the store archives the old rows (nothing is
-        lost from the full record) and the live conversation becomes the new one."""
+        lost from the full record) and the live conversation becomes the new one.
+
+        A rewrite that brings a new checkpoint is a compaction's: the store records, under
+        the checkpoint's id, the live messages it took out (restorable, engine/session/
+        restoring.py)."""
         if self.store is not None:
-            self.store.replace_messages(self.id, model_history)
-        self._messages = list(model_history)
+            checkpoint, replaced = compaction_span(self._messages, model_history)
+            self.store.replace_messages(
+                self.id, model_history, compaction=checkpoint, replaced=replaced
+            )
+        self._changed(model_history)
+
+    def restore(self, compaction_id: str, history: list[Message]) -> None:
+        """The user put back what `compaction_id` replaced: `history` is the live history
+        with those messages in it, and the compaction is marked restored, together."""
+        if self.store is not None:
+            self.store.restore_compaction(self.id, compaction_id, history)
+        self._changed(history)
+
+    def _changed(self, history: list[Message]) -> None:
+        self._messages = list(history)
         if self._on_replaced is not None:
             self._on_replaced()
 

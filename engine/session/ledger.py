@@ -141,7 +141,7 @@ class ContextLedger:
             self.tracker.on_marker(MARKER_TRIM, f"{event.messages_dropped} messages")
         elif isinstance(event, CompactionEvent) and event.phase == "finished":
             detail = f"{event.messages_before} -> {event.messages_after} messages"
-            self.tracker.on_marker(MARKER_COMPACTION, detail)
+            self.tracker.on_marker(MARKER_COMPACTION, detail, event.compaction)
 
     # -- the ladder's events ---------------------------------------------------------------
 

@@ -6,10 +6,12 @@ from engine.store.errors import (
     StoreError,
     StoreLocked,
     StoreTooNew,
+    UnknownCompaction,
     UnknownConversation,
 )
 from engine.store.opening import move_aside
 from engine.store.records import (
+    CompactionRecord,
     ConversationInfo,
     MessageRecord,
     Receipt,
@@ -22,6 +24,7 @@ from engine.store.store import Store
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "CompactionRecord",
     "ConversationInfo",
     "DuplicateMessage",
     "MessageRecord",
@@ -31,6 +34,7 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "StoreTooNew",
+    "UnknownCompaction",
     "UnknownConversation",
     "UsageRecord",
     "UsageSummary",

@@ -5,6 +5,7 @@ StoreError
  ├── StoreLocked           another process holds the database past the busy timeout
  ├── StoreTooNew           written by a newer Brim (a schema version this one lacks)
  ├── UnknownConversation   no such conversation (or it is deleted)
+ ├── UnknownCompaction     no such compaction in the conversation
  └── DuplicateMessage      a message id already in the conversation's history
 """
 
@@ -53,6 +54,13 @@ class UnknownConversation(StoreError):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"no conversation with id {conversation_id!r}")
         self.conversation_id = conversation_id
+
+
+class UnknownCompaction(StoreError):
+    def __init__(self, conversation_id: str, compaction_id: str) -> None:
+        super().__init__(f"no compaction {compaction_id!r} in conversation {conversation_id!r}")
+        self.conversation_id = conversation_id
+        self.compaction_id = compaction_id
 
 
 class DuplicateMessage(StoreError):

@@ -33,6 +33,22 @@ class MessageRecord:
 
 
 @dataclass(frozen=True)
+class CompactionRecord:
+    """One compaction of a conversation: the checkpoint it wrote (its message id is the
+    compaction's id), how many live messages it replaced, and whether they were restored."""
+
+    number: int  # 1-based, in the order the conversation's compactions happened
+    id: str
+    replaced: int
+    created: float
+    restored: float | None = None  # when the user put the replaced messages back
+
+    @property
+    def is_restored(self) -> bool:
+        return self.restored is not None
+
+
+@dataclass(frozen=True)
 class UsageSummary:
     """Totals for one provider and model (the `/usage` table)."""
 

@@ -8,6 +8,8 @@ have already run it.
 Message rows are never deleted by compaction: `replace_messages` marks the old history
 `archived_at` and inserts the new one after it, so export can show everything that was said.
 A message id is unique among a conversation's live rows only (archived copies may share it).
+A compaction row names the rows its rewrite archived and replaced (by `pk`), so the replaced
+messages stay retrievable by the compaction's id, and restorable, for as long as the record.
 """
 
 from __future__ import annotations
@@ -87,6 +89,20 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     # 2: text an older Brim kept as BLOBs (lone surrogates from a broken stream) made clean.
     (repair_text_columns,),
+    # 3: what each compaction replaced, and whether the user restored it.
+    (
+        """
+        CREATE TABLE compactions (
+            pk              INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            id              TEXT NOT NULL,      -- the checkpoint (summary) message's id
+            replaced        TEXT NOT NULL,      -- JSON [pk, ...]: the archived rows, in order
+            created         REAL NOT NULL,
+            restored        REAL                -- when the user put them back; NULL: never
+        )
+        """,
+        "CREATE UNIQUE INDEX compactions_by_id ON compactions(conversation_id, id)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

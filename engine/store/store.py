@@ -8,8 +8,8 @@ processes on one database wait for each other instead of failing.
 
 The store is built in layers, one job each: opening.py opens, checks and migrates the file
 (a damaged one is moved aside, never deleted); connection.py holds the one connection and
-its transactions; usage.py records usage and receipts; this module adds conversations and
-their messages, and `Store.open`.
+its transactions; usage.py records usage and receipts; compactions.py what each compaction
+replaced; this module adds conversations and their messages, and `Store.open`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from engine.messages import Message
-from engine.store.errors import DuplicateMessage, StoreCorrupt, UnknownConversation
+from engine.store.compactions import CompactionLog, record_compaction
+from engine.store.errors import (
+    DuplicateMessage,
+    StoreCorrupt,
+    UnknownCompaction,
+    UnknownConversation,
+)
 from engine.store.opening import DEFAULT_BUSY_TIMEOUT_S, migrate, move_aside, open_connection
 from engine.store.records import ConversationInfo, MessageRecord
 from engine.store.rows import (
@@ -40,7 +46,7 @@ from engine.store.usage import UsageLedger
 __all__ = ["DEFAULT_BUSY_TIMEOUT_S", "Store", "migrate", "move_aside"]
 
 
-class Store(UsageLedger):
+class Store(UsageLedger, CompactionLog):
     """One open database. Use `Store.open`; close it (or use it as a context manager)."""
 
     @classmethod
@@ -185,23 +191,56 @@ class Store(UsageLedger):
                 (time.time(), text_in(text_out(title)), conversation_id),
             )
 
-    def replace_messages(self, conversation_id: str, messages: Sequence[Message]) -> None:
+    def replace_messages(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        compaction: str | None = None,
+        replaced: Sequence[str] = (),
+    ) -> None:
         """Make `messages` the live history (after compaction or trimming rewrote it).
 
         Nothing is lost: the previous live rows are archived, not deleted, and stay
-        readable with `messages(..., include_archived=True)` and `records()`."""
+        readable with `messages(..., include_archived=True)` and `records()`. A rewrite by
+        a compaction names its checkpoint's id (`compaction`) and the ids of the live
+        messages it replaced (`replaced`): they stay retrievable by that id."""
         now = time.time()
         with self._write() as conn:
             self._live(conn, conversation_id)
-            conn.execute(
-                "UPDATE messages SET archived_at = ?"
-                " WHERE conversation_id = ? AND archived_at IS NULL",
-                (now, conversation_id),
-            )
-            self._insert(conn, conversation_id, messages)
-            conn.execute(
-                "UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id)
-            )
+            if compaction is not None:
+                record_compaction(conn, conversation_id, compaction, replaced, now)
+            self._rewrite(conn, conversation_id, messages, now)
+
+    def restore_compaction(
+        self, conversation_id: str, compaction_id: str, messages: Sequence[Message]
+    ) -> None:
+        """Make `messages` (the history with what `compaction_id` replaced put back) the
+        live history, and mark the compaction restored, in one transaction."""
+        now = time.time()
+        with self._write() as conn:
+            self._live(conn, conversation_id)
+            changed = conn.execute(
+                "UPDATE compactions SET restored = ? WHERE conversation_id = ? AND id = ?",
+                (now, conversation_id, compaction_id),
+            ).rowcount
+            if not changed:
+                raise UnknownCompaction(conversation_id, compaction_id)
+            self._rewrite(conn, conversation_id, messages, now)
+
+    def _rewrite(
+        self,
+        conn: sqlite3.Connection,
+        conversation_id: str,
+        messages: Sequence[Message],
+        now: float,
+    ) -> None:
+        conn.execute(
+            "UPDATE messages SET archived_at = ? WHERE conversation_id = ? AND archived_at IS NULL",
+            (now, conversation_id),
+        )
+        self._insert(conn, conversation_id, messages)
+        conn.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
 
     def messages(self, conversation_id: str, include_archived: bool = False) -> list[Message]:
         """The live history in order, exactly as appended.

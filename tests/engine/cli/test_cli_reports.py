@@ -3,6 +3,7 @@ commands a front end would otherwise show in a window."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from tests.helpers.cli import run_brim
@@ -68,3 +69,49 @@ def test_headless_output_carries_the_ladders_compaction_notices_as_it_acts(tmp_p
     done = [t for t in texts if t.startswith("Compacted ") and "(saved ~" in t]
     assert done, texts
     assert any(t.startswith("auto-compacted ") for t in texts)  # and the saved row
+
+
+def test_headless_chat_shows_and_restores_a_compaction_and_conversations_lists_it(
+    tmp_path: Path,
+):
+    summary = (
+        "## Goal\nChat.\n## Constraints & Preferences\n-\n## Covered So Far\n-\n## Progress\n"
+        "### Done\n-\n### In Progress\n-\n### Blocked\n-\n## Key Decisions\n-\n"
+        "## Next Steps\n-\n## Critical Context\n-\n"
+    )
+    with FakeLlamaServer(n_ctx=2048) as fake:
+        fake.responder = lambda request: Reply(
+            text=summary if is_compaction(request.body) else "ok"
+        )
+        lines = "".join(f"Message {i}: " + "words " * 100 + "\n" for i in range(24))
+        chat = ["chat", "--headless", "--provider", "llamacpp", "--base-url", fake.url]
+        first = run_brim(chat, data_dir=tmp_path, stdin=lines)
+        assert first.returncode == 0, first.stderr
+        conversation = first.of_type("window")[0]["conversation"]
+        n = len([e for e in first.of_type("compaction") if e["phase"] == "finished"])
+        commands = f"/compaction\n/compaction show {n}\n/compaction restore {n}\n"
+        run = run_brim(
+            [*chat, "--conversation", conversation],
+            data_dir=tmp_path,
+            stdin=commands + f"/compaction restore {n} anyway\n",
+        )
+    assert run.returncode == 0, run.stderr
+    (listed,) = run.of_type("compaction_list")
+    assert [c["number"] for c in listed["compactions"]] == list(range(1, n + 1))
+    assert [c["live"] for c in listed["compactions"]] == [False] * (n - 1) + [True]
+    (view,) = run.of_type("compaction_view")
+    assert view["messages"] and view["restorable"] is True
+    assert view["fits"] is False and view["tokens"] >= view["compact_at"]
+    waiting = [e for e in run.of_type("notice") if e["kind"] == "restore_unconfirmed"]
+    assert waiting and f"`/compaction restore {n} anyway`" in waiting[0]["text"]
+    (restored,) = run.of_type("compaction_restored")
+    assert restored["messages_restored"] == len(view["messages"])
+
+    table = run_brim(["conversations", "compactions", conversation], data_dir=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert table.stdout.splitlines()[n - 1].endswith("restored")
+    shown = run_brim(
+        ["conversations", "compactions", conversation, "--show", "1", "--json"],
+        data_dir=tmp_path,
+    )
+    assert json.loads(shown.stdout)["messages"][0]["content"].startswith("Message 0: ")

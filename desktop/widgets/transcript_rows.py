@@ -1,0 +1,187 @@
+"""The transcript's rows as values: what one row shows, and the rows of a saved
+conversation (its messages, its saved receipts under their answers, merged with what was
+shown live). No drawing here: desktop/widgets/transcript.py renders the rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from desktop.format import format_receipt
+from engine.api import NOTICE_RESTORED, Message, Receipt
+
+MARKER_COMPACTION = "compaction"
+
+
+@dataclass
+class Row:
+    """One visible row.
+
+    kind: user | assistant | notice | error | receipt | tool | summary. A tool row's `title`
+    is the call, `detail` its arguments, `text` what the tool returned (a preview), `status`
+    how it ended ("" while it runs)."""
+
+    kind: str
+    text: str
+    level: str = "info"
+    complete: bool = True
+    title: str = ""
+    detail: str = ""
+    status: str = ""
+    key: str = ""  # the tool call id
+    marker: str = ""  # a notice's ladder marker: compaction | trim | clear
+    expanded: bool = False
+    id: int = 0
+    message_id: str = ""  # the saved message a user row shows (a memory quote links to it)
+    ref: str = ""  # a compaction row's compaction id (its Show / Restore names it)
+    restored: bool = False  # a compaction row whose replaced messages were put back
+
+
+def describe_call(name: str, arguments: str) -> tuple[str, str]:
+    """The one-line title of a tool call and its arguments, pretty-printed."""
+    try:
+        value = json.loads(arguments or "{}")
+    except json.JSONDecodeError:
+        return name, arguments
+    if not isinstance(value, dict):
+        return name, arguments
+    parts = []
+    for key, item in value.items():
+        shown = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
+        shown = shown.replace("\n", " ")
+        if len(shown) > 48:
+            shown = shown[:47] + "…"
+        parts.append(f"{key}={shown}")
+    title = f"{name}  {'  '.join(parts)}" if parts else name
+    return title, json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def notice_row(message: Message) -> Row:
+    """A saved notice's row; a compaction's names the compaction (its Show / Restore)."""
+    marker = str(message.meta_value("marker", "") or "")
+    ref = str(message.meta_value("compaction", "") or "") if marker == MARKER_COMPACTION else ""
+    return Row(
+        "notice",
+        message.content,
+        level=str(message.meta_value("level", "info")),
+        marker=marker,
+        ref=ref,
+    )
+
+
+def merge_live_rows(saved: list[Row], live: list[Row]) -> list[Row]:
+    """The saved rows with the live rows the record does not hold (receipts, errors, notices
+    not yet saved) put back where they were shown.
+
+    A live row that followed the Nth user message goes at the end of that turn in the saved
+    rows, so reopening the same conversation (an agent saved in the editor) keeps each
+    receipt under its own answer; rows shown before any user message (start-up notices) go
+    after the history."""
+    keys = {(row.kind, row.text) for row in saved}
+    tool_calls = {row.key for row in saved if row.kind == "tool" and row.key}
+    # A turn whose receipt was saved shows that one; the live copy may read a minute apart.
+    receipt_turns: set[int] = set()
+    turn = 0
+    for row in saved:
+        if row.kind == "user":
+            turn += 1
+        elif row.kind == "receipt":
+            receipt_turns.add(turn)
+    by_turn: dict[int, list[Row]] = {}
+    turn = 0
+    for row in live:
+        if row.kind == "user":
+            turn += 1
+        if (row.kind, row.text) in keys or (row.kind == "tool" and row.key in tool_calls):
+            continue
+        if row.kind == "receipt" and turn in receipt_turns:
+            continue
+        by_turn.setdefault(turn, []).append(row)
+    merged: list[Row] = []
+    turn = 0
+    for row in saved:
+        if row.kind == "user":
+            if turn:
+                merged.extend(by_turn.pop(turn, []))
+            turn += 1
+        merged.append(row)
+    for _, rest in sorted(by_turn.items(), key=lambda item: item[0] or len(saved) + 1):
+        merged.extend(rest)
+    return merged
+
+
+def receipt_row(receipt: Receipt) -> Row:
+    """A saved receipt, reading exactly as the live one did under its answer."""
+    text = format_receipt(
+        receipt.elapsed_s,
+        receipt.prompt_tokens,
+        receipt.completion_tokens,
+        receipt.tokens_per_s,
+        finished_at=receipt.finished_at,
+    )
+    return Row("receipt", text)
+
+
+def place_receipts(
+    rows: Sequence[Row], times: Sequence[float], receipts: Sequence[Receipt]
+) -> list[Row]:
+    """Each receipt after the last row written before its turn finished: under the turn's
+    answer (and the notices the turn wrote), before the next user message. `times[i]` is
+    when the message behind `rows[i]` was written."""
+    pending = sorted(receipts, key=lambda r: r.finished_at)
+    out: list[Row] = []
+    index = 0
+    for row, at in zip(rows, times, strict=True):
+        while index < len(pending) and pending[index].finished_at < at:
+            out.append(receipt_row(pending[index]))
+            index += 1
+        out.append(row)
+    out.extend(receipt_row(r) for r in pending[index:])
+    return out
+
+
+def rows_for(messages: list[Message], receipts: Sequence[Receipt] = ()) -> list[Row]:
+    """The rows a saved conversation shows, its saved receipts under their answers. System
+    prompts and the continuation nudge are not shown; a tool call and its result are one
+    row."""
+    rows: list[Row] = []
+    times: list[float] = []
+    calls: dict[str, Row] = {}
+    written = 0.0  # when the message behind the rows added last was written
+    for message in messages:
+        times.extend([written] * (len(rows) - len(times)))
+        written = message.created
+        if message.is_notice:
+            rows.append(notice_row(message))
+        elif message.role == "user":
+            if message.kind != "continuation":
+                rows.append(Row("user", message.content, message_id=message.id))
+        elif message.role == "assistant":
+            if message.kind == "summary":
+                rows.append(Row("summary", message.content))
+                continue
+            if message.content.strip():
+                rows.append(Row("assistant", message.content))
+            for call in message.tool_calls:
+                title, detail = describe_call(call.name, call.arguments)
+                row = Row("tool", "", title=title, detail=detail, key=call.id)
+                calls[call.id] = row
+                rows.append(row)
+        elif message.role == "tool":
+            row = calls.get(message.tool_call_id or "")
+            if row is not None:
+                row.text = message.content[:2_000]
+                row.status = f"{len(message.content):,} chars"
+    restored = {
+        str(m.meta_value("compaction", ""))
+        for m in messages
+        if m.is_notice and m.meta_value("notice_kind") == NOTICE_RESTORED
+    }
+    for row in rows:
+        row.restored = bool(row.ref) and row.ref in restored
+    if not receipts:
+        return rows
+    times.extend([written] * (len(rows) - len(times)))
+    return place_receipts(rows, times, receipts)
