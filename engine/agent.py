@@ -157,8 +157,6 @@ class AgentLoop:
         return ChatOptions(
             max_tokens=max_tokens,
             temperature=self.agent.temperature,
-            # Ollama takes its window from the request; the same value every time, or it reloads.
-            num_ctx=self.agent.num_ctx if self.provider.kind == "ollama" else None,
             tools=self._schemas(),
         )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.providers.base import EngineReport
+from engine.providers.base import EngineNotice, EngineReport
 from engine.providers.errors import ProviderError
 
 WindowSource = Literal[
@@ -73,9 +73,11 @@ class WindowResolution:
     slots: int | None
     warnings: list[str] = field(default_factory=list)
     tool_calls: bool | None = None  # from the engine's report; None: not known
+    notices: list[EngineNotice] = field(default_factory=list)  # the report's, with data
 
     def to_probe_json(self) -> dict[str, Any]:
-        """Exactly the fields of the `brim probe --json` contract."""
+        """Exactly the fields of the `brim probe --json` contract (a notice's text is one
+        of its warnings there)."""
         return {
             "provider": self.provider,
             "model": self.model,
@@ -86,7 +88,7 @@ class WindowResolution:
             "pinned": self.pinned,
             "ceiling": self.ceiling,
             "slots": self.slots,
-            "warnings": list(self.warnings),
+            "warnings": [*self.warnings, *(n.text for n in self.notices)],
         }
 
 
@@ -144,6 +146,7 @@ def resolve_window(
         slots=_known(report.slots),
         warnings=warnings,
         tool_calls=report.tool_calls,
+        notices=list(report.notices),
     )
 
 

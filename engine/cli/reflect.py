@@ -142,7 +142,7 @@ async def _reflect(
                     info.id,
                     service=service,
                     scopes=service.scopes(info.agent or agent.name, workspace),
-                    complete=provider_complete(provider, model, num_ctx=agent.num_ctx),
+                    complete=provider_complete(provider, model),
                     count_text=lambda text: counter.count_message(user(text)),
                     input_budget=extractor_budget(window.window),
                 )

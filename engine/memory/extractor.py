@@ -76,15 +76,15 @@ CountText = Callable[[str], int]
 
 
 def provider_complete(
-    provider: Provider, model: str, *, max_tokens: int = OUTPUT_TOKENS, num_ctx: int | None = None
+    provider: Provider, model: str, *, max_tokens: int = OUTPUT_TOKENS
 ) -> Complete:
-    """A `Complete` over a provider: one streamed chat request, tools offered."""
+    """A `Complete` over a provider: one streamed chat request, tools offered. The engine's
+    own settings (Ollama's num_ctx, strictness) are the provider's, as on every request."""
 
     async def complete(messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
         options = ChatOptions(
             max_tokens=max_tokens,
             temperature=0.1,
-            num_ctx=num_ctx if provider.kind == "ollama" else None,
             tools=tools,
         )
         parts: list[str] = []

@@ -52,13 +52,28 @@ class EngineReport:
     # None: the engine does not say, and Brim sends the tools and lets it answer.
     tool_calls: bool | None = None
     warnings: list[str] = field(default_factory=list)
+    notices: list[EngineNotice] = field(default_factory=list)  # told once, with their data
+
+
+@dataclass(frozen=True)
+class EngineNotice:
+    """A fact about the engine worth telling the user once, with its figures for a program
+    reading the event stream (`kind` names it; `details` holds what it reports)."""
+
+    kind: str
+    text: str
+    details: dict[str, int | str] = field(default_factory=dict)
+
+
+# An OpenAI-compatible provider that finds Ollama behind its URL (its `/v1` endpoint, which
+# takes no num_ctx and never refuses an over-long prompt): details engine, version, provider.
+NOTICE_OLLAMA_OPENAI_ENDPOINT = "ollama_openai_endpoint"
 
 
 @dataclass
 class ChatOptions:
     max_tokens: int | None = None
     temperature: float | None = None
-    num_ctx: int | None = None  # Ollama only: sent as options.num_ctx, the same every request
     stop: list[str] = field(default_factory=list)  # generation ends at the first of these
     tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
 

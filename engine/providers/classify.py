@@ -50,7 +50,13 @@ OVERFLOW_PATTERNS: tuple[str, ...] = (
     "exceeds the available context size",  # llama-server
     "exceed_context_size_error",  # llama-server error type
     "context shift",  # older llama-server: "... or enable context shift"
-    "exceeds the context length",  # Ollama with truncate:false
+    # Ollama, three ways (checked in its source): the old runners with truncate:false ("the
+    # input length exceeds the context length"), 0.30+ with shift off when even the
+    # truncated prompt is too long ("the prompt is longer than the context length currently
+    # available to the model; ..."), and 0.30+ with truncate:false, which passes
+    # llama-server's own body on as its error text (matched above, numbers and all).
+    "exceeds the context length",
+    "longer than the context length",
     "exceeds the context window",
     "context_length_exceeded",  # OpenAI-compatible error code
     "exceed context window",  # llama-cpp-python
@@ -163,6 +169,22 @@ def parse_body(body: str | bytes) -> Any:
         return text
 
 
+def _embedded_error(text: str) -> dict[str, Any] | None:
+    """The error object of a JSON error body carried as text, `{"error": {...}}`; None for
+    any other text."""
+    stripped = text.strip()
+    if not stripped.startswith("{") or len(stripped) > 64_000:
+        return None
+    try:
+        parsed = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return None
+    inner = parsed.get("error") if isinstance(parsed, dict) else None
+    if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+        return inner
+    return None
+
+
 def error_fields(payload: Any) -> dict[str, Any]:
     """The error object inside any of the engines' envelopes (empty when there is none).
 
@@ -177,7 +199,9 @@ def error_fields(payload: Any) -> dict[str, Any]:
     if isinstance(inner, dict):
         return inner
     if isinstance(inner, str):
-        return {"message": inner}
+        # Ollama 0.30+ passes its llama-server's error body on as the text of its own.
+        nested = _embedded_error(inner)
+        return nested if nested is not None else {"message": inner}
     if payload.get("object") == "error" or "message" in payload:
         return payload
     detail = payload.get("detail")

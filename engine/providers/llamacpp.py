@@ -100,7 +100,14 @@ class LlamaCppProvider(OpenAICompatProvider):
         return out
 
     async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
-        props = await self._props()
+        try:
+            props = await self._props()
+        except ProviderError as exc:
+            # No /props: not llama-server. Ollama's /v1 is worth naming; anything else fails.
+            behind = await self.ollama_behind() if exc.status == 404 else None
+            if behind is None:
+                raise
+            return EngineReport(provider=self.kind, model=model, notices=[behind])
         settings = props.get("default_generation_settings")
         settings = settings if isinstance(settings, dict) else {}
         per_slot = as_window(settings.get("n_ctx"))

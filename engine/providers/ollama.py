@@ -50,32 +50,19 @@ from engine.providers.http_base import (
     as_window,
     bearer_headers,
 )
+from engine.providers.ollama_version import (
+    Version,
+    counts_whole_prompt,
+    parse_version,
+    takes_strict_requests,
+    version_text,
+)
 from engine.providers.openai_compat import new_call_id
 from engine.providers.wire import WireError, guard_hooks
 
 _NUM_CTX_LINE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
-# From this version on `prompt_eval_count` counts the whole prompt; before, it left out the
-# tokens served from the prompt cache, so a follow-up read as a fraction of what was sent.
-WHOLE_PROMPT_COUNT_SINCE = (0, 30, 1)
-
-
-def parse_version(text: Any) -> tuple[int, int, int] | None:
-    """`/api/version`'s `version` as numbers; None for what says nothing (a dev build's
-    "0.0.0", a missing field, a fork's own scheme)."""
-    if not isinstance(text, str):
-        return None
-    match = _VERSION.match(text.strip())
-    if not match:
-        return None
-    version = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
-    return None if version == (0, 0, 0) else version
-
-
-def counts_whole_prompt(version: tuple[int, int, int] | None) -> bool:
-    """Whether `prompt_eval_count` is the whole prompt (unknown versions: assume current)."""
-    return version is None or version >= WHOLE_PROMPT_COUNT_SINCE
+__all__ = ["OllamaProvider", "counts_whole_prompt", "parse_version", "takes_strict_requests"]
 
 
 _FROM_LINE = re.compile(r"^\s*FROM\s+(\S.*?)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -186,7 +173,12 @@ class OllamaProvider(HttpProvider):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
         api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        num_ctx: int | None = None,
+        strict: bool = True,
     ) -> None:
+        """`num_ctx`: the agent's pin, sent as `options.num_ctx` on every request (None: the
+        server's own window). `strict`: refuse Ollama's silent cut where the server can
+        (`truncate: false`, `shift: false`), so an over-long prompt is an overflow error."""
         super().__init__(
             base_url,
             timeout=timeout,
@@ -204,7 +196,9 @@ class OllamaProvider(HttpProvider):
             transport=transport,
             event_hooks=guard_hooks(),  # the same wire limits (UTF-8, bounded lines)
         )
-        self.version: tuple[int, int, int] | None = None  # from /api/version, at report()
+        self.num_ctx = num_ctx
+        self.strict = strict
+        self.version: Version | None = None  # from /api/version, at report()
         self._blobs: dict[str, str | None] = {}  # model -> its GGUF, from /api/show
         self._tokenizers: dict[str, Any] = {}  # model -> GgufTokenizer or None
         self._notes: dict[str, str] = {}  # model -> why its count is an estimate
@@ -324,7 +318,27 @@ class OllamaProvider(HttpProvider):
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
             tool_calls=_calls_tools(show.get("capabilities")),
+            warnings=self._version_warnings(),
         )
+
+    def _version_warnings(self) -> list[str]:
+        """What this server's version costs, said once at the start."""
+        shown = version_text(self.version)
+        out: list[str] = []
+        if not counts_whole_prompt(self.version):
+            out.append(
+                f"Ollama {shown} reports only the prompt tokens its cache did not serve, so "
+                "Brim cannot read the prompt's size from it: the gauge stays an estimate and "
+                "/usage counts no prompt tokens. Ollama 0.30.1 and later report the whole "
+                "prompt again."
+            )
+        if self.strict and not takes_strict_requests(self.version):
+            out.append(
+                f"Ollama {shown} cannot be told to refuse an over-long prompt (truncate: "
+                "false needs 0.12.6 or later): it cuts one silently, and Brim can only tell "
+                "from the count it reports afterwards."
+            )
+        return out
 
     def segment_tokenizer(self, model: str) -> Any:
         """The model's own vocabulary, opened vocabulary-only from the GGUF that `/api/show`
@@ -362,29 +376,64 @@ class OllamaProvider(HttpProvider):
         """How the count is made when it is exact."""
         return f"the model's own GGUF vocabulary ({self._blobs.get(model)}), opened read-only"
 
+    @property
+    def refuses_cuts(self) -> bool:
+        """Whether every request carries `truncate: false` and `shift: false`: asked for,
+        and the server takes them (v0.12.6 on; an unknown version is taken as current)."""
+        return self.strict and takes_strict_requests(self.version)
+
+    def engine_options(self, options: ChatOptions) -> dict[str, Any]:
+        """`options` of one `/api/chat` request. The part that decides how the model is loaded
+        (`num_ctx`) is the provider's, the same on every request, whoever asks (the agent,
+        the summarizer, memory): a request with another runner option reloads the model.
+        What a request may set for itself (output cap, temperature, stops) only samples."""
+        out: dict[str, Any] = {}
+        if self.num_ctx is not None:
+            out["num_ctx"] = self.num_ctx
+        if options.max_tokens is not None:
+            out["num_predict"] = options.max_tokens
+        if options.temperature is not None:
+            out["temperature"] = options.temperature
+        if options.stop:
+            out["stop"] = list(options.stop)
+        return out
+
+    def chat_body(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> dict[str, Any]:
+        """The one `/api/chat` body Brim sends. `truncate` and `shift` go at the top level, not
+        among the options (Ollama's ChatRequest), and only to a server that takes them."""
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [to_ollama(m) for m in model_messages(messages)],
+            "stream": True,
+        }
+        if options.tools:
+            body["tools"] = list(options.tools)
+        engine_options = self.engine_options(options)
+        if engine_options:
+            body["options"] = engine_options
+        if self.refuses_cuts:
+            body["truncate"] = False
+            body["shift"] = False
+        return body
+
+    async def _chat_stream(self, body: dict[str, Any]) -> AsyncIterator[ollama.ChatResponse]:
+        """The official client's streaming request with Brim's own body: its `chat()` has no
+        `truncate` or `shift` (ollama-python 0.6), its reader and errors are the same."""
+        return await self.client._request(
+            ollama.ChatResponse, "POST", "/api/chat", json=body, stream=True
+        )
+
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[StreamItem]:
-        engine_options: dict[str, Any] = {}
-        if options.num_ctx is not None:
-            engine_options["num_ctx"] = options.num_ctx
-        if options.max_tokens is not None:
-            engine_options["num_predict"] = options.max_tokens
-        if options.temperature is not None:
-            engine_options["temperature"] = options.temperature
-        if options.stop:
-            engine_options["stop"] = list(options.stop)
+        body = self.chat_body(model, messages, options)
         calls: list[ToolCall] = []
         text = StreamText()
         done: Any = None
         try:
-            stream = await self.client.chat(
-                model=model,
-                messages=[to_ollama(m) for m in model_messages(messages)],
-                tools=options.tools or None,
-                stream=True,
-                options=engine_options or None,
-            )
+            stream = await self._chat_stream(body)
             async with aclosing(stream):
                 async for part in stream:
                     message = part.message
@@ -407,9 +456,9 @@ class OllamaProvider(HttpProvider):
                         )
                     if part.done:
                         done = part
-                        # Before 0.30.1 the count leaves out what the prompt cache served:
-                        # it is not the prompt's size, and read as one every follow-up
-                        # would look cut. Not reported, then.
+                        # On 0.30.0 alone the count leaves out what the prompt cache
+                        # served: it is not the prompt's size, and read as one every
+                        # follow-up would look cut. Not reported there, then.
                         prompt = as_count(done.prompt_eval_count, "prompt_eval_count")
                         usage = Usage(
                             prompt_tokens=prompt if counts_whole_prompt(self.version) else None,

@@ -17,7 +17,9 @@ import httpx
 
 from engine.messages import Message, ToolCall, model_messages, to_openai
 from engine.providers.base import (
+    NOTICE_OLLAMA_OPENAI_ENDPOINT,
     ChatOptions,
+    EngineNotice,
     EngineReport,
     ModelInfo,
     StreamDone,
@@ -36,6 +38,7 @@ from engine.providers.classify import (
 from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
+from engine.providers.ollama_version import parse_version
 from engine.providers.sse import SseEvent, iter_sse
 from engine.providers.wire import WireError
 
@@ -251,6 +254,29 @@ class OpenAICompatProvider(HttpProvider):
             parent = by_id[parent].get("parent")
         return window
 
+    async def ollama_behind(self) -> EngineNotice | None:
+        """A notice when the server at this URL is Ollama, reached through its OpenAI-compatible
+        `/v1`: there a request carries no num_ctx (the model runs at Ollama's own default
+        window) and no `truncate`, so an over-long prompt is cut silently. Ollama answers
+        `/api/version` on the same host; llama-server, vLLM and SGLang do not."""
+        try:
+            body = await self._get_json("/api/version")
+        except ProviderError:
+            return None
+        text = body.get("version") if isinstance(body, dict) else None
+        if not isinstance(text, str) or (parse_version(text) is None and text != "0.0.0"):
+            return None
+        shown = clean(text)[:40]
+        return EngineNotice(
+            NOTICE_OLLAMA_OPENAI_ENDPOINT,
+            f"The {self.kind} provider at {safe_url(self.base_url)} is talking to Ollama "
+            f"{shown} through its OpenAI-compatible /v1 endpoint, which ignores num_ctx (the "
+            "model runs at Ollama's own default window) and cuts an over-long prompt "
+            'silently. Set provider = "ollama" in the agent: Brim then sends the window with '
+            "every request and has Ollama refuse a prompt that does not fit.",
+            {"engine": "ollama", "version": shown, "provider": self.kind},
+        )
+
     async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
         cards = await self._model_cards()
         by_id = {card["id"]: card for card in cards}
@@ -270,11 +296,13 @@ class OpenAICompatProvider(HttpProvider):
                 f"the server at {safe_url(self.base_url)} calls itself {owner!r}, "
                 f"not {self.owned_by!r}: check the agent's provider"
             )
+        behind = await self.ollama_behind()
         return EngineReport(
             provider=self.kind,
             model=model,
             served=self._card_window(card, by_id),
             warnings=warnings,
+            notices=[behind] if behind is not None else [],
         )
 
     # -- chat -----------------------------------------------------------------------------

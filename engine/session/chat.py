@@ -55,6 +55,7 @@ from engine.session.engine_calls import (
     probe_window_telling,
     provider_for,
     record_summary_usage,
+    start_notices,
 )
 from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
@@ -450,9 +451,9 @@ class ChatSession:
                 conversation=self.conversation_id,
             )
         )
-        # Said once, by the window event; kept in the conversation for when it is reopened.
-        for warning in resolution.warnings:
-            self._append(notice(warning, "warning"))
+        # Said once (the window event, or a notice with data); kept for when it is reopened.
+        for message, told in start_notices(resolution, self.conversation.has_notice):
+            self._append(message, emit=told)
         self._say_tools_are_unavailable(resolution)
         self._rewire()
 
@@ -551,7 +552,7 @@ class ChatSession:
         """Memory's calls run on the summarizer model (the agent's when that is not served)."""
         assert self._provider is not None
         model = self._summarizer.model()  # the agent's own when that one is not served
-        return provider_complete(self._provider, model, num_ctx=self.agent.num_ctx)
+        return provider_complete(self._provider, model)
 
     async def _extract_memory(self, plan: CompactionPlan) -> None:
         """The compaction hook (not for `/compact`): suggest facts from what is about to go."""

@@ -22,11 +22,14 @@ from engine.events import (
     ErrorEvent,
     EventSink,
     LoadProgressEvent,
+    NoticeEvent,
     StateEvent,
 )
+from engine.messages import Message, notice
 from engine.providers.base import ChatOptions, EngineReport, Provider, StreamDone, TextDelta
 from engine.providers.errors import ProviderError, ServerError
 from engine.providers.registry import make_provider
+from engine.session.ledger import notice_message
 from engine.store import Store
 from engine.window import WindowResolution, resolve_window
 
@@ -66,6 +69,10 @@ def provider_for(
     key = agent_api_key(agent)
     if key.value:
         kw["api_key"] = key.value
+    if agent.provider == "ollama":
+        # Ollama loads the model with the window a request names: the pin is the provider's,
+        # sent the same on every request (the agent's, the summarizer's, memory's).
+        kw["num_ctx"] = agent.num_ctx
     return make_provider(agent.provider, agent.base_url, **kw)
 
 
@@ -136,6 +143,20 @@ async def probe_window_telling(
         return None
 
 
+def start_notices(
+    resolution: WindowResolution, told: Callable[[str], bool]
+) -> list[tuple[Message, bool]]:
+    """What a start keeps in the conversation, each with whether it is told as it is kept:
+    the probe's warnings (the window event already tells them) and the engine's notices,
+    told once as notice events with their figures (`told`: the conversation has it)."""
+    out: list[tuple[Message, bool]] = [(notice(w, "warning"), False) for w in resolution.warnings]
+    for found in resolution.notices:
+        if not told(found.text):
+            event = NoticeEvent("warning", found.text, kind=found.kind, details=found.details)
+            out.append((notice_message(event), True))
+    return out
+
+
 async def summarize(
     provider: Provider,
     agent: AgentConfig,
@@ -154,7 +175,6 @@ async def summarize(
     options = ChatOptions(
         max_tokens=request.max_tokens,
         temperature=0.2,
-        num_ctx=agent.num_ctx if provider.kind == "ollama" else None,
         stop=list(request.stop),
         tools=list(request.tools),
     )

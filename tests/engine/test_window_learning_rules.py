@@ -145,16 +145,19 @@ def test_no_prompt_that_fit_is_ever_flagged_while_the_count_stays_within_its_mea
     [
         ("0.33.0", True),
         ("0.30.1", True),
+        ("0.30.1-rc0", True),
         ("0.30.0", False),
-        ("0.29.2", False),
-        ("0.5.7", False),
+        ("0.30.0-rc12", False),
+        ("0.24.0", True),
+        ("0.12.6", True),
+        ("0.5.7", True),
         ("v0.31.0-rc1", True),
         ("0.0.0", True),  # a dev build says nothing: assume current
         (None, True),
         ("nightly", True),
     ],
 )
-def test_prompt_eval_count_counts_the_cached_prefix_only_from_0_30_1(text, whole):
+def test_prompt_eval_count_leaves_out_the_cached_prefix_only_on_0_30_0(text, whole):
     assert counts_whole_prompt(parse_version(text)) is whole
 
 

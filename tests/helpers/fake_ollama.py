@@ -1,16 +1,28 @@
 """A fake Ollama: `/api/version`, `/api/tags`, `/api/ps`, `/api/show`, `/api/chat` (NDJSON).
 
-Faithful where Brim depends on it (engines.md): the window is the request's
-`options.num_ctx`, else the Modelfile's, else the server default (capped at the training
-length); a different `num_ctx` than the loaded one reloads the model (`reloads` counts it);
-`/api/ps` lists only loaded models, with `context_length` (unless `ps_context_length=False`,
-as before v0.10); a prompt longer than the window is cut silently (whole messages from the
-front, system messages and the last message kept, then a cut to the window) and answered 200
-with a `prompt_eval_count` below what was sent, or 400 with `truncate: false`; unknown models
-are 404; a mid-stream failure is a final `{"error": ...}` line with status 200.
-`prompt_eval_count` follows `version` (/api/version): from 0.30.1 the whole prompt, before it
-only what the prompt cache did not serve (the prefix shared with the model's previous prompt,
-forgotten at every load), so follow-ups report a fraction of the prompt.
+Faithful where Brim depends on it (engines.md, and Ollama's source at the tags named): the
+window is the request's `options.num_ctx`, else the Modelfile's, else the server default
+(capped at the training length); a different `num_ctx` than the loaded one reloads the model
+(`reloads` counts it), and so, from 0.30.0, does a different `shift` (a launch setting of the
+model's llama-server there); `/api/ps` lists only loaded models, with `context_length`
+(unless `ps_context_length=False`, as before v0.10); unknown models are 404; a mid-stream
+failure is a final `{"error": ...}` line with status 200.
+
+A prompt longer than the window, by version (`version`, as /api/version says it):
+- before 0.12.6 `truncate` and `shift` are unknown fields, ignored (Gin's JSON binding);
+- by default it is cut silently (whole messages from the front, system messages and the
+  last message kept, then a cut to the window) and answered 200 with a `prompt_eval_count`
+  below what was sent;
+- with `truncate: false`: 400 "the input length exceeds the context length" before 0.30.0;
+  from 0.30.0 the 400 carries llama-server's own error body as its text
+  (OVERFLOW_BODY_TEMPLATE, with the sizes);
+- from 0.30.0 with `shift: false` a prompt still too long after dropping messages is a 400
+  "the prompt is longer than the context length currently available to the model; ...".
+With `shift: false` an answer stops at the window (`done_reason: "length"`).
+
+`prompt_eval_count` is the whole prompt (after a cut) on every version but 0.30.0 (and its
+release candidates), where it leaves out what the prompt cache served (the prefix shared with
+the model's previous prompt, forgotten at every load), so follow-ups report a fraction.
 
     with FakeOllama([OllamaModel("llama3.1:8b", context_length=131072)]) as srv:
         srv.script_reply("Hi.")
@@ -34,7 +46,31 @@ from tests.helpers.fake_tokenizer import (
     tokenize,
 )
 
-OVERFLOW_MESSAGE = "the input length exceeds the context length"
+OVERFLOW_MESSAGE = "the input length exceeds the context length"  # the runners, < 0.30.0
+SHIFT_OFF_MESSAGE = (  # 0.30.0+, shift off, the prompt too long even after dropping messages
+    "the prompt is longer than the context length currently available to the model; shorten "
+    "the prompt, adjust the context length in settings, or use a model with a longer context "
+    "length"
+)
+STRICT_SINCE = (0, 12, 6)
+LLAMA_SERVER_RUNNER_SINCE = (0, 30, 0)
+CACHE_EXCLUDED_COUNT = (0, 30, 0)
+
+
+def overflow_body(sent: int, window: int) -> str:
+    """llama-server's 400 body, as Ollama 0.30+ passes it on as the text of its error."""
+    return json.dumps(
+        {
+            "error": {
+                "code": 400,
+                "message": f"request ({sent} tokens) exceeds the available context size "
+                f"({window} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": sent,
+                "n_ctx": window,
+            }
+        }
+    )
 
 
 @dataclass
@@ -50,6 +86,7 @@ class OllamaModel:
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
+    """A release candidate ("0.30.0-rc5") behaves as the release it leads to."""
     return tuple(int(part) for part in text.split("-")[0].split(".") if part.isdigit())
 
 
@@ -75,14 +112,16 @@ class FakeOllama(FakeServer):
         self.version = version
         self.ps_context_length = ps_context_length
         self.loaded: dict[str, int] = {}  # model -> the num_ctx it is loaded with
+        self.loaded_shift: dict[str, bool] = {}  # model -> its llama-server's context shift
         self.loads: list[tuple[str, int]] = []  # every load, reloads included
         self.reloads = 0  # loads that replaced the same model at another num_ctx
         self._cache: dict[str, list[int]] = {}  # model -> the tokens of its last prompt
-        self.route("GET", "/api/version", self._version)
+        self.route("GET", "/api/version", self._version_route)
         self.route("GET", "/api/tags", self._tags)
         self.route("GET", "/api/ps", self._ps)
         self.route("POST", "/api/show", self._show)
         self.route("POST", "/api/chat", self._chat)
+        self.route("GET", "/v1/models", self._openai_models)  # its OpenAI-compatible listing
 
     # -- test-facing helpers --------------------------------------------------------------
 
@@ -90,19 +129,35 @@ class FakeOllama(FakeServer):
     def chat_requests(self) -> list[RecordedRequest]:
         return self.requests_to("/api/chat")
 
-    def load(self, model: str, num_ctx: int) -> None:
+    def load(self, model: str, num_ctx: int, *, shift: bool = True) -> None:
         """Load a model as another client would have (it then shows in /api/ps)."""
         name = _full_name(model)
-        if name in self.loaded and self.loaded[name] != num_ctx:
+        if name in self.loaded and (self.loaded[name], self.loaded_shift[name]) != (num_ctx, shift):
             self.reloads += 1
         self.loaded[name] = num_ctx
+        self.loaded_shift[name] = shift
         self.loads.append((name, num_ctx))
         self._cache.pop(name, None)  # a load starts with an empty KV cache
 
     @property
+    def _version(self) -> tuple[int, ...]:
+        return _version_tuple(self.version)
+
+    @property
     def counts_cached_tokens(self) -> bool:
-        """From 0.30.1 prompt_eval_count includes the tokens the prompt cache served."""
-        return _version_tuple(self.version) >= (0, 30, 1)
+        """prompt_eval_count includes the tokens the prompt cache served, on every version
+        but 0.30.0 (Ollama commit 35fa277 restored it in 0.30.1)."""
+        return self._version[:3] != CACHE_EXCLUDED_COUNT
+
+    @property
+    def takes_strict_fields(self) -> bool:
+        """`truncate` and `shift` are fields of /api/chat from 0.12.6."""
+        return self._version >= STRICT_SINCE
+
+    @property
+    def runs_llama_server(self) -> bool:
+        """From 0.30.0 every GGML model runs on llama-server, shift being a launch setting."""
+        return self._version >= LLAMA_SERVER_RUNNER_SINCE
 
     def _reused(self, name: str, tokens: list[int]) -> int:
         """The prefix of this prompt already in the model's KV cache (at least one token is
@@ -121,7 +176,7 @@ class FakeOllama(FakeServer):
 
     # -- routes ---------------------------------------------------------------------------
 
-    def _version(self, ex: Exchange, req: RecordedRequest) -> None:
+    def _version_route(self, ex: Exchange, req: RecordedRequest) -> None:
         ex.send_json(200, {"version": self.version})
 
     def _details(self, m: OllamaModel) -> dict[str, Any]:
@@ -147,6 +202,14 @@ class FakeOllama(FakeServer):
             for name, m in self.models.items()
         ]
         ex.send_json(200, {"models": models})
+
+    def _openai_models(self, ex: Exchange, req: RecordedRequest) -> None:
+        """`/v1/models` as Ollama answers it: no window, `owned_by` the name's namespace."""
+        data = [
+            {"id": name, "object": "model", "created": 1754000000, "owned_by": "library"}
+            for name in self.models
+        ]
+        ex.send_json(200, {"object": "list", "data": data})
 
     def _ps(self, ex: Exchange, req: RecordedRequest) -> None:
         running = []
@@ -229,14 +292,26 @@ class FakeOllama(FakeServer):
             return
         options = body.get("options") or {}
         window = self.window_for(m, options)
-        if self.loaded.get(name) != window:
-            self.load(name, window)
+        strict = self.takes_strict_fields
+        truncate = body.get("truncate") is not False or not strict
+        shift = body.get("shift") is not False or not strict
+        loaded_shift = self.loaded_shift.get(name, True) if self.runs_llama_server else shift
+        if self.loaded.get(name) != window or loaded_shift != shift:
+            self.load(name, window, shift=shift)
         messages = body.get("messages") or []
         tools = body.get("tools") or None
         sent = count_chat(messages, tools)
         evaluated = sent
-        if sent > window and body.get("truncate", True) is not False:
-            _, evaluated = self._truncate(messages, tools, window)
+        refusal: tuple[int, Any] | None = None
+        if sent > window and not truncate:
+            if self.runs_llama_server:
+                refusal = (400, overflow_body(sent, window))
+            else:
+                refusal = (400, OVERFLOW_MESSAGE)
+        elif sent > window:
+            kept, evaluated = self._truncate(messages, tools, window)
+            if self.runs_llama_server and not shift and count_chat(kept, tools) > window:
+                refusal, evaluated = (400, SHIFT_OFF_MESSAGE), sent
         req.prompt_tokens, req.evaluated_tokens, req.window = sent, evaluated, window
         req.truncated = evaluated < sent
         reported = evaluated
@@ -247,7 +322,11 @@ class FakeOllama(FakeServer):
         if reply.fail == "http500":
             ex.send_json(500, {"error": reply.error_message})
             return
-        if reply.fail == "overflow" or (sent > window and body.get("truncate") is False):
+        if refusal is not None:
+            req.truncated = False
+            ex.send_json(refusal[0], {"error": refusal[1]})
+            return
+        if reply.fail == "overflow":
             ex.send_json(400, {"error": OVERFLOW_MESSAGE})
             return
 
@@ -256,6 +335,9 @@ class FakeOllama(FakeServer):
         done_reason = reply.finish_reason or "stop"
         if isinstance(limit, int) and 0 <= limit < len(pieces):
             pieces, done_reason = pieces[:limit], "length"
+        room = max(0, window - evaluated)
+        if not shift and room < len(pieces):  # no context shift: the answer ends at the window
+            pieces, done_reason = pieces[:room], "length"
         calls = [
             {
                 "id": call.id or f"call_{i}",

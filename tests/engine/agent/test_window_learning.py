@@ -148,12 +148,12 @@ def test_a_26_turn_run_on_an_unloaded_unpinned_ollama_compacts_and_draws_no_trun
     assert len(_of(events, TurnEndEvent)) == 26
 
 
-def test_an_old_ollama_whose_count_leaves_out_the_cache_is_not_flagged_on_every_follow_up(
+def test_ollama_0_30_0_whose_count_leaves_out_the_cache_is_not_flagged_on_every_follow_up(
     tmp_path: Path,
 ):
-    """Before 0.30.1 prompt_eval_count left out the prompt cache's share: a follow-up reads
-    as a fraction of what was sent, which is not a cut."""
-    with FakeOllama([OllamaModel(MODEL, context_length=40960)], version="0.29.2") as fake:
+    """On 0.30.0 prompt_eval_count left out the prompt cache's share: a follow-up reads as a
+    fraction of what was sent, which is not a cut."""
+    with FakeOllama([OllamaModel(MODEL, context_length=40960)], version="0.30.0") as fake:
         fake.responder = _answers
         turns = [f"Topic {i}: " + _prose(60, i) for i in range(6)]
         events = _run(_ollama_agent(fake, num_ctx=16384), tmp_path, turns)
@@ -177,7 +177,10 @@ def test_a_cut_that_api_ps_does_not_explain_still_teaches_the_window(tmp_path: P
     """A server whose /api/ps carries no context_length (before v0.10): the cut itself shows
     the window, since Ollama keeps as much of the prompt as fits."""
     with FakeOllama(
-        [OllamaModel(MODEL, context_length=40960)], default_num_ctx=2048, ps_context_length=False
+        [OllamaModel(MODEL, context_length=40960)],
+        default_num_ctx=2048,
+        ps_context_length=False,
+        version="0.5.7",  # before 0.10, and before truncate: false was there to refuse a cut
     ) as fake:
         fake.responder = _answers
         turns = ["Read all of this: " + _prose(6000, 0), "What was it about?", "And then?"]

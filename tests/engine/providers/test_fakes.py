@@ -11,16 +11,73 @@ from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, FakeVllm, Re
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi there"}]
 
 
+def _strict_chat(fake: FakeOllama, messages: list, **fields: bool) -> httpx.Response:
+    body = {"model": "llama3.1:8b", "messages": messages, "stream": False, **fields}
+    return httpx.post(f"{fake.url}/api/chat", json=body)
+
+
+LONG = [*MESSAGES, {"role": "user", "content": "word " * 5000}]
+
+
 def test_ollama_with_truncate_false_rejects_an_over_long_prompt_with_a_400():
-    long = [*MESSAGES, {"role": "user", "content": "word " * 5000}]
-    with FakeOllama() as fake:
-        response = httpx.post(
-            f"{fake.url}/api/chat",
-            json={"model": "llama3.1:8b", "messages": long, "truncate": False, "stream": False},
-        )
+    with FakeOllama(version="0.24.0") as fake:  # the old runners' words
+        response = _strict_chat(fake, LONG, truncate=False)
 
     assert response.status_code == 400
-    assert "exceeds the context length" in response.json()["error"]
+    assert response.json()["error"] == "the input length exceeds the context length"
+
+
+def test_ollama_0_30_with_truncate_false_passes_llama_servers_400_body_on_as_its_error():
+    with FakeOllama(version="0.30.1") as fake:
+        response = _strict_chat(fake, LONG, truncate=False)
+        (request,) = fake.chat_requests
+
+    assert response.status_code == 400
+    inner = json.loads(response.json()["error"])["error"]
+    assert inner["type"] == "exceed_context_size_error"
+    assert (inner["n_prompt_tokens"], inner["n_ctx"]) == (request.prompt_tokens, 4096)
+    assert "exceeds the available context size (4096 tokens)" in inner["message"]
+
+
+def test_ollama_0_30_with_shift_off_refuses_what_dropping_messages_cannot_fit():
+    with FakeOllama(version="0.33.0") as fake:
+        response = _strict_chat(fake, LONG, shift=False)
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith(
+        "the prompt is longer than the context length currently available to the model; "
+    )
+
+
+def test_ollama_before_0_12_6_ignores_truncate_and_cuts_anyway():
+    with FakeOllama(version="0.5.7") as fake:
+        response = _strict_chat(fake, LONG, truncate=False, shift=False)
+        (request,) = fake.chat_requests
+
+    assert response.status_code == 200
+    assert request.truncated
+    assert response.json()["prompt_eval_count"] <= 4096
+
+
+def test_ollama_0_30_reloads_a_model_asked_for_with_another_shift():
+    with FakeOllama(version="0.33.0") as old_runner_free:
+        _strict_chat(old_runner_free, MESSAGES)
+        _strict_chat(old_runner_free, MESSAGES, shift=False)
+    with FakeOllama(version="0.24.0") as per_request:
+        _strict_chat(per_request, MESSAGES)
+        _strict_chat(per_request, MESSAGES, shift=False)
+
+    assert (old_runner_free.reloads, per_request.reloads) == (1, 0)
+
+
+def test_ollama_with_shift_off_ends_an_answer_at_the_window():
+    near_full = [{"role": "user", "content": "word " * 4080}]
+    with FakeOllama(version="0.33.0") as fake:
+        fake.script_reply(" ".join(["more"] * 100))
+        answer = _strict_chat(fake, near_full, shift=False).json()
+
+    assert answer["done_reason"] == "length"
+    assert answer["prompt_eval_count"] + answer["eval_count"] <= 4096
 
 
 def test_ollama_truncation_keeps_the_system_prompt_and_the_last_message():

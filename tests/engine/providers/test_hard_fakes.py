@@ -43,13 +43,13 @@ def test_an_ollama_model_is_absent_from_api_ps_until_the_first_chat_loads_it_at_
         assert fake.reloads == 1
 
 
-def test_an_old_ollama_reports_only_what_the_prompt_cache_did_not_serve():
+def test_ollama_0_30_0_reports_only_what_the_prompt_cache_did_not_serve():
     follow_up = [
         *HISTORY,
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "more"},
     ]
-    with FakeOllama([OllamaModel(MODEL)], version="0.29.2") as old:
+    with FakeOllama([OllamaModel(MODEL)], version="0.30.0") as old:
         first = _chat(old, HISTORY)["prompt_eval_count"]
         second = _chat(old, follow_up)["prompt_eval_count"]
     with FakeOllama([OllamaModel(MODEL)], version="0.33.0") as new:
@@ -60,8 +60,10 @@ def test_an_old_ollama_reports_only_what_the_prompt_cache_did_not_serve():
     assert second < 20 < whole_second  # only the new part was evaluated
 
 
-def test_the_ollama_provider_does_not_take_an_old_servers_count_for_the_prompt():
-    async def go(version: str) -> list[int | None]:
+def _prompt_counts(version: str) -> tuple[list[int | None], list[int | None]]:
+    """What the provider reports as two prompts' sizes, and what the fake evaluated."""
+
+    async def go() -> tuple[list[int | None], list[int | None]]:
         with FakeOllama([OllamaModel(MODEL)], version=version) as fake:
             provider = OllamaProvider(fake.url)
             try:
@@ -71,12 +73,22 @@ def test_the_ollama_provider_does_not_take_an_old_servers_count_for_the_prompt()
                     async for item in provider.stream_chat(MODEL, [user(text)], ChatOptions()):
                         if isinstance(item, StreamDone):
                             counts.append(item.usage.prompt_tokens)
-                return counts
+                return counts, [r.prompt_tokens for r in fake.chat_requests]
             finally:
                 await provider.aclose()
 
-    assert asyncio.run(go("0.29.2")) == [None, None]
-    assert None not in asyncio.run(go("0.33.0"))
+    return asyncio.run(go())
+
+
+def test_the_ollama_provider_does_not_take_0_30_0s_count_for_the_prompt():
+    reported, _ = _prompt_counts("0.30.0")
+    assert reported == [None, None]
+
+
+@pytest.mark.parametrize("version", ["0.5.7", "0.24.0", "0.30.1", "0.33.0"])
+def test_the_ollama_provider_takes_every_other_versions_count_for_the_whole_prompt(version):
+    reported, sent = _prompt_counts(version)
+    assert reported == sent
 
 
 def test_the_ollama_provider_reads_the_loaded_window_only_once_a_chat_loaded_it():

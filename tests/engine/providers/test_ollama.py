@@ -3,6 +3,8 @@ silent truncation visible in the usage, and Ollama's own error shapes."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from engine.messages import system, user
@@ -33,11 +35,14 @@ async def test_the_official_client_is_what_talks_to_ollama(ollama):
     assert fake.chat_requests[0].headers["user-agent"].startswith("ollama-python/")
 
 
-async def test_a_pinned_num_ctx_goes_out_on_every_request_and_never_reloads(ollama):
-    fake, provider = ollama
-
-    for turn in range(3):
-        await chat(provider, MODEL, [user(f"turn {turn}")], ChatOptions(num_ctx=8192))
+async def test_a_pinned_num_ctx_goes_out_on_every_request_and_never_reloads(anyio_backend):
+    with FakeOllama([OllamaModel(MODEL)], default_num_ctx=4096) as fake:
+        provider = OllamaProvider(fake.url, num_ctx=8192)
+        try:
+            for turn in range(3):
+                await chat(provider, MODEL, [user(f"turn {turn}")])
+        finally:
+            await provider.aclose()
 
     assert [r.body["options"]["num_ctx"] for r in fake.chat_requests] == [8192, 8192, 8192]
     assert fake.loads == [(MODEL, 8192)]
@@ -53,11 +58,14 @@ async def test_without_a_pin_no_num_ctx_is_sent_and_the_server_default_applies(o
     assert fake.chat_requests[0].window == 4096
 
 
-async def test_changing_the_pin_reloads_the_model_as_ollama_does(ollama):
-    fake, provider = ollama
-
-    await chat(provider, MODEL, options=ChatOptions(num_ctx=8192))
-    await chat(provider, MODEL, options=ChatOptions(num_ctx=16384))
+async def test_changing_the_pin_reloads_the_model_as_ollama_does(anyio_backend):
+    with FakeOllama([OllamaModel(MODEL)]) as fake:
+        for pin in (8192, 16384):
+            provider = OllamaProvider(fake.url, num_ctx=pin)
+            try:
+                await chat(provider, MODEL)
+            finally:
+                await provider.aclose()
 
     assert fake.reloads == 1
 
@@ -137,19 +145,123 @@ async def test_usage_carries_counts_and_durations_but_no_cache_figure(ollama):
     assert usage.eval_s is not None and usage.eval_s > 0
 
 
-async def test_an_over_long_prompt_is_cut_silently_and_only_the_usage_shows_it(ollama):
-    fake, provider = ollama
+def _long_history() -> list:
     history = [system("You are terse.")]
     history += [user(" ".join(["filler"] * 500)) for _ in range(20)]
     history.append(user("What was my first question?"))
+    return history
 
-    answer = await chat(provider, MODEL, history, ChatOptions(num_ctx=2048))
+
+@pytest.mark.parametrize(("version", "strict"), [("0.5.7", True), ("0.24.0", False)])
+async def test_an_over_long_prompt_is_cut_silently_where_strictness_is_not_possible_or_off(
+    anyio_backend, version, strict
+):
+    """Before 0.12.6 Ollama cannot be told not to cut; after, only a provider built without
+    strictness lets it. Then only the usage shows the cut."""
+    with FakeOllama([OllamaModel(MODEL)], version=version) as fake:
+        provider = OllamaProvider(fake.url, num_ctx=2048, strict=strict)
+        try:
+            await provider.report(MODEL)
+            answer = await chat(provider, MODEL, _long_history())
+        finally:
+            await provider.aclose()
 
     request = fake.chat_requests[0]
     assert request.prompt_tokens > 2048
     assert request.truncated
     assert answer.done.usage.prompt_tokens < request.prompt_tokens
     assert answer.done.usage.prompt_tokens <= 2048
+
+
+@pytest.mark.parametrize(
+    ("version", "words"),
+    [
+        ("0.12.6", "the input length exceeds the context length"),
+        ("0.24.0", "the input length exceeds the context length"),
+        ("0.30.1", "exceeds the available context size (2048 tokens)"),
+        ("0.33.0", "exceeds the available context size (2048 tokens)"),
+    ],
+)
+async def test_a_strict_request_makes_an_over_long_prompt_an_overflow_instead_of_a_cut(
+    anyio_backend, version, words
+):
+    with FakeOllama([OllamaModel(MODEL)], version=version) as fake:
+        provider = OllamaProvider(fake.url, num_ctx=2048)
+        try:
+            await provider.report(MODEL)
+            with pytest.raises(ContextOverflow) as caught:
+                await chat(provider, MODEL, _long_history())
+        finally:
+            await provider.aclose()
+
+    (request,) = fake.chat_requests
+    assert (request.body["truncate"], request.body["shift"]) == (False, False)
+    assert "truncate" not in request.body["options"]  # top-level fields, not options
+    assert not request.truncated
+    assert caught.value.status == 400
+    assert words in str(caught.value)
+    if version >= "0.30":  # llama-server's own body, passed on: its figures are read
+        assert (caught.value.prompt_tokens, caught.value.window) == (request.prompt_tokens, 2048)
+
+
+async def test_an_ollama_before_0_12_6_is_sent_no_fields_it_does_not_know(anyio_backend):
+    with FakeOllama([OllamaModel(MODEL)], version="0.5.7") as fake:
+        provider = OllamaProvider(fake.url)
+        try:
+            report = await provider.report(MODEL)
+            await chat(provider, MODEL)
+        finally:
+            await provider.aclose()
+
+    assert "truncate" not in fake.chat_requests[0].body
+    assert "shift" not in fake.chat_requests[0].body
+    assert any("0.12.6" in w and "silently" in w for w in report.warnings)
+
+
+async def test_every_kind_of_request_sends_the_same_load_options_so_none_reloads(anyio_backend):
+    """The agent's, the summarizer's and memory's requests differ in what they sample
+    with, never in what the model is loaded with (num_ctx; shift, a launch setting from
+    0.30.0): one load for all of them."""
+    with FakeOllama([OllamaModel(MODEL)], version="0.33.0") as fake:
+        provider = OllamaProvider(fake.url, num_ctx=8192)
+        try:
+            for options in (
+                ChatOptions(max_tokens=1024, temperature=0.7, tools=[]),  # the agent
+                ChatOptions(max_tokens=600, temperature=0.2, stop=["</summary>"]),  # summary
+                ChatOptions(max_tokens=768, temperature=0.1),  # memory
+            ):
+                await chat(provider, MODEL, [user("hello")], options)
+        finally:
+            await provider.aclose()
+
+    bodies = [r.body for r in fake.chat_requests]
+    assert {(b["options"]["num_ctx"], b["truncate"], b["shift"]) for b in bodies} == {
+        (8192, False, False)
+    }
+    assert fake.loads == [(MODEL, 8192)]
+    assert fake.reloads == 0
+
+
+async def test_the_three_overflow_messages_of_ollama_are_overflows(ollama):
+    fake, provider = ollama
+    texts = [
+        "the input length exceeds the context length",
+        "the prompt is longer than the context length currently available to the model; "
+        "shorten the prompt, adjust the context length in settings, or use a model with a "
+        "longer context length",
+        '{"error":{"code":400,"message":"request (5000 tokens) exceeds the available context '
+        'size (4096 tokens), try increasing it","type":"exceed_context_size_error",'
+        '"n_prompt_tokens":5000,"n_ctx":4096}}',
+    ]
+    caught = []
+    for text in texts:
+        fake.override("/api/chat", 400, json.dumps({"error": text}), "application/json")
+        with pytest.raises(ContextOverflow) as error:
+            await chat(provider, MODEL)
+        caught.append(error.value)
+
+    assert [e.status for e in caught] == [400, 400, 400]
+    assert (caught[2].prompt_tokens, caught[2].window) == (5000, 4096)
 
 
 async def test_an_error_line_mid_stream_is_a_server_error(ollama):
