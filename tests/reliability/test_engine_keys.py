@@ -34,6 +34,14 @@ def _agent(data_dir: Path, fake: FakeVllm) -> None:
     )
 
 
+def _occurrences_in_files(root: Path, secret: str) -> int:
+    """How often `secret` appears in the bytes of the files under `root` (the workspace, the
+    user's own, aside): the database, its WAL, the journal, stored tool results."""
+    needle = secret.encode()
+    files = [p for p in root.rglob("*") if p.is_file() and "ws" not in p.relative_to(root).parts]
+    return sum(p.read_bytes().count(needle) for p in files)
+
+
 def _files_holding(root: Path, secret: str) -> list[str]:
     """The files under `root` holding `secret`, the workspace (the user's own) aside."""
     needle = secret.encode()
@@ -71,8 +79,15 @@ def test_the_key_reaches_no_tool_no_request_body_no_file_and_no_terminal(tmp_pat
     assert [n["details"] for n in notices] == [
         {"tool": "read_file", "count": 1, "kinds": "an engine API key"}
     ]
-    assert KEY not in chat.stdout + chat.stderr
     assert (tmp_path / "data" / "brim.sqlite3").is_file()
+    in_results = sum(b.count(KEY) for b in bodies)
+    in_store = _occurrences_in_files(tmp_path, KEY)
+    on_terminal = (chat.stdout + chat.stderr).count(KEY)
+    print(
+        f"\nkeys found after printenv and a .env read: in what the model was sent {in_results}, "
+        f"in the store {in_store}, on the terminal {on_terminal}"
+    )
+    assert (in_results, in_store, on_terminal) == (0, 0, 0)
     assert _files_holding(tmp_path, KEY) == []
 
 
@@ -87,9 +102,13 @@ def test_a_401_that_echoes_the_key_is_shown_without_it(tmp_path: Path):
     (error,) = chat.of_type("error")
     assert "HTTP 401" in error["message"] and "[redacted: looks like" in error["message"]
     assert probe.returncode == 1 and "HTTP 401" in probe.stderr
-    for run in (chat, probe):
-        assert KEY not in run.stdout + run.stderr
-    assert _files_holding(tmp_path, KEY) == []
+    on_terminal = sum((run.stdout + run.stderr).count(KEY) for run in (chat, probe))
+    in_store = _occurrences_in_files(tmp_path, KEY)
+    print(
+        f"\nkeys found after a 401 that echoes it: on the terminal {on_terminal}, "
+        f"in the store {in_store}"
+    )
+    assert (on_terminal, in_store) == (0, 0)
 
 
 def test_control_sequences_from_the_engine_are_shown_not_obeyed(tmp_path: Path):
