@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 import ssl
 import threading
@@ -46,6 +47,8 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 # How long a host name may take to resolve before its route is decided without it (then it
 # follows the proxy variables, as any host that is not this machine).
 RESOLVE_TIMEOUT_S = 1.0
+# The characters of an IPv4 address in the forms inet_aton reads (decimal, octal, hex parts).
+_IPV4_NUMBERS = re.compile(r"[0-9a-fx.]+")
 
 
 @dataclass(frozen=True)
@@ -110,13 +113,19 @@ def _reaches_this_machine(address: ipaddress.IPv4Address | ipaddress.IPv6Address
 
 def _numeric(name: str) -> list[str] | None:
     """The address a numeric host stands for, read as the system reads it when it connects
-    (getaddrinfo with AI_NUMERICHOST: `127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1`,
-    `::ffff:127.0.0.1`), or None for a name. Never asks a name server."""
+    (`127.1`, `2130706433`, `0x7f000001`, `0177.0.0.1` the way inet_aton reads them, which
+    getaddrinfo does for them; IPv6 in any of its forms), or None for a name. Never asks a
+    resolver: that is no lookup at all."""
     try:
-        found = socket.getaddrinfo(name, None, flags=socket.AI_NUMERICHOST)
-    except (OSError, UnicodeError, ValueError):
+        return [str(ipaddress.ip_address(name))]
+    except ValueError:
+        pass
+    if not _IPV4_NUMBERS.fullmatch(name):
         return None
-    return [str(info[4][0]) for info in found]
+    try:
+        return [socket.inet_ntoa(socket.inet_aton(name))]
+    except OSError:
+        return None
 
 
 def _resolved(name: str, timeout_s: float) -> list[str]:

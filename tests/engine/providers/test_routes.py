@@ -198,7 +198,7 @@ def test_a_name_that_resolves_to_this_machine_only_bypasses_the_proxy(monkeypatc
     }
 
     def resolve(name, *args, **kw):
-        if kw.get("flags", 0) & socket.AI_NUMERICHOST or name not in answers:
+        if name not in answers:
             raise socket.gaierror(socket.EAI_NONAME, "not numeric")
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, 0)) for a in answers[name]]
 
