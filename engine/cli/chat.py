@@ -7,7 +7,6 @@ import argparse
 import asyncio
 import contextlib
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,9 @@ from engine.cli.errors import (
     EXIT_UNREACHABLE,
 )
 from engine.cli.stdio import HeadlessOutput, InputLine, read_lines
+from engine.cli.terminal import say
 from engine.config import AgentConfig
+from engine.config.credentials import agent_api_key
 from engine.conversation_claim import ConversationBusy
 from engine.events import ErrorEvent, NoticeEvent
 from engine.paths import BrimPaths
@@ -80,7 +81,8 @@ def _desktop_argv(args: argparse.Namespace) -> list[str]:
 
 
 async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespace) -> int:
-    output = HeadlessOutput()
+    keys = [agent_api_key(agent).value or ""]
+    output = HeadlessOutput(keys)
     session = ChatSession(
         agent,
         paths,
@@ -105,11 +107,11 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
             await session.start()
         except UnknownConversation as exc:
             output.write(ErrorEvent("unknown_conversation", str(exc)))
-            print(f"brim: {exc}", file=sys.stderr)
+            say(f"brim: {exc}", keys)
             return 1
         except ConversationBusy as exc:
             output.write(ErrorEvent("conversation_busy", str(exc)))
-            print(f"brim: {exc}", file=sys.stderr)
+            say(f"brim: {exc}", keys)
             return 1
         await read_lines(queue)
         try:
@@ -140,7 +142,7 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
     if output.closed:
         return EXIT_OUTPUT_CLOSED
     if output.failure is not None:
-        print(f"brim: {output.failure.message}", file=sys.stderr)
+        say(f"brim: {output.failure.message}", keys)  # the engine's words, shown safely
         return EXIT_UNREACHABLE if output.failure.kind == "unreachable" else 1
     return 0
 

@@ -16,6 +16,7 @@ from engine.cli.memory import add_memory_parser, cmd_memory
 from engine.cli.probe import add_probe_parser, cmd_probe
 from engine.cli.stdio import reopen_closed_streams, silence_stdout
 from engine.config import AgentConfigError
+from engine.memory.plaintext import visible
 from engine.paths import BrimPaths
 from engine.store.errors import StoreError
 
@@ -57,7 +58,7 @@ class _OneLineFormatter(logging.Formatter):
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             message = f"{message}: {type(exc).__name__}: {exc}"
-        return f"brim: {message}"
+        return f"brim: {visible(message)}"  # an engine's words may be in it: shown, not obeyed
 
 
 def _dispatch(

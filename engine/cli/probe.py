@@ -11,10 +11,12 @@ from typing import Any
 from engine.cli.agents import agent_from_flags
 from engine.cli.arguments import add_data_dir_flag, add_engine_flags
 from engine.cli.errors import EXIT_UNREACHABLE
+from engine.cli.terminal import say, shown
 from engine.config import AgentConfig
 from engine.config.credentials import agent_api_key
 from engine.paths import BrimPaths
 from engine.providers.errors import ProviderError
+from engine.redaction import without_known
 from engine.session import probe_window, provider_for
 
 
@@ -53,22 +55,25 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
 
 
 def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
+    """What the engine serves, on stdout; what went wrong, on stderr. Whatever the engine
+    said (a model name, an error body) is printed with its control characters shown and
+    without the agent's key."""
     agent = agent_from_flags(args, paths)
+    keys = [agent_api_key(agent).value or ""]
     try:
         result = asyncio.run(_probe(agent))
     except ProviderError as exc:
-        print(f"brim probe: {exc.message}", file=sys.stderr)
+        say(f"brim probe: {exc.message}", keys)
         return EXIT_UNREACHABLE if exc.kind == "unreachable" else 1
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(
-            f"{result['provider']} {result['model']}: window {result['window']:,} "
-            f"({result['source']})"
-        )
-        if "route" in result:
-            print(f"  route: {result['route_text']}")
-            print(f"  api key: {result['api_key']}")
-        for warning in result["warnings"]:
-            print(f"  warning: {warning}")
+    if args.json:  # JSON escapes every control character itself
+        print(without_known(json.dumps(result), keys))
+        return 0
+    head = f"{result['provider']} {result['model']}: window {result['window']:,}"
+    lines = [f"{head} ({result['source']})"]
+    if "route" in result:
+        lines.append(f"  route: {result['route_text']}")
+        lines.append(f"  api key: {result['api_key']}")
+    lines.extend(f"  warning: {warning}" for warning in result["warnings"])
+    for line in lines:
+        print(shown(line, keys))
     return 0

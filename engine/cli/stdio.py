@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from engine.events import (
@@ -21,7 +21,9 @@ from engine.events import (
     ViewRequestEvent,
     WithdrawnEvent,
 )
+from engine.memory.plaintext import safe_json
 from engine.providers.engine_text import clean
+from engine.redaction import without_known
 
 _READ_CHUNK = 1 << 16  # bytes per read of stdin
 
@@ -31,8 +33,11 @@ class HeadlessOutput:
     the chat must stop rather than keep the engine generating for nobody: `closed` turns
     true and `on_close` runs once (it cancels the turn; the partial answer is kept)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keys: Iterable[str] = ()) -> None:
         self.closed = False
+        # The engine keys no line may show (an error that echoed one is redacted already
+        # when its text looks like a key; these are found whatever they look like).
+        self._keys = tuple(k for k in keys if k)
         self.on_close: Callable[[], None] | None = None
         # The error the chat last ended on (the engine could not be reached, the model is
         # not there, ...); a later turn that finishes clears it. A script reads it as exit 1.
@@ -51,9 +56,12 @@ class HeadlessOutput:
             try:
                 # A lone surrogate (text no engine should send, from wherever it came)
                 # becomes U+FFFD, so encoding the line cannot fail on it.
-                sys.stdout.write(clean(json.dumps(data, ensure_ascii=False)) + "\n")
+                # What JSON leaves raw that a terminal obeys (C1 controls, bidi overrides)
+                # is written as escapes, as `brim memory list --json` does.
+                line = clean(safe_json(data))
+                sys.stdout.write(without_known(line, self._keys) + "\n")
             except UnicodeEncodeError:  # a stdout that is not UTF-8: escaped JSON is ASCII
-                sys.stdout.write(json.dumps(data, ensure_ascii=True) + "\n")
+                sys.stdout.write(without_known(json.dumps(data), self._keys) + "\n")
             sys.stdout.flush()
         except UnicodeEncodeError:  # not a closed stdout: the line is lost, the chat goes on
             logging.getLogger(__name__).warning("an event could not be written to stdout")

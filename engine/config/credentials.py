@@ -10,6 +10,7 @@ its environment (readable only by the same user), never on its command line.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.config.agent import AgentConfig
@@ -48,3 +49,29 @@ def agent_api_key(agent: AgentConfig) -> ApiKey:
     if not all("!" <= c <= "~" for c in value):
         return ApiKey(None, f"{name} env", f"{name} holds spaces or non-ASCII characters")
     return ApiKey(value, f"{name} env")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Every engine key Brim holds: the variables that carry them and their values, so
+    that what a tool starts or returns never carries one."""
+
+    variables: frozenset[str] = frozenset()
+    values: tuple[str, ...] = field(default=(), repr=False)
+
+
+def known_credentials(agents: Iterable[AgentConfig]) -> Credentials:
+    """The keys of `agents` (every configured agent, not only the one in use) and the
+    variable Brim hands a key to its own children in."""
+    variables = {CHILD_KEY_VARIABLE}
+    values: list[str] = []
+    for agent in agents:
+        if agent.api_key_env:
+            variables.add(agent.api_key_env)
+        key = agent_api_key(agent).value
+        if key and key not in values:
+            values.append(key)
+    child_key = os.environ.get(CHILD_KEY_VARIABLE, "").strip()
+    if child_key and child_key not in values:
+        values.append(child_key)
+    return Credentials(frozenset(variables), tuple(values))

@@ -4,7 +4,7 @@ Every HTTP engine fails in its own dialect (Ollama's `{"error": "..."}`, llama-s
 `{"error": {"type": ...}}`, vLLM's two envelopes, SGLang's flat one) and through the same
 transport failures. Providers hand both to this module so the rest of Brim sees five kinds
 of failure, each with a message that names the engine and its URL and never a header or a
-credential.
+credential (an error body's secrets are redacted before any message holds them).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from engine.providers.errors import (
     ServerError,
     ToolsUnsupported,
 )
+from engine.redaction import redacted
 
 # Each engine's refusal of a request that carries tools, and what would make it take them.
 TOOLS_REFUSALS: tuple[tuple[str, str], ...] = (
@@ -103,7 +104,10 @@ def safe_url(url: str) -> str:
 
 
 def _shorten(text: str) -> str:
-    text = " ".join(clean(text).split())
+    """An engine's words as a message may carry them: cleaned, on one line, without the
+    secrets they held (a 401 that echoes the key), at most _MAX_MESSAGE_CHARS long (cut
+    after the redaction, so no key cut in two is left for the detector to miss)."""
+    text = redacted(" ".join(clean(text[: _MAX_MESSAGE_CHARS * 16]).split()))
     if len(text) > _MAX_MESSAGE_CHARS:
         return text[: _MAX_MESSAGE_CHARS - 1] + "…"
     return text

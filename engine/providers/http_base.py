@@ -20,7 +20,7 @@ from engine.providers.classify import (
     safe_url,
 )
 from engine.providers.errors import EngineUnreachable
-from engine.providers.routes import engine_route
+from engine.providers.routes import engine_route, no_redirects
 from engine.providers.wire import WireError, guard_hooks
 
 T = TypeVar("T")
@@ -82,8 +82,10 @@ class HttpProvider(Provider):
         )
 
     def _client(self, factory: Callable[..., T], **kw: Any) -> T:
-        """An engine client on this engine's route (a loopback engine never via a proxy);
-        a proxy Brim cannot use (SOCKS without `socksio`) is one clear error."""
+        """An engine client on this engine's route (a loopback engine never via a proxy),
+        that follows no redirect (engine/providers/routes.py); a proxy Brim cannot use
+        (SOCKS without `socksio`) is one clear error."""
+        kw = no_redirects(kw)
         if kw.get("transport") is None:
             kw.pop("transport", None)
             kw.update(self.route.client_kwargs())

@@ -7,16 +7,18 @@ conversation is engine/session/conversation.py's `Conversation` itself.)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from engine.agent import ToolRun
 from engine.commands import NOTICE_VIEW_FALLBACK, VIEW_AGENT_EDITOR
+from engine.config.credentials import Credentials
 from engine.context import WorkState
 from engine.context.constants import RESULT_CHARS_PER_TOKEN
 from engine.events import EventSink, NoticeEvent, StateEvent
 from engine.memory import SessionMemory
 from engine.messages import Message, ToolCall, model_messages
+from engine.redaction import NOTICE_SECRET_REDACTED
 from engine.tools import (
     ApprovalRequest,
     Approver,
@@ -47,9 +49,12 @@ class AnnouncingApprover:
 class RegistryRunner:
     """The agent loop's tool runner over a tool registry and one conversation's context."""
 
-    def __init__(self, registry: ToolRegistry, ctx: ToolContext) -> None:
+    def __init__(
+        self, registry: ToolRegistry, ctx: ToolContext, emit: EventSink | None = None
+    ) -> None:
         self.registry = registry
         self.ctx = ctx
+        self._emit = emit
         self._schemas = registry.schemas()
         self.compact = False
 
@@ -69,7 +74,24 @@ class RegistryRunner:
 
     async def run(self, call: ToolCall) -> ToolRun:
         outcome = await self.registry.call(call.name, call.arguments, self.ctx, call_id=call.id)
+        if outcome.redacted and self._emit is not None:
+            self._emit(redacted_notice(call.name, outcome.redacted))
         return ToolRun(outcome.content, outcome.chars, outcome.truncated, outcome.is_error)
+
+
+def redacted_notice(tool: str, found: Mapping[str, int]) -> NoticeEvent:
+    """What the person is told when a tool result held secrets: neither the model nor the
+    conversation got them."""
+    count = sum(found.values())
+    kinds = ", ".join(sorted(found))
+    what = "a secret" if count == 1 else f"{count} secrets"
+    return NoticeEvent(
+        "warning",
+        f"The {tool} result held {what} ({kinds}); each was replaced by a [redacted: …] "
+        "marker before the model or the conversation saw it.",
+        kind=NOTICE_SECRET_REDACTED,
+        details={"tool": tool, "count": count, "kinds": kinds},
+    )
 
 
 def workspace_tools(
@@ -81,23 +103,30 @@ def workspace_tools(
     compact: CompactHook,
     memory: SessionMemory | None,
     messages: Callable[[], list[Message]],
+    credentials: Credentials | None = None,
+    emit: EventSink | None = None,
 ) -> RegistryRunner | None:
     """Tools need a workspace to stay inside; without one the agent only chats. With memory
-    on, its tools join the default registry, reading the conversation's live messages."""
+    on, its tools join the default registry, reading the conversation's live messages.
+    `credentials` are kept from the tools' children and results; `emit` hears when a
+    result had secrets taken out."""
     if workspace is None:
         return None
+    known = credentials or Credentials()
     ctx = ToolContext(
         workspace=workspace.resolve(),
         tool_results_dir=results_dir,
         work_state=state,
         approver=approver,
         compact=compact,
+        credential_variables=known.variables,
+        credentials=known.values,
     )
     registry = default_registry()
     if memory is not None:
         for tool in memory.tools(lambda: model_messages(messages())):
             registry.register(tool)
-    return RegistryRunner(registry, ctx)
+    return RegistryRunner(registry, ctx, emit)
 
 
 def no_tool_calls_notice(model: str, workspace: Path) -> str:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.agent import AgentLoop
-from engine.config import AgentConfig
+from engine.config import AgentConfig, load_agents
+from engine.config.credentials import Credentials, known_credentials
 from engine.context import (
     ContextManager,
     Journal,
@@ -97,6 +98,8 @@ def wire_agent_loop(
         compact=hooks.compact_tool,
         memory=memory,
         messages=lambda: conversation.messages,
+        credentials=_credentials(agent, paths) if can_call and setting.workspace else None,
+        emit=hooks.sink,
     )
     reserve = output_reserve(agent, provider)
     advice = None
@@ -138,3 +141,13 @@ def wire_agent_loop(
         on_window=hooks.on_window,
     )
     return WiredLoop(loop, tools, advice)
+
+
+def _credentials(agent: AgentConfig, paths: BrimPaths) -> Credentials:
+    """The keys of this agent and of every agent configured beside it (a tool must not
+    read another agent's key either)."""
+    try:
+        others, _ = load_agents(paths.agents_dir)
+    except OSError:
+        others = []
+    return known_credentials([agent, *others])

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from engine.tools.environment import child_environment
 from engine.tools.errors import ToolArgumentError, ToolError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def search_in_child(
         "glob": glob,
         "ignore_case": ignore_case,
     }
-    env = dict(os.environ)
+    env = child_environment().variables  # no credential reaches the pattern runner
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     try:
         done = subprocess.run(

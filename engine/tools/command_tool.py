@@ -7,7 +7,8 @@ re-quoting in between. Standard input is empty and pagers are switched off, so n
 waits for a keypress. The command runs in its own process group; a timeout or a cancelled
 turn stops the whole group, not only the shell. Output is captured with a bound on each
 stream (the start and the end are kept, the middle counted), so a runaway command cannot
-fill memory.
+fill memory. The command's environment is Brim's without Brim's credentials
+(engine/tools/environment.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 from engine.tools.approval import ApprovalRequest
 from engine.tools.context import ToolContext
+from engine.tools.environment import ChildEnvironment, child_environment
 from engine.tools.errors import ToolArgumentError, ToolError
 from engine.tools.registry import Tool
 from engine.tools.workspace import workspace_root
@@ -187,9 +189,14 @@ def _report(
     return "\n".join(parts)
 
 
-async def execute(command: str, cwd: Path, timeout_s: int) -> tuple[str, bool]:
-    """Run an approved command; (report, timed out). Never call this without approval."""
-    env = {**os.environ, **QUIET_ENV}
+async def execute(
+    command: str, cwd: Path, timeout_s: int, *, environment: ChildEnvironment | None = None
+) -> tuple[str, bool]:
+    """Run an approved command; (report, timed out). Never call this without approval.
+    It gets `environment` (default: this process's, without the credentials any variable
+    holds), never Brim's keys."""
+    environment = environment or child_environment()
+    env = {**environment.variables, **QUIET_ENV}
     started = time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -228,7 +235,15 @@ async def execute(command: str, cwd: Path, timeout_s: int) -> tuple[str, bool]:
         await _exited(proc, DRAIN_AFTER_KILL_S)
     elapsed = time.monotonic() - started
     report = _report(command, proc.returncode, elapsed, out, err, timeout_s if timed_out else None)
+    if environment.withheld:
+        report += "\n" + withheld_line(environment.withheld)
     return report, timed_out
+
+
+def withheld_line(names: tuple[str, ...]) -> str:
+    """The report's last line when variables were left out (the model may wonder why a
+    build step finds no token)."""
+    return f"[not passed to the command, because they hold credentials: {', '.join(names)}]"
 
 
 def _timeout(value: Any) -> int:
@@ -250,7 +265,8 @@ async def run_command(args: dict[str, Any], ctx: ToolContext) -> str:
     if not cwd.is_dir():
         raise ToolError(f"the workspace {cwd} is not a folder; nothing was run")
     await ctx.require_approval(approval_request(command, cwd, timeout_s))
-    report, timed_out = await execute(command, cwd, timeout_s)
+    environment = child_environment(ctx.credential_variables, ctx.credentials)
+    report, timed_out = await execute(command, cwd, timeout_s, environment=environment)
     if timed_out:
         raise ToolError(report)
     return report

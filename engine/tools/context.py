@@ -38,6 +38,11 @@ class ToolContext:
     # from the space the window leaves): a result dense in digits or JSON is cut shorter.
     result_budget_tokens: int | None = None
     count_tokens: Callable[[str], int] | None = None
+    # Brim's credentials, kept out of tool children's environments and tool results: the
+    # variables that hold engine keys (every agent's api_key_env, the one Brim hands its own
+    # children) and the keys themselves.
+    credential_variables: frozenset[str] = frozenset()
+    credentials: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def result_store(self) -> ToolResultStore | None:

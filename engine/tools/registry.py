@@ -4,7 +4,8 @@ The loop asks `schemas()` once per conversation (they are part of the stable pro
 so they come out in one order, byte for byte, every time) and `call()` for every tool call
 the model makes. `call` never raises for a tool's failure: malformed JSON, a missing
 argument, a path outside the workspace, a denied approval, a crash inside the tool all come
-back as an error result the model can read, shaped and sized like any other.
+back as an error result the model can read, shaped and sized like any other. A secret in
+a result is redacted before anything sees it (engine/redaction.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.redaction import redact
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolArgumentError, ToolDenied, ToolError
 from engine.tools.shaping import shape_result
@@ -60,6 +62,8 @@ class ToolOutcome:
     chars: int = 0  # length of the full raw result, before shaping
     is_error: bool = False
     denied: bool = False  # the action needed approval and did not get it
+    # The secrets taken out of the result before anything saw it: kind -> how many.
+    redacted: Mapping[str, int] = field(default_factory=dict)
 
 
 def parse_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -223,6 +227,11 @@ class ToolRegistry:
                 is_error = True
         if not isinstance(raw, str):
             raw = str(raw)
+        # Before the model, the result store or the history sees it: a key the tool read
+        # (`printenv`, a .env file) becomes a marker naming its kind. By its shape only: the
+        # prose rules would take half of any source file for passwords, any path for a key.
+        redaction = redact(raw, ctx.credentials, prose=False)
+        raw = redaction.text
         store = ctx.result_store
         content, truncated = shape_result(
             name,
@@ -234,4 +243,4 @@ class ToolRegistry:
             count_tokens=ctx.count_tokens,
         )
         ctx.metrics.record(name, len(raw))
-        return ToolOutcome(content, truncated, len(raw), is_error, denied)
+        return ToolOutcome(content, truncated, len(raw), is_error, denied, redaction.found)

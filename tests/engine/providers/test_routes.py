@@ -122,8 +122,17 @@ def test_the_proxy_route_is_shown_without_its_credentials(monkeypatch):
         ("localhost", True),
         ("LOCALHOST.", True),
         ("api.localhost", True),
+        ("0.0.0.0", True),
+        ("::", True),
+        ("[::]", True),
+        ("127.1", True),
+        ("2130706433", True),
+        ("0x7f000001", True),
+        ("0177.0.0.1", True),
+        ("::ffff:0.0.0.0", True),
         ("10.0.0.5", False),
-        ("gpu-box", False),
+        ("167772165", False),  # 10.0.0.5 written as one number
+        ("gpu-box.invalid", False),
         ("localhost.example.com", False),
     ],
 )
@@ -150,3 +159,52 @@ def test_brim_probe_says_the_route_and_the_proxy_gets_nothing(tmp_path):
     result = json.loads(as_json.stdout)
     assert result["route"] == {"direct": True, "proxy": None, "reason": "loopback", "from": ""}
     assert recording.requests == []
+
+
+# Every spelling of this machine that the system connects to, besides 127.0.0.1 itself.
+LOOPBACK_SPELLINGS = ("0.0.0.0", "127.1", "2130706433", "0x7f000001")  # httpx refuses 0177.0.0.1
+
+
+@pytest.mark.parametrize("kind", ["llamacpp", "ollama"])
+@pytest.mark.parametrize("host", LOOPBACK_SPELLINGS)
+async def test_every_spelling_of_this_machine_bypasses_the_proxy(
+    proxy: RecordingProxy, kind: str, host: str
+):
+    fake = {"llamacpp": FakeLlamaServer, "ollama": FakeOllama}[kind]()
+    with fake:
+        provider = make_provider(kind, fake.url.replace("127.0.0.1", host))
+        try:
+            assert provider.route.describe() == (
+                "direct (a loopback address is never sent through a proxy)"
+            )
+            models = await provider.list_models()
+            report = await provider.report(models[0].id)
+        finally:
+            await provider.aclose()
+        assert report.model and fake.requests
+    assert proxy.requests == []
+
+
+def test_a_name_that_resolves_to_this_machine_only_bypasses_the_proxy(monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.corp:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("http_proxy", raising=False)
+    import socket
+
+    answers = {
+        "brim-box": ["127.0.1.1"],  # Debian's hosts-file line for the machine's own name
+        "mixed-box": ["127.0.0.1", "10.0.0.5"],
+    }
+
+    def resolve(name, *args, **kw):
+        if name not in answers:
+            raise socket.gaierror(socket.EAI_NONAME, "not numeric")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, 0)) for a in answers[name]]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    assert engine_route("http://brim-box:8080").describe() == (
+        "direct (a loopback address is never sent through a proxy)"
+    )
+    assert engine_route("http://mixed-box:8080").proxy == "http://proxy.corp:3128"
+    assert engine_route("http://unknown-box:8080").proxy == "http://proxy.corp:3128"
