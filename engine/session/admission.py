@@ -62,3 +62,14 @@ def busy_refusal(*, waiting: bool) -> ErrorEvent:
     else:
         text = "A turn is still running; wait or cancel it first."
     return ErrorEvent("busy", text)
+
+
+async def await_quietly_cancelled(task: asyncio.Task[object]) -> None:
+    """Await a task that `ChatSession.cancel()` reaches: a cancel of the task alone (Esc)
+    ends it quietly; a cancel of the awaiting coroutine itself still propagates."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise

@@ -47,7 +47,7 @@ from engine.providers.base import Provider
 from engine.providers.errors import ProviderError
 from engine.report import ContextReport
 from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice, view_fallback_notice
-from engine.session.admission import Admission, busy_refusal
+from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
 from engine.session.budget import oversized_for_loop
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
@@ -259,11 +259,7 @@ class ChatSession:
         """Run the turn as a task that `cancel()` reaches; a cancel ends it quietly."""
         self._turn_task = asyncio.create_task(self._run_turn())
         try:
-            await self._turn_task
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise
+            await await_quietly_cancelled(self._turn_task)
         finally:
             self._turn_task = None
 
@@ -574,11 +570,7 @@ class ChatSession:
         """`/learn` as a task `cancel()` reaches (Esc, the desktop's Cancel)."""
         self._learn_task = asyncio.create_task(self.learn())
         try:
-            await self._learn_task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise
+            await await_quietly_cancelled(self._learn_task)
         finally:
             self._learn_task = None
 
