@@ -201,7 +201,8 @@ def plan_fact(
     match = authenticate(state, quote or "", source)
     check_not_secret(match.text)
     statement = _statement(content, match.text)
-    check_supported(statement, match.text)
+    text = match.source.message.content
+    check_supported(statement, match.text, after=text[match.end :])
     current = state.entry(target, slug)
     path = canonical_path(target, slug)
     if action == "create":

@@ -282,12 +282,17 @@ _new_word = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=5, max_size=9)
 
 @settings(max_examples=200, deadline=None)
 @given(_quote_words)
-def test_a_statement_made_only_of_the_quotes_words_is_supported(picked: tuple[str, list[str]]):
+def test_a_statement_made_of_the_quotes_words_in_its_order_is_supported(
+    picked: tuple[str, list[str]],
+):
     quote, words = picked
+    order = quote.rstrip(".").split()
+    kept = sorted(dict.fromkeys(words), key=order.index)  # the quote's words, in its order
     try:
-        check_supported("User: " + " ".join(words), quote)
+        check_supported("User: " + " ".join(kept), quote)
     except MemoryRefused as exc:
-        assert "says nothing" in str(exc)  # only framing or function words were picked
+        # Only framing or function words were picked, or "always" with nothing it bears on.
+        assert "says nothing" in str(exc) or "on other words" in str(exc)
 
 
 @settings(max_examples=200, deadline=None)
