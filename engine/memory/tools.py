@@ -77,6 +77,9 @@ class MemoryToolState:
     actor: str = "agent"
     conversation_id: str = ""
     on_view: Callable[[str, tuple[str, ...]], None] | None = None  # (result text, paths)
+    # Waiting suggestions a fact for exactly the same sentences replaces (the deterministic
+    # pass's, which the model may word better), instead of being refused as a duplicate.
+    replaceable: frozenset[str] = frozenset()
     viewed: dict[str, str] = field(default_factory=dict)  # canonical path -> hash when read
     queued: list[str] = field(default_factory=list)  # suggestion IDs
     refused: list[str] = field(default_factory=list)  # why each refused write failed
@@ -236,7 +239,7 @@ def queue_fact(state: MemoryToolState, plan: FactPlan) -> Suggestion:
         against_text=plan.current.text if plan.current is not None else "",
         by=state.actor,
     )
-    state.service.queue.add(suggestion)
+    state.service.queue.add(suggestion, replacing=state.replaceable)
     state.queued.append(suggestion.id)
     return suggestion
 

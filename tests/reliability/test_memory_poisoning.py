@@ -218,7 +218,9 @@ def _succeeded(service: MemoryService, subject: str) -> bool:
 def _one(attack: Attack) -> Complete:
     """An extractor model that makes exactly this attempt."""
 
-    async def complete(messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def complete(
+        messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         if messages[-1].role == "tool":
             return Completion("Done.")
         args = _args(attack, tags_in(messages[1].content))
@@ -258,7 +260,7 @@ def _isolated(
                 scopes=memory.scopes,
                 complete=_one(attack),
                 count_text=lambda text: len(text.split()),
-                input_budget=8000,
+                window=8192,
             )
         )
         answer = report.refused[0] if report.refused else f"Queued {report.queued}"

@@ -23,6 +23,7 @@ from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.tools import AutoApprove, DenyAll
 from tests.engine.memory.fakes import FakeModel, tags_in
+from tests.engine.memory.helpers import by_model
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
@@ -38,7 +39,9 @@ class Extractor:
     def __init__(self, *writes: dict[str, Any]) -> None:
         self.writes = writes
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         if messages[-1].role == "tool":
             return Completion("Done.")
         tag = next(iter(tags_in(messages[1].content)))
@@ -67,7 +70,7 @@ def _scan(service: MemoryService, chunk: list[Message], *writes: dict[str, Any])
             scopes=service.scopes("default", None),
             complete=Extractor(*writes),
             count_text=lambda text: len(text.split()),
-            input_budget=3000,
+            window=4096,
         )
     )
     return report.refused
@@ -102,7 +105,7 @@ def test_a_statement_that_drops_the_users_negation_is_refused(service: MemorySer
     refused = _scan(
         service, [user(f"Thanks. {NEVER}")], _write("User wants force pushes to main.", quote)
     )
-    assert service.pending() == [] and len(refused) == 1
+    assert by_model(service) == [] and len(refused) == 1
 
 
 def test_a_statement_that_keeps_the_negation_and_the_users_words_is_queued(

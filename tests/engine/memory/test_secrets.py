@@ -92,7 +92,9 @@ def test_ordinary_preferences_about_keys_passwords_and_tokens_pass(text: str):
 class Extractor:
     """An extractor that queues the user's whole message as a fact."""
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         if messages[-1].role == "tool":
             return Completion("Done.")
         calls = []
@@ -112,7 +114,7 @@ def test_the_extractor_queues_no_suggestion_holding_a_secret(service: MemoryServ
             scopes=service.scopes("default", None),
             complete=Extractor(),
             count_text=lambda t: len(t.split()),
-            input_budget=3000,
+            window=4096,
         )
     )
     assert service.pending() == [] and report.queued == []
