@@ -272,6 +272,7 @@ async def run_scan(
         "queue",
         actor=actor,
         conversation_id=inp.conversation_id,
+        untrusted=lambda: inp.chunk,
         replaceable=frozenset(found),
     )
     try:

@@ -86,6 +86,7 @@ class SessionMemory:
             actor="agent",
             conversation_id=self._conversation(),
             on_view=self.observer.register_view,
+            untrusted=live,
         )
         return memory_tools(state)
 
