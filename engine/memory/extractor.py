@@ -322,7 +322,12 @@ async def _model_pass(
     head = [f"Memory index:\n{index}"]
     system_text = EXTRACTOR_SYSTEM.format(actor=actor)
     schemas = registry.schemas()
-    if await _frame(room, system_text, head, schemas) > TOOLS_SHARE * room.window:
+    with_tools = await _frame(room, system_text, head, schemas)
+    # No room for the tools, or a model whose template drops them (the engine counts them
+    # as nothing): JSON only, with the short prompt.
+    if with_tools > TOOLS_SHARE * room.window or with_tools <= await _frame(
+        room, system_text, head, []
+    ):
         system_text, schemas = EXTRACTOR_COMPACT.format(actor=actor), []
     frame = await _frame(room, system_text, head, schemas)
     space = room.transcript_room(frame)

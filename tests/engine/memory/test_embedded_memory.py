@@ -1,6 +1,7 @@
 """On the bundled model (embedded SmolLM2, which cannot call tools), what the user says about
 themselves in so many words reaches the review queue: `brim chat --headless` with the
-default agent, then `/learn`."""
+default agent, then `/learn`. (The reflection on leaving runs the same pass: see
+test_statements.py.)"""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.helpers.cli import run_brim
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.timeout(1800),
     pytest.mark.skipif(default_model_path() is None, reason="the default model is not installed"),
 ]
 

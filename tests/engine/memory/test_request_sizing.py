@@ -132,3 +132,42 @@ def test_no_scan_request_and_its_answer_outgrow_the_window(window: int, turns: l
         )
     assert all(prompt + answer <= window for prompt, answer in model.sizes), model.sizes
     assert all(answer > 0 for _, answer in model.sizes)
+
+
+class Seen(Recording):
+    def __init__(self, window: int, count) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(window, count)
+        self.asked: list[tuple[str, int]] = []  # (system prompt, tools offered)
+
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
+        self.asked.append((messages[0].content, len(tools)))
+        return await super().__call__(messages, tools, max_tokens)
+
+
+def test_a_small_window_or_a_model_that_cannot_see_tools_is_asked_for_json_only(
+    service: MemoryService,
+):
+    def words(text: str) -> int:
+        return len(text.split())
+
+    def blind(messages: list[Message], tools: list[dict[str, Any]]) -> int:
+        return approximate(words)(messages, [])  # the template drops the tools
+
+    for window, count in ((8192, approximate(words)), (1024, approximate(words)), (8192, blind)):
+        model = Seen(window, count)
+        asyncio.run(
+            run_scan(
+                ScanInput("c", [user("I use vim. " + "More words here. " * 20)]),
+                service=service,
+                scopes=service.scopes(None, None),
+                complete=model,
+                count_text=words,
+                window=window,
+                count_request=count,
+            )
+        )
+        ((prompt, tools),) = model.asked
+        full = window == 8192 and count is not blind
+        assert (tools > 0) is full and ("If you cannot call tools" in prompt) is full
