@@ -163,7 +163,7 @@ def test_the_memory_extractor_is_sent_its_prompt_from_resources(tmp_path: Path):
     service = MemoryService(tmp_path / "memory")
     sent: list[list[Message]] = []
 
-    async def model(messages: list[Message], tools: list[dict]) -> Completion:
+    async def model(messages: list[Message], tools: list[dict], max_tokens: int) -> Completion:
         sent.append(list(messages))
         return Completion('{"memories": [], "lessons": []}')
 
@@ -175,7 +175,7 @@ def test_the_memory_extractor_is_sent_its_prompt_from_resources(tmp_path: Path):
             scopes=service.scopes("default", None),
             complete=model,
             count_text=lambda text: len(text.split()),
-            input_budget=3000,
+            window=4096,
         )
     )
     assert sent[0][0].content == prompt("memory_extractor").format(actor="memory-extractor")

@@ -22,8 +22,8 @@ from engine.cli.errors import CliError
 from engine.config import AgentConfig, load_agents
 from engine.memory.extractor import provider_complete
 from engine.memory.reflect import PassReport, learn_conversation, reflect_conversation
-from engine.memory.runtime import extractor_budget
 from engine.memory.service import MemoryService
+from engine.memory.sizing import counting_with
 from engine.memory.spawn import read_agent_settings
 from engine.messages import user
 from engine.paths import BrimPaths
@@ -144,7 +144,8 @@ async def _reflect(
                     scopes=service.scopes(info.agent or agent.name, workspace),
                     complete=provider_complete(provider, model),
                     count_text=lambda text: counter.count_message(user(text)),
-                    input_budget=extractor_budget(window.window),
+                    window=window.window,
+                    count_request=counting_with(counter),
                 )
                 reports.append(report)
                 log.info(

@@ -10,6 +10,7 @@ like a secret, the sentence was revoked). The rest are for the store, the queue 
      │    ├── SensitiveContent    the text looks like a secret (key, password, token, ...)
      │    ├── RevokedQuote        the quoted sentence was corrected or forgotten
      │    ├── BadSubject          the subject or scope breaks the naming rules
+     │    ├── EchoedLesson        a lesson repeats a tool result's text
      │    └── EntryConflict       the entry exists, is missing, or changed since it was read
      ├── ScopeUnreadable          a scope folder could not be listed (logged and skipped)
      ├── UnknownSuggestion        no waiting suggestion has that ID
@@ -42,6 +43,10 @@ class RevokedQuote(MemoryRefused):
 
 class BadSubject(MemoryRefused):
     """The subject (file name) or scope is not one memory accepts."""
+
+
+class EchoedLesson(MemoryRefused):
+    """A lesson repeats a tool result's text: data, not the agent's experience."""
 
 
 class EntryConflict(MemoryRefused):

@@ -1,15 +1,23 @@
 """The memory-extractor sub-run: scan a slice of a conversation and queue what the user
-stated that is worth remembering, through the real memory tools.
+stated that is worth remembering.
 
-It runs on the summarizer model with a throwaway prompt of its own: a context block (the
-prior summary, the later messages, the already-reflected earlier ones; at most 40% of its
-input budget, and carrying no source IDs, so nothing in it can be quoted), the memory index,
-and the scanned slice with a source ID on each authenticated user message. It gets
-view_memory, manage_memory and propose_lesson in queue mode: every write passes the checks a
-direct write would and is queued for review instead; delete and rename are refused.
+Two passes, both through the real memory tools' checks, every write queued for review:
 
-Small local models often cannot call tools, so the prompt also asks for a plain JSON answer
-as a fallback, and that answer goes through exactly the same checks.
+- the deterministic pass first (engine/memory/statements.py): the user's explicit
+  first-person statements ("My name is Alex.", "I always use tabs"), each quoting its
+  exact sentence. It needs no model, so memory suggests something on any model;
+- then the model, on the summarizer model with a throwaway prompt of its own: a context
+  block (the prior summary, the later messages, the already-reflected earlier ones; carrying
+  no source IDs, so nothing in it can be quoted), the memory index, and the scanned slice
+  with a source ID on each authenticated user message (engine/memory/transcript.py). Where
+  the window has room for them it gets view_memory, manage_memory and propose_lesson in
+  queue mode (delete and rename refused); small local models often cannot call tools, so it
+  may always answer in plain JSON instead, and on a small window it is asked for JSON only,
+  with a short prompt. A model suggestion for a sentence the first pass queued replaces that
+  suggestion (the model may word it better); nothing is suggested twice.
+
+Every request fits the window with its answer (engine/memory/sizing.py): the transcript is
+sized from the room the frame leaves, and `max_tokens` from what the prompt leaves.
 
 The learn pass adds one curation call holding revise_memory (delete a stale entry, rewrite a
 lesson), with the session's memory diff and the waiting suggestions.
@@ -20,16 +28,26 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from engine.memory.errors import MemoryStoreError
 from engine.memory.layout import Scope
 from engine.memory.plaintext import strip_controls
 from engine.memory.queue import Suggestion
 from engine.memory.service import MemoryService
+from engine.memory.sizing import (
+    MIN_TRANSCRIPT_TOKENS,
+    OUTPUT_TOKENS,
+    TOOLS_SHARE,
+    CountRequest,
+    CountText,
+    Room,
+    approximate,
+)
 from engine.memory.sources import SourceSet
+from engine.memory.statements import STATEMENTS_ID, queue_statements
 from engine.memory.store import Snapshot
 from engine.memory.tools import (
     MemoryToolState,
@@ -42,6 +60,16 @@ from engine.memory.tools import (
     render_listing,
     revise_tool,
 )
+from engine.memory.transcript import (
+    CONTEXT_MESSAGE_CHARS,
+    MAX_PARTS,
+    SLICE_CAPS,
+    ScanInput,
+    build_context_block,
+    render_context_message,
+    render_slice_message,
+    render_slices,
+)
 from engine.messages import Message, ToolCall, assistant, system, tool_result, user
 from engine.providers.base import ChatOptions, Provider, StreamDone, TextDelta, ToolCallsReady
 from engine.resources import prompt as load_prompt
@@ -49,19 +77,39 @@ from engine.tools.context import ToolContext
 from engine.tools.errors import ToolError
 from engine.tools.registry import ToolRegistry
 
+__all__ = [
+    "CONTEXT_MESSAGE_CHARS",
+    "CONTEXT_SHARE",
+    "EXTRACTOR_ID",
+    "LEARNER_ID",
+    "MAX_PARTS",
+    "OUTPUT_TOKENS",
+    "SLICE_CAPS",
+    "Complete",
+    "Completion",
+    "CountRequest",
+    "CountText",
+    "ScanInput",
+    "ScanReport",
+    "build_context_block",
+    "memory_diff",
+    "provider_complete",
+    "render_context_message",
+    "render_slice_message",
+    "render_slices",
+    "run_curation",
+    "run_scan",
+    "scan_statements",
+]
+
 log = logging.getLogger(__name__)
 
 EXTRACTOR_ID = "memory-extractor"
 LEARNER_ID = "memory-learner"
-CONTEXT_SHARE = 0.4
+CONTEXT_SHARE = 0.25  # of the room a transcript has, at most, for the context block
+CONTEXT_MIN_ROOM = 600  # with less room than this for the transcript, no context block
 MAX_STEPS = 6
-MAX_PARTS = 3  # extractor conversations per scanned slice, when it does not fit one
-OUTPUT_TOKENS = 768
-INDEX_CHARS = 2_000
-CONTEXT_MESSAGE_CHARS = 600
-# Caps (chars) for tool results and assistant text in the scanned slice, tightened until
-# the slice fits; the user's messages are never cut (they are what may be quoted).
-SLICE_CAPS: tuple[tuple[int, int | None], ...] = ((600, None), (250, 1_500), (80, 400))
+INDEX_SHARE = 0.15  # of the window, at most, for the memory index
 
 
 @dataclass(frozen=True)
@@ -71,17 +119,22 @@ class Completion:
     finish_reason: str | None = None
 
 
-Complete = Callable[[list[Message], list[dict[str, Any]]], Awaitable[Completion]]
-CountText = Callable[[str], int]
+class Complete(Protocol):
+    """One memory request: the messages, the tools offered, the answer's `max_tokens`."""
+
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion: ...
 
 
-def provider_complete(
-    provider: Provider, model: str, *, max_tokens: int = OUTPUT_TOKENS
-) -> Complete:
-    """A `Complete` over a provider: one streamed chat request, tools offered. The engine's
-    own settings (Ollama's num_ctx, strictness) are the provider's, as on every request."""
+def provider_complete(provider: Provider, model: str) -> Complete:
+    """A `Complete` over a provider: one streamed chat request, tools offered, its output cap
+    set per request. The engine's own settings (Ollama's num_ctx, strictness) are the
+    provider's, as on every request."""
 
-    async def complete(messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def complete(
+        messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         options = ChatOptions(
             max_tokens=max_tokens,
             temperature=0.1,
@@ -102,15 +155,6 @@ def provider_complete(
     return complete
 
 
-@dataclass(frozen=True)
-class ScanInput:
-    conversation_id: str
-    chunk: Sequence[Message]  # the scanned slice: only its user messages are sources
-    summary: str = ""  # the prior checkpoint(s)
-    later: Sequence[Message] = ()  # the recent tail kept verbatim (compaction)
-    earlier: Sequence[Message] = ()  # the already-reflected messages (conversation end)
-
-
 @dataclass
 class ScanReport:
     queued: list[str] = field(default_factory=list)
@@ -118,139 +162,14 @@ class ScanReport:
     skipped: str = ""
     steps: int = 0
     dropped: int = 0  # messages of the slice left out because they did not fit
+    statements: int = 0  # of `queued`, how many the deterministic pass queued
 
 
 # The prompts (resources/prompts/): `{actor}` is filled in, doubled braces are literal.
 EXTRACTOR_SYSTEM = load_prompt("memory_extractor")
-
+# For a window too small for the tools and the full prompt: JSON only, a short prompt.
+EXTRACTOR_COMPACT = load_prompt("memory_extractor_compact")
 CURATION_SYSTEM = load_prompt("memory_curator")
-
-
-def _cap(text: str, limit: int | None) -> str:
-    if limit is None or len(text) <= limit:
-        return text
-    return text[:limit] + f" […{len(text) - limit} more chars]"
-
-
-def render_context_message(message: Message) -> str | None:
-    if message.is_notice or message.kind in ("summary", "continuation"):
-        return None
-    if message.role == "tool":
-        return f"[tool result: {message.name or 'tool'}] {_cap(message.content, 120)}"
-    if message.role not in ("user", "assistant"):
-        return None
-    text = _cap(message.content.strip(), CONTEXT_MESSAGE_CHARS)
-    if message.tool_calls:
-        text += " " + " ".join(f"[called {c.name}]" for c in message.tool_calls)
-    return f"[{message.role}] {text.strip()}"
-
-
-_EARLIER_HEAD = "Earlier in the conversation (already reflected):"
-_SUMMARY_HEAD = "Summary of the conversation so far:"
-_LATER_HEAD = "Later in the conversation (after the part to scan):"
-
-
-def _newest_that_fit(
-    messages: Sequence[Message], count_text: CountText, budget: int, used: int
-) -> tuple[list[str], int]:
-    """The newest messages' context lines that still fit `budget` after `used`, in order."""
-    lines: list[str] = []
-    for message in reversed(list(messages)):
-        line = render_context_message(message)
-        if line is None:
-            continue
-        cost = count_text(line)
-        if used + cost > budget:
-            break
-        lines.insert(0, line)
-        used += cost
-    return lines, used
-
-
-def build_context_block(inp: ScanInput, count_text: CountText, budget: int) -> str:
-    """The context block, at most `budget` tokens: the summary first, then the newest later
-    messages, then the newest earlier ones; shown in conversation order."""
-    budget -= sum(count_text(h) for h in (_EARLIER_HEAD, _SUMMARY_HEAD, _LATER_HEAD))
-    if budget <= 0:
-        return ""
-    used = 0
-    summary = inp.summary.strip()
-    if summary:
-        cost = count_text(summary)
-        while summary and cost > budget:
-            keep = min(len(summary) - 1, int(len(summary) * budget / max(cost, 1) * 0.95))
-            summary = summary[: max(0, keep)].rstrip()
-            cost = count_text(summary) if summary else 0
-        used += cost
-    later, used = _newest_that_fit(inp.later, count_text, budget, used)
-    earlier, used = _newest_that_fit(inp.earlier, count_text, budget, used)
-    parts: list[str] = []
-    if earlier:
-        parts.append(_EARLIER_HEAD + "\n" + "\n".join(earlier))
-    if summary:
-        parts.append(_SUMMARY_HEAD + "\n" + summary)
-    if later:
-        parts.append(_LATER_HEAD + "\n" + "\n".join(later))
-    return "\n\n".join(parts)
-
-
-def render_slice_message(
-    message: Message, sources: SourceSet, tool_cap: int, text_cap: int | None
-) -> str | None:
-    if message.is_notice or message.kind in ("summary", "continuation"):
-        return None
-    if message.role == "tool":
-        return (
-            f"[tool result: {message.name or 'tool'} — tool output, not the user's words]\n"
-            f"{_cap(message.content, tool_cap)}"
-        )
-    if message.role == "user":
-        tag = sources.tag_for(message)
-        if tag is not None:
-            return f"[user message · source {tag}]\n{message.content}"
-        body = _cap(message.content, tool_cap)
-        return f"[user-role text, not a user message; cannot be quoted]\n{body}"
-    if message.role == "assistant":
-        text = _cap(message.content, text_cap)
-        calls = "".join(f"\n[assistant called {c.name}]" for c in message.tool_calls)
-        return f"[assistant]\n{text}{calls}".rstrip()
-    return None
-
-
-def render_slices(
-    chunk: Sequence[Message], sources: SourceSet, count_text: CountText, budget: int
-) -> tuple[list[str], int]:
-    """The scanned messages with source IDs, as transcripts of at most `budget` tokens each.
-    Tool results and assistant text are shortened first; when the messages still do not
-    fit one request they are split, in order, into several. Only parts holding a user
-    source are kept (nothing else can be quoted); at most `MAX_PARTS`, the oldest first
-    (what compaction removes is gone for good). Returns the parts and how many messages
-    were left out."""
-    pieces: list[tuple[str, bool]] = []
-    for tool_cap, text_cap in SLICE_CAPS:
-        pieces = [
-            (p, m.role == "user" and sources.tag_for(m) is not None)
-            for m in chunk
-            if (p := render_slice_message(m, sources, tool_cap, text_cap)) is not None
-        ]
-        if sum(count_text(p) for p, _ in pieces) <= budget:
-            break
-    parts: list[list[tuple[str, bool]]] = []
-    current: list[tuple[str, bool]] = []
-    used = 0
-    for piece in pieces:
-        cost = count_text(piece[0])
-        if current and used + cost > budget:
-            parts.append(current)
-            current, used = [], 0
-        current.append(piece)
-        used += cost
-    if current:
-        parts.append(current)
-    useful = [p for p in parts if any(has_source for _, has_source in p)]
-    kept = useful[:MAX_PARTS]
-    dropped = len(pieces) - sum(len(p) for p in kept)
-    return ["\n\n".join(text for text, _ in p) for p in kept], dropped
 
 
 def _json_objects(text: str) -> list[Any]:
@@ -333,50 +252,147 @@ async def run_scan(
     scopes: list[Scope],
     complete: Complete,
     count_text: CountText,
-    input_budget: int,
+    window: int,
+    count_request: CountRequest | None = None,
     actor: str = EXTRACTOR_ID,
 ) -> ScanReport:
-    """Scan one slice and queue what qualifies. A slice with no authenticated user message
-    is skipped without a model call."""
+    """Scan one slice and queue what qualifies: the deterministic pass, then the model. A
+    slice with no authenticated user message is skipped without a model call. Every
+    request fits `window` with its answer, counted by `count_request` (by default, from
+    `count_text`)."""
     report = ScanReport()
     sources = SourceSet(inp.conversation_id, inp.chunk)
     if not len(sources):
         report.skipped = "no authenticated user message in the scanned messages"
         return report
+    found = scan_statements(inp.conversation_id, inp.chunk, service, scopes)
     state = MemoryToolState(
-        service, scopes, lambda: sources, "queue", actor=actor, conversation_id=inp.conversation_id
+        service,
+        scopes,
+        lambda: sources,
+        "queue",
+        actor=actor,
+        conversation_id=inp.conversation_id,
+        untrusted=lambda: inp.chunk,
+        replaceable=frozenset(found),
     )
+    try:
+        room = Room(window, count_request or approximate(count_text))
+        await _model_pass(inp, state, sources, room, count_text, complete, actor, report)
+    finally:
+        waiting = {s.id for s in service.queue.pending()}
+        report.queued = [i for i in [*found, *state.queued] if i in waiting]
+        report.statements = sum(1 for i in found if i in waiting)
+        report.refused = list(state.refused)
+    return report
+
+
+def scan_statements(
+    conversation_id: str, messages: Sequence[Message], service: MemoryService, scopes: list[Scope]
+) -> list[str]:
+    """The deterministic pass alone (no model): the IDs it queued from `messages`."""
+    sources = SourceSet(conversation_id, messages)
+    state = MemoryToolState(
+        service,
+        scopes,
+        lambda: sources,
+        "queue",
+        actor=STATEMENTS_ID,
+        conversation_id=conversation_id,
+    )
+    return queue_statements(state, sources)
+
+
+async def _model_pass(
+    inp: ScanInput,
+    state: MemoryToolState,
+    sources: SourceSet,
+    room: Room,
+    count_text: CountText,
+    complete: Complete,
+    actor: str,
+    report: ScanReport,
+) -> None:
+    """The model's scan: the frame that fits (with the tools where there is room), then the
+    slice in as few transcripts as fit beside it."""
     registry = ToolRegistry(memory_tools(state))
-    ctx = ToolContext(workspace=service.root)
-    context = build_context_block(inp, count_text, int(input_budget * CONTEXT_SHARE))
-    index = _cap(render_listing(service, scopes), INDEX_CHARS)
+    ctx = ToolContext(workspace=state.service.root)
+    index = _fit_text(
+        render_listing(state.service, state.scopes), count_text, int(room.window * INDEX_SHARE)
+    )
     head = [f"Memory index:\n{index}"]
+    system_text = EXTRACTOR_SYSTEM.format(actor=actor)
+    schemas = registry.schemas()
+    with_tools = await _frame(room, system_text, head, schemas)
+    # No room for the tools, or a model whose template drops them (the engine counts them
+    # as nothing): JSON only, with the short prompt.
+    if with_tools > TOOLS_SHARE * room.window or with_tools <= await _frame(
+        room, system_text, head, []
+    ):
+        system_text, schemas = EXTRACTOR_COMPACT.format(actor=actor), []
+    frame = await _frame(room, system_text, head, schemas)
+    space = room.transcript_room(frame)
+    context = ""
+    if space >= CONTEXT_MIN_ROOM:
+        context = build_context_block(inp, count_text, int(space * CONTEXT_SHARE))
     if context:
         head.append(
             "Context block (no source IDs: never quote from it):\n"
             f"<<<CONTEXT\n{context}\nCONTEXT>>>"
         )
-    schemas = json.dumps(registry.schemas())
-    frame = count_text("\n\n".join(head)) + count_text(EXTRACTOR_SYSTEM) + count_text(schemas)
-    frame += 200  # the scan's framing and the template's
-    transcripts, report.dropped = render_slices(
-        inp.chunk, sources, count_text, max(200, input_budget - frame)
-    )
+        frame = await _frame(room, system_text, head, schemas)
+    budget = room.transcript_room(frame)
+    if budget < MIN_TRANSCRIPT_TOKENS:
+        report.skipped = f"a {room.window:,}-token window leaves no room for the extractor"
+        log.info("memory: %s", report.skipped)
+        return
+    for _ in range(4):
+        transcripts, report.dropped = render_slices(inp.chunk, sources, count_text, budget)
+        prompts = [_scan_prompt(head, t) for t in transcripts]
+        outputs = [await room.output_for(_opening(system_text, p), schemas) for p in prompts]
+        if all(outputs):
+            break
+        budget = int(budget * 0.8)  # the count of a whole request ran above the estimate
+    else:
+        report.skipped = "the scanned messages do not fit the window beside the prompt"
+        log.info("memory: %s", report.skipped)
+        return
     if report.dropped:
         log.info("memory: %d messages of the slice were not scanned", report.dropped)
-    for transcript in transcripts:
-        prompt = "\n\n".join(
-            [
-                *head,
-                "The part of the conversation to scan (quote only the user messages marked "
-                f"with a source ID):\n<<<SCAN\n{transcript}\nSCAN>>>",
-                "Suggest what qualifies, or nothing.",
-            ]
-        )
-        await _converse(state, registry, ctx, complete, prompt, actor, report)
-    report.queued = list(state.queued)
-    report.refused = list(state.refused)
-    return report
+    for prompt in prompts:
+        await _converse(state, registry, ctx, complete, room, system_text, prompt, schemas, report)
+
+
+async def _frame(
+    room: Room, system_text: str, head: list[str], schemas: list[dict[str, Any]]
+) -> int:
+    """What a scan request costs before its transcript."""
+    return await room.count(_opening(system_text, _scan_prompt(head, "")), schemas)
+
+
+def _opening(system_text: str, prompt: str) -> list[Message]:
+    return [system(system_text), user(prompt)]
+
+
+def _scan_prompt(head: list[str], transcript: str) -> str:
+    return "\n\n".join(
+        [
+            *head,
+            "The part of the conversation to scan (quote only the user messages marked "
+            f"with a source ID):\n<<<SCAN\n{transcript}\nSCAN>>>",
+            "Suggest what qualifies, or nothing.",
+        ]
+    )
+
+
+def _fit_text(text: str, count_text: CountText, budget: int) -> str:
+    """`text` cut (at a line) to at most `budget` tokens."""
+    if count_text(text) <= budget:
+        return text
+    lines = text.splitlines()
+    while lines and count_text("\n".join(lines) + "\n[…]") > budget:
+        lines.pop()
+    return "\n".join([*lines, "[…]"]) if lines else ""
 
 
 async def _converse(
@@ -384,15 +400,22 @@ async def _converse(
     registry: ToolRegistry,
     ctx: ToolContext,
     complete: Complete,
+    room: Room,
+    system_text: str,
     prompt: str,
-    actor: str,
+    schemas: list[dict[str, Any]],
     report: ScanReport,
 ) -> None:
-    """One extractor conversation: tool calls until a text answer (the JSON fallback)."""
-    messages: list[Message] = [system(EXTRACTOR_SYSTEM.format(actor=actor)), user(prompt)]
+    """One extractor conversation: tool calls until a text answer (the JSON fallback), each
+    request sized to the window; it ends when the window has no room for another step."""
+    messages = _opening(system_text, prompt)
     for _ in range(MAX_STEPS):
+        max_tokens = await room.output_for(messages, schemas)
+        if not max_tokens:
+            log.info("memory: the extractor's conversation stopped: the window is full")
+            return
         report.steps += 1
-        answer = await complete(messages, registry.schemas())
+        answer = await complete(messages, schemas, max_tokens)
         if answer.calls:
             messages.append(assistant(answer.text, answer.calls))
             for call in answer.calls:
@@ -438,17 +461,42 @@ async def run_curation(
     complete: Complete,
     diff: str,
     waiting: list[Suggestion],
+    room: Room,
     actor: str = LEARNER_ID,
 ) -> ScanReport:
-    """One curation call; its revise_memory calls (or JSON answer) are queued."""
+    """One curation call; its revise_memory calls (or JSON answer) are queued. What it is
+    shown is cut to the window; the tools are offered where they fit."""
     report = ScanReport()
     state = MemoryToolState(service, scopes, lambda: SourceSet("", ()), "queue", actor=actor)
     registry = ToolRegistry([revise_tool(state)])
     ctx = ToolContext(workspace=service.root)
-    shown = "\n".join(f"- {s.id} {s.describe()}" for s in waiting) or "- (none)"
-    prompt = f"{diff}\n\nSuggestions waiting for review:\n{shown}\n\nSuggest revisions, or none."
-    messages = [system(CURATION_SYSTEM.format(actor=actor)), user(prompt)]
-    answer = await complete(messages, registry.schemas())
+    system_text = CURATION_SYSTEM.format(actor=actor)
+    schemas = registry.schemas()
+    lines = diff.splitlines()
+    shown = [f"- {s.id} {s.describe()}" for s in waiting]
+    keep_lines, keep_shown = len(lines), len(shown)
+
+    def messages() -> list[Message]:
+        parts = lines[:keep_lines] + (["- …"] if keep_lines < len(lines) else [])
+        queue = shown[:keep_shown] or ["- (none)"]
+        if keep_shown < len(shown):
+            queue.append(f"- … ({len(shown) - keep_shown} more)")
+        prompt = "\n".join(parts) + "\n\nSuggestions waiting for review:\n" + "\n".join(queue)
+        return _opening(system_text, prompt + "\n\nSuggest revisions, or none.")
+
+    if await room.count(messages(), schemas) > TOOLS_SHARE * room.window:
+        schemas = []
+    max_tokens = await room.output_for(messages(), schemas)
+    while not max_tokens and (keep_shown > 0 or keep_lines > 1):
+        if keep_shown > 0:
+            keep_shown //= 2
+        else:
+            keep_lines //= 2
+        max_tokens = await room.output_for(messages(), schemas)
+    if not max_tokens:
+        report.skipped = f"a {room.window:,}-token window leaves no room for the curation call"
+        return report
+    answer = await complete(messages(), schemas, max_tokens)
     report.steps = 1
     for call in answer.calls:
         await registry.call(call.name, call.arguments, ctx, call_id=call.id)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -241,10 +242,11 @@ class SuggestionQueue:
 
     # -- changing ---------------------------------------------------------------------------
 
-    def add(self, suggestion: Suggestion) -> Suggestion:
+    def add(self, suggestion: Suggestion, *, replacing: Collection[str] = ()) -> Suggestion:
         """Queue a suggestion (under the lock). `EntryConflict` when the same claim waits
-        already (same sentence keys, or the same text for the same entry); refused whole
-        when any of its text holds control characters or a secret."""
+        already (same sentence keys, or the same text for the same entry), unless it is
+        one of `replacing` with exactly the same sentence keys: that one is replaced. Refused
+        whole when any of its text holds control characters or a secret."""
         check_plain("statement", suggestion.statement)
         check_plain("quote", suggestion.quote, multiline=True)
         check_plain("reason", suggestion.reason)
@@ -256,6 +258,12 @@ class SuggestionQueue:
         with self.layout.write_lock():
             self.recover()
             items = self._load()
+            if suggestion.keys:
+                items = [
+                    item
+                    for item in items
+                    if not (item.id in replacing and set(item.keys) == set(suggestion.keys))
+                ]
             for item in items:
                 same_keys = suggestion.keys and set(suggestion.keys) & set(item.keys)
                 same_text = (

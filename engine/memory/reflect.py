@@ -21,16 +21,17 @@ from engine.memory.extractor import (
     EXTRACTOR_ID,
     LEARNER_ID,
     Complete,
-    CountText,
     ScanInput,
     ScanReport,
     memory_diff,
     run_curation,
     run_scan,
+    scan_statements,
 )
 from engine.memory.jsonfile import read_json_object, write_json_object
 from engine.memory.layout import MemoryLayout, Scope
 from engine.memory.service import MemoryService
+from engine.memory.sizing import CountRequest, CountText, Room, approximate, margin
 from engine.memory.store import Snapshot
 from engine.messages import Message
 from engine.store import MessageRecord
@@ -38,6 +39,9 @@ from engine.store import MessageRecord
 log = logging.getLogger(__name__)
 
 MAX_CHUNKS = 2
+# A chunk is what one scan request's transcript holds beside its frame (the prompt, the
+# memory index, the context block): this share of the room the window leaves.
+CHUNK_SHARE = 0.35
 
 # progress(step, steps, what): where `/learn` is (each chunk read, then the curation call).
 LearnProgress = Callable[[int, int, str], None]
@@ -166,6 +170,11 @@ def make_chunks(
     return chunks
 
 
+def chunk_tokens(window: int) -> int:
+    """How much of a claim one chunk holds on `window` (about what one request carries)."""
+    return max(100, int((window - margin(window)) * CHUNK_SHARE))
+
+
 @dataclass
 class PassReport:
     conversation_id: str
@@ -191,24 +200,28 @@ async def _scan_claim(
     scopes: list[Scope],
     complete: Complete,
     count_text: CountText,
-    input_budget: int,
+    window: int,
+    count_request: CountRequest | None,
     actor: str,
     progress: LearnProgress | None = None,
 ) -> int:
-    """Scan the claim's newest chunks; returns how many were read."""
-    chunk_budget = max(200, int(input_budget * 0.6) - 400)
-    chunks = make_chunks(claim.messages, count_text, chunk_budget)
+    """Scan the claim's newest chunks, each about what one request holds; returns how many
+    were read."""
+    chunks = make_chunks(claim.messages, count_text, chunk_tokens(window))
     read = chunks[-MAX_CHUNKS:]
     report.skipped_chunks = len(chunks) - len(read)
     if report.skipped_chunks:
         left = sum(len(c) for c in chunks[: report.skipped_chunks])
         log.warning(
-            "memory: %s read the two newest chunks of %s; skipped %d older chunks (%d messages)",
+            "memory: %s read the two newest chunks of %s with the model; skipped %d older "
+            "chunks (%d messages), read for the user's own statements only",
             actor,
             claim.conversation_id,
             report.skipped_chunks,
             left,
         )
+        older = [m for c in chunks[: report.skipped_chunks] for m in c]
+        report.queued += scan_statements(claim.conversation_id, older, service, scopes)
     for i, chunk in enumerate(read):
         if progress is not None:
             progress(i + 1, len(read) + 1, f"Reading part {i + 1} of {len(read)}")
@@ -225,7 +238,8 @@ async def _scan_claim(
             scopes=scopes,
             complete=complete,
             count_text=count_text,
-            input_budget=input_budget,
+            window=window,
+            count_request=count_request,
             actor=actor,
         )
         report.scanned += len(chunk)
@@ -251,9 +265,11 @@ async def reflect_conversation(
     scopes: list[Scope],
     complete: Complete,
     count_text: CountText,
-    input_budget: int,
+    window: int,
+    count_request: CountRequest | None = None,
 ) -> PassReport:
-    """The conversation-end pass: claim, then scan at most the two newest chunks."""
+    """The conversation-end pass: claim, then scan at most the two newest chunks, every
+    request fitting `window` with its answer."""
     report = PassReport(conversation_id)
     marks = Watermarks(service.layout)
     try:
@@ -270,7 +286,8 @@ async def reflect_conversation(
             scopes=scopes,
             complete=complete,
             count_text=count_text,
-            input_budget=input_budget,
+            window=window,
+            count_request=count_request,
             actor=EXTRACTOR_ID,
         )
     except BaseException:
@@ -287,7 +304,8 @@ async def learn_conversation(
     scopes: list[Scope],
     complete: Complete,
     count_text: CountText,
-    input_budget: int,
+    window: int,
+    count_request: CountRequest | None = None,
     start_snapshot: Snapshot | None = None,
     progress: LearnProgress | None = None,
 ) -> PassReport:
@@ -312,7 +330,8 @@ async def learn_conversation(
                 scopes=scopes,
                 complete=complete,
                 count_text=count_text,
-                input_budget=input_budget,
+                window=window,
+                count_request=count_request,
                 actor=LEARNER_ID,
                 progress=progress,
             )
@@ -326,6 +345,7 @@ async def learn_conversation(
             complete=complete,
             diff=memory_diff(start_snapshot, now),
             waiting=waiting,
+            room=Room(window, count_request or approximate(count_text)),
         )
         report.queued += result.queued
         report.refused += result.refused

@@ -14,17 +14,11 @@ from pathlib import Path
 
 from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
-from engine.memory.extractor import (
-    OUTPUT_TOKENS,
-    Complete,
-    CountText,
-    ScanInput,
-    ScanReport,
-    run_scan,
-)
+from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan
 from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
 from engine.memory.service import MemoryService
+from engine.memory.sizing import CountRequest, CountText
 from engine.memory.sources import SourceSet
 from engine.memory.spawn import spawn_reflection
 from engine.memory.store import Snapshot
@@ -35,8 +29,6 @@ from engine.store import Store
 from engine.tools.registry import Tool
 
 log = logging.getLogger(__name__)
-
-EXTRACTOR_MARGIN_TOKENS = 256
 
 
 class SessionMemory:
@@ -94,6 +86,7 @@ class SessionMemory:
             actor="agent",
             conversation_id=self._conversation(),
             on_view=self.observer.register_view,
+            untrusted=live,
         )
         return memory_tools(state)
 
@@ -109,9 +102,10 @@ class SessionMemory:
         complete: Complete,
         count_text: CountText,
         window: int,
+        count_request: CountRequest | None = None,
     ) -> ScanReport | None:
-        """The compaction pass over exactly the messages about to be compressed. Never
-        raises: a failure is logged and compaction goes on."""
+        """The compaction pass over exactly the messages about to be compressed, in as few
+        requests as fit `window`. Never raises: a failure is logged and compaction goes on."""
         if not self.writes:
             return None
         try:
@@ -126,7 +120,8 @@ class SessionMemory:
                 scopes=self.scopes,
                 complete=complete,
                 count_text=count_text,
-                input_budget=extractor_budget(window),
+                window=window,
+                count_request=count_request,
             )
         except Exception:
             log.warning("memory: the extractor failed; compacting anyway", exc_info=True)
@@ -143,6 +138,7 @@ class SessionMemory:
         complete: Complete,
         count_text: CountText,
         window: int,
+        count_request: CountRequest | None = None,
         progress: LearnProgress | None = None,
     ) -> PassReport | None:
         if not self.writes:
@@ -155,7 +151,8 @@ class SessionMemory:
             scopes=self.scopes,
             complete=complete,
             count_text=count_text,
-            input_budget=extractor_budget(window),
+            window=window,
+            count_request=count_request,
             start_snapshot=self.start_snapshot,
             progress=progress,
         )
@@ -178,8 +175,3 @@ class SessionMemory:
             data_dir=data_dir,
             workspace=self.workspace,
         )
-
-
-def extractor_budget(window: int) -> int:
-    """The extractor's input budget on a window: what is left after its answer."""
-    return max(512, window - OUTPUT_TOKENS - EXTRACTOR_MARGIN_TOKENS)

@@ -10,7 +10,8 @@ Three layers, each leaning towards refusing:
   card numbers (Luhn checked), connection strings, long random-looking strings;
 - keyword rules, for secrets said in prose rather than code: a password, pw, passphrase,
   PIN, login, secret, token or key followed by a value ("my password for the router is
-  hunter2", "db pw hunter2", "router login is admin / Tr0ub4dor&3").
+  hunter2", "db pw hunter2", "router login is admin / Tr0ub4dor&3"), and a code that opens
+  a door, a gate, an alarm or a safe ("the code for the back door is 4821 at night").
 
 A preference worded around the word "token" or "key" passes ("I prefer answers that count
 tokens exactly"); a value given for one does not.
@@ -64,6 +65,21 @@ _BARE_KEY = re.compile(
 )
 _STRONG_DIRECT = re.compile(
     rf"\b(?:{_STRONG})\b\s*[:=]?\s+[\"']?(?P<value>(?=\S*[0-9!@#$%^&*_+=~])[^\s\"']{{4,}})",
+    re.IGNORECASE,
+)
+# A code that opens something: "the code for the back door is 4821", "alarm code: 1234",
+# "the gate combination is 12-34-56". An error, status or exit code is no secret.
+_LOCKS = (
+    r"(?:doors?|gates?|alarms?|locks?|safes?|garages?|buildings?|entry|entrance|access|"
+    r"security|keypads?|lockers?|padlocks?|vaults?|house|apartment|flat|office|bike|wi-?fi|"
+    r"front|back|side)"
+)
+_CODE_VALUE = r"[\"'#]?(?=(?:[^\s\"']*?\d){3})[^\s\"']{3,}"
+_CODE_IS = r"(?:\s+(?:is|was|are|were|equals)\s+|\s*[:=]\s*)"
+_LOCK_CODE = re.compile(
+    rf"\b{_LOCKS}\s+(?:pass)?(?:codes?|combinations?|combos?)\b(?:{_CODE_IS}|\s+){_CODE_VALUE}|"
+    rf"\b(?:codes?|combinations?|combos?)\b(?:\s+[^\s.!?;,]+){{0,5}}?\s+{_LOCKS}\b"
+    rf"{_CODE_IS}{_CODE_VALUE}",
     re.IGNORECASE,
 )
 _PAIR = re.compile(
@@ -173,6 +189,8 @@ def _keyword_secret(text: str) -> str | None:
             return "a password"
     if _STRONG_DIRECT.search(text) or _PAIR.search(text):
         return "a password"
+    if _LOCK_CODE.search(text):
+        return "a door or lock code"
     if _BARE_KEY.search(text):
         return "a credential"
     for match in _WEAK_ASSIGNED.finditer(text):

@@ -24,9 +24,10 @@ from engine.events import (
     NoticeEvent,
     StateEvent,
 )
-from engine.memory.extractor import Complete, CountText
+from engine.memory.extractor import Complete
 from engine.memory.runtime import SessionMemory
 from engine.memory.service import MemoryService
+from engine.memory.sizing import CountRequest, CountText
 from engine.paths import BrimPaths
 from engine.store import Store
 
@@ -72,10 +73,13 @@ async def extract_before_summary(
     count_text: CountText,
     window: int,
     emit: EventSink,
+    count_request: CountRequest | None = None,
 ) -> None:
     """The compaction hook: suggest durable facts from the messages about to go."""
     emit(StateEvent("suggesting memories"))
-    await memory.extract(plan, complete=complete, count_text=count_text, window=window)
+    await memory.extract(
+        plan, complete=complete, count_text=count_text, window=window, count_request=count_request
+    )
     emit(StateEvent("compacting"))
 
 
@@ -87,6 +91,7 @@ async def learn(
     count_text: CountText,
     window: int,
     emit: EventSink,
+    count_request: CountRequest | None = None,
 ) -> None:
     """`/learn` (alias `/reflect`): scan what this conversation said since the last
     reflection, one curation call, then tell how many suggestions wait. Never raises but
@@ -98,6 +103,7 @@ async def learn(
             complete=complete,
             count_text=count_text,
             window=window,
+            count_request=count_request,
             progress=lambda step, steps, text: emit(LearnProgressEvent(step, steps, text)),
         )
     except Exception as exc:

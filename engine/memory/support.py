@@ -8,15 +8,26 @@ negation ("I never want you to force push" → "force push to main"). So:
 - the quote is a whole sentence or clause of the message (`check_whole_clause`): it starts
   where a sentence or clause starts (optionally after a joining word such as "and") and ends
   where one ends;
-- the statement is supported by the quote (`check_supported`): every content word of the
-  statement, framing words such as "user", "wants", "prefers" and function words aside,
-  appears in the quote (plural, -ing and -ed forms count as the same word); the quote holds
-  a negation exactly when the statement does, with the same parity; and every literal of
-  the statement (a URL, an address, a path, a number, a file name) appears in the quote as
-  written.
+- the statement is supported by the quote (`check_supported`), compared as structure
+  (engine/memory/wording.py reads both), not as a bag of words:
+  - every literal of the statement (a URL, an address, a path, a number, a file name)
+    appears in the quote as written;
+  - a question never becomes a fact ("Do I always use tabs?", "Could you write the tests
+    first?");
+  - every content word of the statement appears in the quote (plural, -ing and -ed forms
+    count as the same word), and the words around which order matters keep it ("spaces
+    instead of tabs" is not "tabs instead of spaces");
+  - the quote's negations, hedges ("usually"), aspect ("used to", "quit", "no longer") and
+    conditions ("when I'm on the laptop") are kept, each over the same words; a framing
+    word the quote lacks ("loves", "always", "must", "hates", "never") is refused, and one
+    it has must bear on the same words ("I always forget the flags, so I use vim" does not
+    make "always uses vim");
+  - whoever else the quote is about ("my manager wants…", "you said…", "Sarah prefers…")
+    stays in the statement: their wish is not the user's.
 
 The check errs towards refusing: a refused suggestion costs a missed memory, a passed one
-puts words in the user's mouth.
+puts words in the user's mouth. The statement that IS its quote passes, and so do the
+restatements the deterministic pass (engine/memory/statements.py) writes.
 """
 
 from __future__ import annotations
@@ -24,6 +35,16 @@ from __future__ import annotations
 import re
 
 from engine.memory.errors import MemoryRefused
+from engine.memory.wording import (
+    KEPT,
+    PLAIN_NEGATION,
+    RELATIONAL,
+    Mark,
+    Reading,
+    expand,
+    is_question,
+    read,
+)
 
 
 class UnsupportedStatement(MemoryRefused):
@@ -61,110 +82,148 @@ def check_whole_clause(text: str, start: int, end: int) -> None:
         )
 
 
-def _words(text: str) -> frozenset[str]:
-    """A word list written as prose, one set."""
-    return frozenset(text.split())
-
-
-FRAMING = _words(
-    """user users person wants want wanted wanting prefers prefer preferred preferring
-    preference preferences likes like liked liking loves love loved would rather asks ask
-    asked says say said states stated tells told wishes wish assistant"""
-)
-FUNCTION_WORDS = _words(
-    """a an the this that these those it its is are was were be been being am do does did
-    done doing have has had having will shall should can could may might must to of in on
-    at by for with from into onto over under about as than so and or but if when while
-    because i me my mine myself we us our ours you your yours yourself they them their
-    theirs he him his she her hers there here which who whom whose what please s"""
-)
-NEGATIONS = _words(
-    """not no never none nothing nobody nowhere neither nor without cannot hate hates hated
-    hating dislike dislikes disliked disliking avoid avoids avoided avoiding refuse refuses
-    refused refusing against stop stops stopped stopping forbid forbids forbidden forbidding
-    prohibit prohibits prohibited ban bans banned dont doesnt didnt wont cant isnt arent
-    wasnt werent shouldnt wouldnt couldnt mustnt hasnt havent hadnt"""
-)
-
 _CHUNK = re.compile(r"[^\s\"“”‘`()<>\[\]{},;!?]+")
 _LITERAL_MARK = re.compile(r"[\d@/\\~:#$%&=+_|^*]|\w\.\w")
-_WORD = re.compile(r"[^\W\d_]+")
 _EDGE = ".:'’-*"
+_KIND_WORDS = {
+    "negation": "a negation",
+    "strong": "a framing word",
+    "hedge": "a hedge",
+    "aspect": "a change over time",
+    "condition": "a condition",
+}
 
 
-def _expand(text: str) -> str:
-    """Contractions as words: "don't" → "do not", "user's" → "user"."""
-    text = text.replace("’", "'").casefold()
-    text = re.sub(r"\b(can|won|shan)'t\b", r"\1 not", text)
-    text = re.sub(r"n't\b", " not", text)
-    return re.sub(r"'(?:s|re|ll|ve|d|m)\b", "", text)
+def _shown(mark: Mark) -> str:
+    return repr(mark.word.replace("_", " "))
 
 
-def stem(word: str) -> str:
-    """A crude stem, so that push/pushes, prefer/preferred, use/using compare equal."""
-    w = word.casefold()
-    if len(w) > 4 and w.endswith("ies"):
-        w = w[:-3] + "y"
-    elif len(w) > 4 and (
-        w.endswith("sses") or (w.endswith("es") and (w[-3] in "sxz" or w[-4:-2] in ("ch", "sh")))
-    ):
-        w = w[:-2]
-    elif len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
-        w = w[:-1]
-    for suffix in ("ing", "ed"):
-        if len(w) > len(suffix) + 2 and w.endswith(suffix):
-            w = w[: -len(suffix)]
-            if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "lsz":
-                w = w[:-1]
-            break
-    if len(w) > 3 and w.endswith("ly"):
-        w = w[:-2]
-    return w[:-1] if len(w) > 2 and w.endswith("e") else w
-
-
-def _analyse(text: str) -> tuple[list[str], list[str], int]:
-    """(literals, words, negations) of a text, words lower-cased, contractions expanded."""
-    literals: list[str] = []
-    words: list[str] = []
-    for chunk in _CHUNK.findall(_expand(text)):
+def _literals(text: str) -> list[str]:
+    out: list[str] = []
+    for chunk in _CHUNK.findall(expand(text)):
         chunk = chunk.strip(_EDGE)
-        if not chunk:
-            continue
-        if _LITERAL_MARK.search(chunk):
-            literals.append(chunk)
-        words.extend(_WORD.findall(chunk))
-    negations = sum(1 for w in words if w in NEGATIONS)
-    return literals, words, negations
+        if chunk and _LITERAL_MARK.search(chunk):
+            out.append(chunk)
+    return out
 
 
-def check_supported(statement: str, quote: str) -> None:
-    """`UnsupportedStatement` unless `quote` supports `statement` (see the module doc)."""
-    s_literals, s_words, s_neg = _analyse(statement)
-    _, q_words, q_neg = _analyse(quote)
-    q_flat = " ".join(_expand(quote).split())
+def check_supported(statement: str, quote: str, *, after: str = "") -> None:
+    """`UnsupportedStatement` unless `quote` supports `statement` (see the module doc).
+    `after` is the text that follows the quote in its message (a "?" there makes the quote
+    a question)."""
+    q_flat = " ".join(expand(quote).split())
     new_literals = [
-        lit for lit in s_literals if not re.search(rf"(?<!\w){re.escape(lit)}(?!\w)", q_flat)
+        lit
+        for lit in _literals(statement)
+        if not re.search(rf"(?<!\w){re.escape(lit)}(?!\w)", q_flat)
     ]
     if new_literals:
         raise UnsupportedStatement(
             f"the statement names {new_literals[0]!r}, which the quote does not: a fact may "
             "only restate the user's own words"
         )
-    if (s_neg > 0) != (q_neg > 0) or s_neg % 2 != q_neg % 2:
-        said = "a negation" if q_neg else "no negation"
+    if is_question(quote, after):
         raise UnsupportedStatement(
-            f"the quote holds {said} and the statement does not match it: keep the user's "
-            "'not', 'never' or 'no' exactly as they said it"
+            "the quote is a question, and a question never becomes a fact or an instruction: "
+            "quote a sentence in which the user states it"
         )
-    content = [w for w in s_words if w not in FRAMING and w not in FUNCTION_WORDS]
-    content = [w for w in content if w not in NEGATIONS]
-    q_stems = {stem(w) for w in q_words}
-    missing = [w for w in dict.fromkeys(content) if stem(w) not in q_stems]
+    s, q = read(statement), read(quote)
+    _check_marks(s, q)
+    _check_content(s, q)
+    _check_order(s, q)
+    lost = sorted(q.about - s.about)
+    if lost:
+        raise UnsupportedStatement(
+            f"the quote speaks of {lost[0]!r}, and the statement drops them: what someone "
+            "else wants or says is not the user's own wish, so keep who it is about"
+        )
+    if not s.content() and not _literals(statement) and not s.marks:
+        raise UnsupportedStatement("the statement says nothing the quote says")
+
+
+def _fits(s: Mark, q: Mark) -> bool:
+    """Whether statement mark `s` can be quote mark `q`: the same group (a plain negation
+    may stand for any negation), bearing on words the quote's mark bears on."""
+    if s.kind != q.kind:
+        return False
+    if s.group != q.group and not (s.kind == "negation" and s.group == PLAIN_NEGATION):
+        return False
+    if not s.scope:
+        return not q.scope
+    return s.scope <= q.scope
+
+
+def _check_marks(s: Reading, q: Reading) -> None:
+    """Every mark of the statement is one of the quote's, over the same words; every mark
+    the quote must keep (a negation, a hedge, an aspect, a condition) is in the statement."""
+    free = list(q.marks)
+    unmatched: list[Mark] = []
+    for mark in s.marks:
+        match = next((m for m in free if _fits(mark, m)), None)
+        if match is None:
+            unmatched.append(mark)
+        else:
+            free.remove(match)
+    if unmatched:
+        mark = unmatched[0]
+        if any(m.kind == mark.kind and m.group == mark.group for m in q.marks):
+            raise UnsupportedStatement(
+                f"the statement puts {_shown(mark)} on other words than the quote does: keep "
+                "each 'not', 'never', 'always' on what the user said it of"
+            )
+        what = _KIND_WORDS[mark.kind]
+        raise UnsupportedStatement(
+            f"the statement adds {_shown(mark)} ({what}), which the quote does not have: "
+            "restate the fact in the user's own words"
+        )
+    dropped = [m for m in free if m.kind in KEPT]
+    if dropped:
+        mark = dropped[0]
+        raise UnsupportedStatement(
+            f"the quote holds {_shown(mark)} ({_KIND_WORDS[mark.kind]}) and the statement "
+            "does not keep it: keep the user's 'not', 'never', 'usually', 'used to' or 'when "
+            "…' exactly as they said it"
+        )
+    for cond in q.marks_of("condition"):
+        missing = sorted(cond.scope - s.stems())
+        if missing:
+            raise UnsupportedStatement(
+                f"the statement shortens the user's condition ({_shown(cond)} …, without "
+                f"{missing[0]!r}): a fact that holds only when something is true must say when"
+            )
+
+
+def _check_content(s: Reading, q: Reading) -> None:
+    q_stems = q.stems()
+    missing = [w for _, w in s.content() if w not in q_stems]
     if missing:
-        shown = ", ".join(repr(w) for w in missing[:3])
+        shown = ", ".join(repr(w) for w in list(dict.fromkeys(missing))[:3])
         raise UnsupportedStatement(
             f"the statement says {shown}, which the quote does not: restate the fact in the "
             "user's own words"
         )
-    if not content and not s_literals and s_neg == 0:
-        raise UnsupportedStatement("the statement says nothing the quote says")
+
+
+def _check_order(s: Reading, q: Reading) -> None:
+    """Content words on either side of a word that orders them ("instead of", "than",
+    "before", "from … to") stay on their side."""
+    where: dict[str, list[int]] = {}
+    for position, word in q.content():
+        where.setdefault(word, []).append(position)
+    placed: list[tuple[str, int]] = []
+    last = -1
+    for position, word in s.content():
+        spots = where.get(word)
+        if not spots:
+            continue
+        later = [p for p in spots if p >= last]
+        spot = later[0] if later else spots[0]
+        placed.append((s.words[position], spot))
+        last = max(last, spot)
+    for i, (first, a) in enumerate(placed):
+        for second, b in placed[i + 1 :]:
+            if b < a and any(w in RELATIONAL for w in q.words[b + 1 : a]):
+                raise UnsupportedStatement(
+                    f"the statement swaps {first!r} and {second!r} around a word that orders "
+                    "them: the user said it the other way round"
+                )

@@ -20,14 +20,16 @@ revision, whatever the run's approval policy says for files and commands (an `--
 auto` run has accepted file edits and commands up front, not words put in the user's
 mouth); a rename is refused. Run as the memory extractor or learner ("queue"), the same
 checks run and delete and rename are refused. Lessons are always proposals in the agent's
-own words, queued for the person and marked so.
+own words, queued for the person and marked so; a lesson that repeats what a tool result
+of this run said (a file the agent read, a page it fetched) is refused, since that text is
+data, not the agent's experience.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -42,11 +44,13 @@ from engine.memory.errors import (
 )
 from engine.memory.layout import Scope, canonical_path, subject_slug
 from engine.memory.plaintext import check_plain, strip_controls
+from engine.memory.provenance import check_not_echoed
 from engine.memory.queue import Suggestion, new_suggestion_id
 from engine.memory.sensitivity import check_not_secret
 from engine.memory.service import MemoryService
 from engine.memory.sources import QuoteMatch, SourceSet
 from engine.memory.support import UnsupportedStatement, check_supported, check_whole_clause
+from engine.messages import Message
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolError, ToolUnavailable
 from engine.tools.registry import Tool
@@ -77,6 +81,11 @@ class MemoryToolState:
     actor: str = "agent"
     conversation_id: str = ""
     on_view: Callable[[str, tuple[str, ...]], None] | None = None  # (result text, paths)
+    # The messages whose tool results a lesson must not repeat (this run's reading).
+    untrusted: Callable[[], Sequence[Message]] | None = None
+    # Waiting suggestions a fact for exactly the same sentences replaces (the deterministic
+    # pass's, which the model may word better), instead of being refused as a duplicate.
+    replaceable: frozenset[str] = frozenset()
     viewed: dict[str, str] = field(default_factory=dict)  # canonical path -> hash when read
     queued: list[str] = field(default_factory=list)  # suggestion IDs
     refused: list[str] = field(default_factory=list)  # why each refused write failed
@@ -201,7 +210,8 @@ def plan_fact(
     match = authenticate(state, quote or "", source)
     check_not_secret(match.text)
     statement = _statement(content, match.text)
-    check_supported(statement, match.text)
+    text = match.source.message.content
+    check_supported(statement, match.text, after=text[match.end :])
     current = state.entry(target, slug)
     path = canonical_path(target, slug)
     if action == "create":
@@ -235,7 +245,7 @@ def queue_fact(state: MemoryToolState, plan: FactPlan) -> Suggestion:
         against_text=plan.current.text if plan.current is not None else "",
         by=state.actor,
     )
-    state.service.queue.add(suggestion)
+    state.service.queue.add(suggestion, replacing=state.replaceable)
     state.queued.append(suggestion.id)
     return suggestion
 
@@ -256,6 +266,8 @@ def plan_lesson(
     if len(text) > MAX_LESSON_CHARS:
         raise MemoryRefused(f"the lesson is too long: at most {MAX_LESSON_CHARS} characters")
     check_not_secret(subject, text)
+    if state.untrusted is not None:
+        check_not_echoed(text, state.untrusted())
     current = state.entry(target, slug)
     if current is not None and current.kind == "fact":
         raise EntryConflict(

@@ -560,7 +560,7 @@ class ChatSession:
             reflect_on_close=lambda: self.reflect_on_close,
             emit=self._emit,
             complete=self._memory_complete,
-            count_text=lambda text: self._ensure_counter().count_message(user(text)),
+            counter=self._ensure_counter,
         )
 
     def _emit_pending_memory(self, always: bool = False) -> None:

@@ -8,30 +8,40 @@ are sized by (`MemoryInputs`); at each call the window and the store.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
 from engine.events import EventSink, NoticeEvent
 from engine.memory import Complete, SessionMemory, standing_block
 from engine.memory import steps as memory_steps
-from engine.memory.extractor import CountText
-from engine.messages import Message
+from engine.memory.sizing import counting_with
+from engine.messages import Message, user
 from engine.paths import BrimPaths
 from engine.store import Store
+from engine.tokens import TokenCounter
 
 
 @dataclass(frozen=True)
 class MemoryInputs:
     """What memory's steps take from the session: `complete()` builds the completion on the
-    model that summarizes now; `count_text` counts as the session's counter does."""
+    model that summarizes now; `counter()` is the session's counter, by which memory's
+    requests are sized (a whole request by the engine's own count where it has one), so
+    that they fit the window with their answers."""
 
     reflect_on_close: Callable[[], bool]
     emit: EventSink
     complete: Callable[[], Complete]
-    count_text: CountText
+    counter: Callable[[], TokenCounter]
+
+    def count_text(self, text: str) -> int:
+        return self.counter().count_message(user(text))
+
+    def count_request(self, messages: list[Message], tools: list[dict[str, Any]]) -> Awaitable[int]:
+        return counting_with(self.counter())(messages, tools)
 
 
 class MemoryLink:
@@ -102,6 +112,7 @@ class MemoryLink:
             plan,
             complete=self._inputs.complete(),
             count_text=self._inputs.count_text,
+            count_request=self._inputs.count_request,
             window=window,
             emit=self._emit,
         )
@@ -120,6 +131,7 @@ class MemoryLink:
             store,
             complete=self._inputs.complete(),
             count_text=self._inputs.count_text,
+            count_request=self._inputs.count_request,
             window=window,
             emit=self._emit,
         )

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from engine.memory import MemoryService, MemoryToolState, SourceSet
 from engine.memory.queue import Suggestion
+from engine.memory.statements import STATEMENTS_ID
 from engine.memory.tools import plan_fact, plan_lesson, queue_fact, queue_lesson
 from engine.messages import Message, user
+
+
+def by_model(service: MemoryService) -> list[Suggestion]:
+    """The waiting suggestions the model made (the deterministic pass's aside: it queues the
+    user's own first-person statements, whatever the model does)."""
+    return [s for s in service.pending() if s.by != STATEMENTS_ID]
 
 
 def queue_facts(

@@ -23,6 +23,7 @@ from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.tools import AutoApprove, DenyAll
 from tests.engine.memory.fakes import FakeModel, tags_in
+from tests.engine.memory.helpers import by_model
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply
 
@@ -38,7 +39,9 @@ class Extractor:
     def __init__(self, *writes: dict[str, Any]) -> None:
         self.writes = writes
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         if messages[-1].role == "tool":
             return Completion("Done.")
         tag = next(iter(tags_in(messages[1].content)))
@@ -67,7 +70,7 @@ def _scan(service: MemoryService, chunk: list[Message], *writes: dict[str, Any])
             scopes=service.scopes("default", None),
             complete=Extractor(*writes),
             count_text=lambda text: len(text.split()),
-            input_budget=3000,
+            window=4096,
         )
     )
     return report.refused
@@ -102,7 +105,7 @@ def test_a_statement_that_drops_the_users_negation_is_refused(service: MemorySer
     refused = _scan(
         service, [user(f"Thanks. {NEVER}")], _write("User wants force pushes to main.", quote)
     )
-    assert service.pending() == [] and len(refused) == 1
+    assert by_model(service) == [] and len(refused) == 1
 
 
 def test_a_statement_that_keeps_the_negation_and_the_users_words_is_queued(
@@ -282,12 +285,17 @@ _new_word = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=5, max_size=9)
 
 @settings(max_examples=200, deadline=None)
 @given(_quote_words)
-def test_a_statement_made_only_of_the_quotes_words_is_supported(picked: tuple[str, list[str]]):
+def test_a_statement_made_of_the_quotes_words_in_its_order_is_supported(
+    picked: tuple[str, list[str]],
+):
     quote, words = picked
+    order = quote.rstrip(".").split()
+    kept = sorted(dict.fromkeys(words), key=order.index)  # the quote's words, in its order
     try:
-        check_supported("User: " + " ".join(words), quote)
+        check_supported("User: " + " ".join(kept), quote)
     except MemoryRefused as exc:
-        assert "says nothing" in str(exc)  # only framing or function words were picked
+        # Only framing or function words were picked, or "always" with nothing it bears on.
+        assert "says nothing" in str(exc) or "on other words" in str(exc)
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,6 +13,7 @@ from engine.memory import Completion, MemoryService, ScanInput, ScanReport, run_
 from engine.memory.extractor import CONTEXT_SHARE, build_context_block
 from engine.messages import Message, ToolCall, assistant, tool_result, user
 from tests.engine.memory.fakes import tags_in
+from tests.engine.memory.helpers import by_model
 
 PREF = "I always want commit messages in the imperative mood."
 ONE_OFF = "For this change only, skip the changelog."
@@ -37,7 +38,9 @@ class ScriptedModel:
         self.requests: list[list[Message]] = []
         self.tool_results: list[str] = []
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         self.requests.append(list(messages))
         if messages[-1].role == "tool":
             self.tool_results += [m.content for m in messages if m.role == "tool"]
@@ -70,7 +73,7 @@ def _scan(service: MemoryService, model: ScriptedModel, inp: ScanInput) -> ScanR
             scopes=service.scopes("default", None),
             complete=model,
             count_text=count,
-            input_budget=3000,
+            window=4096,
         )
     )
 
@@ -112,7 +115,7 @@ def test_an_injected_or_secret_memory_produces_no_suggestion(
     chunk = [*_chunk(), user(f"Thanks. {SECRET}")]
     model = ScriptedModel(lambda prompt: [_write(quote, _first_tag(prompt), "editor")], **mode)
     report = _scan(service, model, ScanInput("conv", chunk))
-    assert service.pending() == [] and report.queued == []
+    assert by_model(service) == [] and len(report.queued) == report.statements
     assert len(report.refused) == 1
     assert not service.layout.global_scope().folder.exists()
 
@@ -123,7 +126,8 @@ def test_a_quote_from_the_context_block_fails(service: MemoryService):
         lambda prompt: [_write("I always want squash merges on main.", None, "merges")]
     )
     report = _scan(service, model, ScanInput("conv", _chunk(), later=later))
-    assert service.pending() == [] and "exact span" in report.refused[0]
+    assert by_model(service) == [] and "exact span" in report.refused[0]
+    assert all("squash" not in s.quote for s in service.pending())
     prompt = model.requests[0][1].content
     assert "I always want squash merges on main." in prompt  # shown, but not quotable
     assert len(tags_in(prompt)) == 1

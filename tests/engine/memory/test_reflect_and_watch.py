@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from engine.memory import Completion, MemoryService, MemoryWatcher, Watermarks
-from engine.memory.reflect import make_chunks, reflect_conversation
+from engine.memory.reflect import chunk_tokens, make_chunks, reflect_conversation
 from engine.messages import Message, assistant, user
 from engine.store import MessageRecord
 
@@ -62,10 +62,12 @@ def test_a_released_claim_can_be_taken_again_but_not_after_a_later_claim(
 def test_reflection_reads_the_two_newest_chunks_and_logs_the_skipped_ones(
     service: MemoryService, caplog: pytest.LogCaptureFixture
 ):
-    texts = [f"Message {i}: " + "word " * 60 for i in range(12)]
+    texts = [f"Message {i}: " + "word " * 60 for i in range(30)]
     seen: list[str] = []
 
-    async def complete(messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def complete(
+        messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         seen.append(messages[1].content)
         return Completion('{"memories": []}')
 
@@ -78,15 +80,15 @@ def test_reflection_reads_the_two_newest_chunks_and_logs_the_skipped_ones(
                 scopes=service.scopes(None, None),
                 complete=complete,
                 count_text=count,
-                input_budget=600,
+                window=1600,
             )
         )
-    chunks = make_chunks([r.message for r in _records(texts)], count, max(200, 360 - 400))
+    chunks = make_chunks([r.message for r in _records(texts)], count, chunk_tokens(1600))
     assert report.skipped_chunks == len(chunks) - 2 > 0
     assert "skipped" in caplog.text
     scanned = "\n".join(re.findall(r"<<<SCAN\n(.*?)\nSCAN>>>", "\n".join(seen), re.S))
-    assert "Message 11:" in scanned and "Message 0:" not in scanned
-    assert report.claimed == 24
+    assert "Message 29:" in scanned and "Message 0:" not in scanned
+    assert report.claimed == 60
 
 
 def test_the_watcher_reports_an_edit_by_another_process(service: MemoryService):

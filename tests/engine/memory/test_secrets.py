@@ -29,6 +29,13 @@ MISSED_BEFORE = [
     "My wifi pass phrase is correct horse battery staple.",
     "passphrase: correct horse battery staple",
 ]
+# Codes that open something (issue 22, break 7: the door code was queued).
+LOCK_CODES = [
+    "The code for the back door is 4821 at night.",
+    "The alarm code: 1234, in case it goes off.",
+    "The gate combination is 12-34-56.",
+    "Our office wifi code is 88alpha22.",
+]
 ALSO_SECRETS = [
     "My OpenAI key is sk-proj-abcdefghijklmnop1234567890",
     "the password is hunter2",
@@ -59,10 +66,14 @@ NOT_SECRETS = [
     "Our passwords are stored in 1Password.",
     "I keep API keys in the environment, never in files.",
     "The pw reset flow lives in auth/reset.py.",
+    "The error code is 404 for that page.",
+    "The exit code is 1 when the tests fail.",
+    "The back door code changes every 3 months.",
+    "The code for the back door is on the fridge.",
 ]
 
 
-@pytest.mark.parametrize("text", MISSED_BEFORE + ALSO_SECRETS)
+@pytest.mark.parametrize("text", MISSED_BEFORE + LOCK_CODES + ALSO_SECRETS)
 def test_a_secret_in_a_shape_people_type_is_recognised(text: str):
     assert find_secret(text) is not None
 
@@ -81,7 +92,9 @@ def test_ordinary_preferences_about_keys_passwords_and_tokens_pass(text: str):
 class Extractor:
     """An extractor that queues the user's whole message as a fact."""
 
-    async def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> Completion:
+    async def __call__(
+        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
+    ) -> Completion:
         if messages[-1].role == "tool":
             return Completion("Done.")
         calls = []
@@ -92,7 +105,7 @@ class Extractor:
         return Completion("", tuple(calls))
 
 
-@pytest.mark.parametrize("text", MISSED_BEFORE)
+@pytest.mark.parametrize("text", MISSED_BEFORE + LOCK_CODES)
 def test_the_extractor_queues_no_suggestion_holding_a_secret(service: MemoryService, text: str):
     report = asyncio.run(
         run_scan(
@@ -101,7 +114,7 @@ def test_the_extractor_queues_no_suggestion_holding_a_secret(service: MemoryServ
             scopes=service.scopes("default", None),
             complete=Extractor(),
             count_text=lambda t: len(t.split()),
-            input_budget=3000,
+            window=4096,
         )
     )
     assert service.pending() == [] and report.queued == []

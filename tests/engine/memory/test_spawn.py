@@ -18,7 +18,7 @@ from engine.memory.reflect import MAX_CHUNKS
 from engine.memory.spawn import read_agent_settings, spawn_reflection
 from engine.paths import BrimPaths
 from engine.store import ConversationInfo
-from tests.engine.memory.fakes import FakeModel
+from tests.engine.memory.fakes import FakeModel, role_of
 from tests.engine.memory.test_processes import _saved_conversation
 from tests.helpers.fake_engines import FakeLlamaServer
 
@@ -99,10 +99,11 @@ def _reflection_logged(home: Path, conversation: str, timeout: float = 90) -> st
 
 def test_a_detached_reflection_runs_within_the_agents_window_pin(tmp_path: Path):
     """The engine serves 8,192 tokens and the agent pins 1,536: the child reads the
-    conversation in the pinned window's small chunks (on the served window, one chunk)."""
+    conversation in the pinned window's small chunks (on the served window, one chunk), and
+    every request it sends fits the pinned window with its answer."""
     home = tmp_path / "home"
     turns = [
-        f"I always want reports in format {i}. " + "More context here. " * 25 for i in range(4)
+        f"I always want reports in format {i}. " + "More context here. " * 60 for i in range(8)
     ]
     conversation = _saved_conversation(home, turns)
     model = FakeModel()
@@ -120,3 +121,5 @@ def test_a_detached_reflection_runs_within_the_agents_window_pin(tmp_path: Path)
     scans = [b for b in model.seen.get("extractor", []) if len(b["messages"]) == 2]
     assert len(scans) == MAX_CHUNKS, logged
     assert "skipped 0 chunks" not in logged
+    memory = [r for r in fake.chat_requests if role_of(r.body) in ("extractor", "curator")]
+    assert memory and all(r.prompt_tokens + r.body["max_tokens"] <= 1536 for r in memory)
