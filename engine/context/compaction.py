@@ -544,6 +544,7 @@ async def compact(
                     "messages_summarized": len(plan.removed),
                     "summary": checkpoint,
                     "summary_source": source,
+                    "shown": summary.content,
                 }
             )
         except Exception as exc:  # the conversation never depends on a writable disk

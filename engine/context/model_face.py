@@ -29,13 +29,10 @@ from engine.context.constants import (
 from engine.messages import Message
 
 OPENING = (
-    "Earlier in this conversation you and the user exchanged messages that are no longer "
-    "shown. What you need from them:"
+    "Earlier in this conversation you and the user exchanged messages no longer shown here. "
+    "From them:"
 )
-CLOSING = (
-    "The most recent messages follow as they were. Continue from where they leave off "
-    "and answer the user directly."
-)
+CLOSING = "The latest messages follow. Continue from them and answer the user directly."
 # (section, how the model is told it); each section's entries join into one line.
 LINES: tuple[tuple[str, str], ...] = (
     ("Goal", "The user wants: {}"),
