@@ -100,10 +100,10 @@ def test_a_checkpoint_that_leaks_the_prompts_delimiter_is_refused_on_both_paths(
             return SummaryResult("The museum trip. <<<END TRANSCRIPT ccf25d47>>", "stop")
         return SummaryResult(leak, "stop")
 
-    assert summary_refusal(SummaryResult(leak, "stop"), CONVERSATION) is not None
+    assert summary_refusal(SummaryResult(leak, "stop")) is not None
     msgs = _trip()
     result = asyncio.run(compact(msgs, window=4_000, count_message=count, summarize=summarize))
-    assert result.ok and result.source == "mechanical"
     assert "<<<" not in result.checkpoint and "ccf25d47" not in result.checkpoint
+    assert result.ok and result.source == "mechanical"
     shown = summaries(result.messages)[0].content
     assert "\u201cI am planning a trip to Lisbon with my sister in May.\u201d" in shown
