@@ -129,7 +129,8 @@ NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
 # NOTICE_AUTO_COMPACTING (the "…: auto-compacting…" line: used, window), NOTICE_COMPACTED
-# (the compaction that finished: messages_before, messages_after, tokens_saved; the saved
+# (the compaction that finished: messages_before, messages_after, tokens_saved, and summary,
+# as on the compaction event: "freeform", "guided" or "mechanical"; the saved
 # row that replaces the ladder's line keeps the kind), NOTICE_TRIMMED (messages discarded
 # without a summary: messages_dropped), NOTICE_COMPACTION_FALLBACK (compaction could not
 # run, the history was trimmed instead or left: messages_dropped), NOTICE_NOTHING_TO_COMPACT
@@ -240,6 +241,10 @@ class CompactionEvent(Event):
     messages_after: int = 0
     tokens_saved: int = 0
     compaction: str = ""  # finished: its id (the checkpoint's), which a restore names
+    # On "finished": what the checkpoint's summary came from, "freeform", "guided", or
+    # "mechanical" (every summarizer answer was refused: the checkpoint holds only what Brim
+    # carries itself, the user's statements and the tool facts). "" on the other phases.
+    summary: str = ""
 
 
 # NoticeEvent kinds of a restore (engine/session/restoring.py), figures in `details`:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from engine.context.budget import ContextBudget
 from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO, REASON_MANUAL
-from engine.context.notices import compaction_reason_line
+from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions
 from engine.report_timeline import (  # noqa: F401 (the timeline's names, importable here too)
@@ -568,15 +568,18 @@ def compaction_row(
     reason: str,
     *,
     asked_by_agent: bool = False,
+    summary: str = "",
 ) -> str:
     """The compaction receipt's two lines (docs/design/context.md): `auto-compacted 84 -> 31
-    messages (ctx 96K/128K)` and why.
+    messages (ctx 96K/128K)` and why; a third when no summarizer answer survived (`summary`
+    "mechanical") says what the checkpoint holds instead.
     `used` is the context before compacting. A `/compact` is not "auto"."""
     verb = "compacted" if reason == REASON_MANUAL else "auto-compacted"
     line = (
         f"{verb} {messages_before} -> {messages_after} messages "
         f"(ctx {format_tokens(used)}/{format_tokens(window)})"
     )
-    return (
+    row = (
         line + "\n" + compaction_reason_line(messages_before, reason, asked_by_agent=asked_by_agent)
     )
+    return row + "\n" + MECHANICAL_PHRASE if summary == "mechanical" else row

@@ -9,6 +9,11 @@ The task itself gets the same protection (`carry_forward`): the earlier checkpoi
 Constraints, Done and Key Decisions survive a summarizer that forgot them, and the whole
 checkpoint is held to a token budget (`cap_checkpoint`) so a summary never crowds out the
 conversation it stands for.
+
+An empty section is left out, never written as "(none)": on a small window a cap that kept
+the headings and dropped their entries sent the model a skeleton of headings and nothing
+else. This is the stored form (the merge, the timeline, the summarizer read it); what the
+agent's model is shown is rendered from it (engine/context/model_face.py).
 """
 
 from __future__ import annotations
@@ -16,20 +21,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from engine.context.constants import COVERED_SECTION, SUMMARY_SCHEMA
+from engine.context.constants import CHECKPOINT_SCHEMA, COVERED_SECTION
+from engine.messages import Message
 
 SUMMARY_PREFIX = (
     "[Checkpoint: a summary of the earlier part of this conversation, "
     "written when older messages were compacted]"
 )
-EMPTY_SECTION = "- (none)"
-
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?P<t>.+?)\s*#*\s*$")
 _BOLD_HEADING = re.compile(r"^\s*\*\*(?P<t>[^*]+?)\*\*\s*:?\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
-# The line `cap_checkpoint` leaves where it dropped entries: not an entry itself.
+# The line an older Brim's cap left where it dropped entries: not an entry itself.
 _CAP_NOTE = re.compile(r"^\s*(?:-\s*)?\(\d+ earlier entr(?:y|ies) left out")
-_TITLES = {title.lower(): title for _, title in SUMMARY_SCHEMA}
+_TITLES = {title.lower(): title for _, title in CHECKPOINT_SCHEMA}
+_SUBSECTIONS = ("Done", "In Progress", "Blocked")
 
 
 def _canonical_title(raw: str) -> str | None:
@@ -71,20 +76,48 @@ def _is_empty_marker(line: str) -> bool:
     return _BULLET.sub("", line).strip().strip("()_*.").lower() in {"", "none", "n/a", "nothing"}
 
 
+def _body(lines: list[str]) -> list[str]:
+    kept = [
+        ln for ln in lines if not (ln.strip() and (_is_empty_marker(ln) or _CAP_NOTE.match(ln)))
+    ]
+    return _strip_blank(kept)
+
+
 def render_checkpoint(sections: dict[str, list[str]]) -> str:
-    """The schema in order, every section present; empty ones say so."""
+    """The schema in order, the sections that have entries only: an empty one is left out,
+    and Progress is there when one of its three subsections is. Empty when all are."""
+    bodies = {title: _body(sections.get(title, [])) for _, title in CHECKPOINT_SCHEMA}
     out: list[str] = []
-    for level, title in SUMMARY_SCHEMA:
-        lines = _strip_blank(sections.get(title, []))
-        body = [ln for ln in lines if not (ln.strip() and _is_empty_marker(ln))]
-        body = _strip_blank(body)
-        out.append(f"{'#' * level} {title}")
-        if body:
-            out.extend(body)
-        elif title != "Progress":  # Progress speaks through its three subsections
-            out.append(EMPTY_SECTION)
-        out.append("")
-    return "\n".join(out).rstrip() + "\n"
+    for level, title in CHECKPOINT_SCHEMA:
+        if title == "Progress" and not bodies[title]:
+            if any(bodies[sub] for sub in _SUBSECTIONS):
+                out.extend([f"{'#' * level} {title}", ""])
+            continue
+        if bodies[title]:
+            out.extend([f"{'#' * level} {title}", *bodies[title], ""])
+    return "\n".join(out).rstrip() + "\n" if out else ""
+
+
+def checkpoint_entries(checkpoint: str) -> dict[str, list[str]]:
+    """Each section's entries, bullets and markers removed (empty sections absent)."""
+    _, sections = parse_checkpoint(checkpoint)
+    out = {}
+    for title, lines in sections.items():
+        entries = [_BULLET.sub("", ln).strip() for ln in _entries(lines)]
+        if entries:
+            out[title] = entries
+    return out
+
+
+def summarizer_words(text: str) -> str:
+    """What a summarizer wrote, its headings, bullets and "(none)" markers left out: the
+    text the checks of engine/context/summary_checks.py read."""
+    kept = []
+    for line in text.splitlines():
+        if _heading_title(line) is not None or not line.strip() or _is_empty_marker(line):
+            continue
+        kept.append(_BULLET.sub("", line).strip())
+    return "\n".join(kept)
 
 
 def normalize_checkpoint(text: str) -> str:
@@ -187,7 +220,20 @@ def merge_covered(checkpoint: str, priors: Iterable[str], paths: Iterable[str]) 
 
 
 def summary_content(checkpoint: str) -> str:
+    """The summary message an older Brim sent: the stored form itself, under a prefix line.
+    Kept so such messages still read back (`checkpoint_of`)."""
     return f"{SUMMARY_PREFIX}\n\n{checkpoint.strip()}\n"
+
+
+# The summary message's meta key for the stored checkpoint (its content is what the model
+# is shown, engine/context/model_face.py).
+CHECKPOINT_META = "checkpoint"
+
+
+def stored_checkpoint(message: Message) -> str:
+    """The stored checkpoint of a summary message, also of one an older Brim saved."""
+    stored = message.meta_value(CHECKPOINT_META)
+    return str(stored).strip() if stored else checkpoint_of(message.content)
 
 
 def checkpoint_of(summary_message_content: str) -> str:
@@ -241,7 +287,9 @@ def carry_forward(checkpoint: str, priors: Iterable[str]) -> str:
 
 
 # When a checkpoint is over its budget, entries go first from the sections the agent can
-# best do without, oldest entries first; the Goal is cut last and only by characters.
+# best do without, oldest entries first; the Goal is cut last and only by characters. The
+# user's own statements are not capped here: they have a budget of their own
+# (engine/context/stated.py), inside this one.
 CAP_ORDER = (
     "Critical Context",
     "Next Steps",
@@ -254,28 +302,28 @@ CAP_ORDER = (
 )
 
 
-def cap_checkpoint(checkpoint: str, max_tokens: int, count_text: Callable[[str], int]) -> str:
-    """`checkpoint` held to `max_tokens`: the oldest entries of the least needed sections
-    are left out (and the section says how many) until it fits. A summary that ran for pages
-    would otherwise fill the window it was written to free."""
+def cap_checkpoint(
+    checkpoint: str,
+    max_tokens: int,
+    count_text: Callable[[str], int],
+    count_line: Callable[[str], int] | None = None,
+) -> str:
+    """`checkpoint` held to `max_tokens` (`count_text` counts what the model is sent for a
+    whole checkpoint, `count_line` one entry): the oldest entries of the least needed
+    sections are left out until it fits. A section left with no entry goes with its
+    heading, so what is capped is never a skeleton of headings. A summary that ran for
+    pages would otherwise fill the window it was written to free."""
+    line_tokens = count_line or count_text
     if max_tokens <= 0 or count_text(checkpoint) <= max_tokens:
         return checkpoint
     _, parsed = parse_checkpoint(checkpoint)
     sections = {title: _entries(lines) for title, lines in parsed.items()}
     sections[COVERED_SECTION] = [f"- {item}" for item in covered_items(checkpoint)]
-    dropped: dict[str, int] = {}
 
     def rendered() -> str:
         out = dict(sections)
-        for title, n in dropped.items():
-            note = f"- ({n} earlier {'entry' if n == 1 else 'entries'} left out to fit the summary)"
-            lines = out.get(title, [])
-            if title == COVERED_SECTION:
-                lines = render_covered([_BULLET.sub("", ln).strip() for ln in lines])
-            out[title] = [note, *lines]
-        if COVERED_SECTION not in dropped:
-            items = [_BULLET.sub("", ln).strip() for ln in out.get(COVERED_SECTION, [])]
-            out[COVERED_SECTION] = render_covered(items)
+        items = [_BULLET.sub("", ln).strip() for ln in out.get(COVERED_SECTION, [])]
+        out[COVERED_SECTION] = render_covered(items)
         return render_checkpoint(out)
 
     def drop(over: int) -> int:
@@ -283,8 +331,7 @@ def cap_checkpoint(checkpoint: str, max_tokens: int, count_text: Callable[[str],
         for title in CAP_ORDER:
             lines = sections.get(title, [])
             while lines and over > 0:
-                over -= count_text(lines.pop(0)) + 1
-                dropped[title] = dropped.get(title, 0) + 1
+                over -= line_tokens(lines.pop(0)) + 1
             if over <= 0:
                 break
         return over

@@ -8,12 +8,16 @@ never split from its results. The summarizer is injected (`summarize`), so the s
 runs against the agent's model, a separate summarizer model, or a test double.
 
 A bad summary never replaces history: an empty one, one cut off at its output limit
-(finish_reason "length"), or an answer with none of the checkpoint's headings ("Noted.") is
-refused and the original messages come back (or the guided questions are asked). Whatever
-is accepted, the earlier checkpoint's task sections are carried into it and the whole is
-capped at the summary's budget (engine/context/checkpoint.py). A summarizer that
-raises is reported as `failed`, never raised: the caller trims instead, and the run goes on.
-Cancellation is not caught.
+(finish_reason "length"), an answer with none of the checkpoint's headings ("Noted."), or one
+that is degenerate or leaks the prompt's scaffolding (engine/context/summary_checks.py) is
+refused, and the guided questions are asked. When nothing the summarizer wrote survives,
+the checkpoint is the mechanical part alone: the user's own statements
+(engine/context/stated.py), the files the tools read and what earlier checkpoints carried
+(`source` "mechanical"); only when even that is empty do the original messages come back.
+Whatever is accepted, the earlier checkpoint's task sections are carried into it and the
+whole is capped at the summary's budget, counted as the model is shown it
+(engine/context/model_face.py). A summarizer that raises is reported as `failed`, never
+raised: the caller trims instead, and the run goes on. Cancellation is not caught.
 """
 
 from __future__ import annotations
@@ -26,28 +30,27 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from engine.context.budget import recent_tail_tokens, summary_max_tokens
-from engine.context.checkpoint import (
-    cap_checkpoint,
-    carry_forward,
-    checkpoint_of,
-    has_checkpoint_headings,
-    merge_covered,
-    normalize_checkpoint,
-    summary_content,
+from engine.context.checkpoint import cap_checkpoint, checkpoint_entries, stored_checkpoint
+from engine.context.checkpoint_answer import (
+    assemble_checkpoint,
+    reference_text,
+    summary_refusal,
 )
 from engine.context.constants import (
     CONTINUATION_ROLE,
     KEEP_REQUEST_TAIL_SHARE,
     MIN_SUMMARIZABLE_TOKENS,
     REASON_PREFLIGHT,
+    STATED_SUMMARY_SHARE,
     SUMMARY_HEADINGS,
     SUMMARY_MIN_TOKENS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
-    SUMMARY_ROLE,
 )
 from engine.context.guided import guided_checkpoint
 from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
-from engine.context.progress import extract_run_progress, paths_read
+from engine.context.model_face import render_for_model, summary_message
+from engine.context.progress import extract_run_progress
+from engine.context.stated import StoreText, carry_statements
 from engine.context.summarizer import (
     GUIDED_SYSTEM,
     SUMMARIZER_SYSTEM,
@@ -61,6 +64,9 @@ from engine.resources import prompt
 log = logging.getLogger(__name__)
 
 CompactionStatus = Literal["compacted", "skipped", "refused", "failed"]
+# What the checkpoint's summarizer-written part came from: the whole-schema answer, the
+# guided questions, or nothing (the summarizer's answers were all refused).
+SummarySource = Literal["freeform", "guided", "mechanical"]
 
 # Between the checkpoint and the verbatim tail of a rebuilt history.
 CONTINUATION_TEXT = prompt("continuation")
@@ -117,6 +123,7 @@ class CompactionResult:
     plan: CompactionPlan | None = field(default=None, repr=False)
     guided: bool = False  # the checkpoint came from one question per section
     freeform_refused: bool = False  # the summarizer's whole-schema answer was refused
+    source: SummarySource = "freeform"
 
     @property
     def checkpoint_id(self) -> str:
@@ -147,7 +154,7 @@ def plan_compaction(
     body: list[Message] = []
     for msg in messages:
         if msg.kind == "summary":
-            priors.append(checkpoint_of(msg.content))
+            priors.append(stored_checkpoint(msg))
         elif msg.kind == "continuation":
             continue
         elif is_fixed(msg):
@@ -376,19 +383,6 @@ def replay_request(
     return request, kept
 
 
-def summary_refusal(answer: SummaryResult) -> str | None:
-    """Why a summarizer's answer cannot replace history, or None when it can."""
-    if answer.finish_reason == "length":
-        return "the summary was cut off at its output limit"
-    if not answer.text.strip():
-        return "the summary was empty"
-    if "<<<TRANSCRIPT" in answer.text or "<<<END TRANSCRIPT" in answer.text:
-        return "the summary repeated the transcript instead of summarizing it"
-    if not has_checkpoint_headings(answer.text):
-        return "the answer was not a checkpoint (none of its headings)"
-    return None
-
-
 def _result(
     status: CompactionStatus,
     reason: str,
@@ -424,6 +418,7 @@ async def compact(
     summarizer_window: int | None = None,
     before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
     replay: Replay | None = None,
+    store_result: StoreText | None = None,
 ) -> CompactionResult:
     """Summarize the middle of `messages` and rebuild the history around the summary.
 
@@ -437,6 +432,7 @@ async def compact(
     hook); it is best-effort, its failures are logged and never block compaction. The
     summary is appended to `journal` before it enters the context; a journal that cannot
     be written is reported in `journal_error` and does not stop the compaction.
+    `store_result` keeps the oldest user statements that outgrow their budget.
     """
     tail_budget = tail_tokens if tail_tokens is not None else recent_tail_tokens(window)
     plan = plan_compaction(messages, count_message=count_message, tail_tokens=tail_budget)
@@ -454,6 +450,19 @@ async def compact(
             log.warning("the pre-summary hook failed; compacting anyway", exc_info=True)
 
     out_tokens = max_summary_tokens or summary_max_tokens(window)
+
+    def face_tokens(checkpoint: str) -> int:
+        return _text_tokens(render_for_model(checkpoint), count_message)
+
+    stated = carry_statements(
+        plan.prior_checkpoints,
+        plan.removed,
+        plan.tail,
+        budget=int(out_tokens * STATED_SUMMARY_SHARE),
+        count_text=lambda t: _text_tokens(t, count_message),
+        store=store_result,
+    )
+    reference = reference_text(original, plan.prior_checkpoints, work_state)
     prompt_budget = (summarizer_window or window) - out_tokens - SUMMARY_PROMPT_MARGIN_TOKENS
     request = build_summary_request(
         plan,
@@ -485,16 +494,18 @@ async def compact(
             return _result(
                 "failed", reason, original, original, count_message, detail=detail, plan=plan
             )
-        refusal = summary_refusal(answer)
+        refusal = summary_refusal(answer, reference)
     text = answer.text
+    source: SummarySource = "freeform"
     freeform_refused = refusal is not None
     if refusal is not None:
         # A small model that cannot write the whole schema may still answer one question
         # per section; an incomplete answer is dropped there too.
         if replayed is not None and replay is not None:
             guided = await guided_checkpoint(
-                "", summarize, frame=lambda q: replay_messages(replay, q, newer), tools=replay.tools
-            )
+                "", summarize, frame=lambda q: replay_messages(replay, q, newer),
+                tools=replay.tools, reference=reference,
+            )  # fmt: skip
         else:
             guided_request = build_summary_request(
                 plan,
@@ -505,20 +516,23 @@ async def compact(
                 system_text=GUIDED_SYSTEM,
                 closing="",
             )
-            guided = await guided_checkpoint(guided_request.messages[1].content.rstrip(), summarize)
-        if guided is None:
-            return _result(
-                "refused", reason, original, original, count_message, detail=refusal, plan=plan,
-                freeform_refused=freeform_refused,
-            )  # fmt: skip
-        text = guided
+            guided = await guided_checkpoint(
+                guided_request.messages[1].content.rstrip(), summarize, reference=reference
+            )
+        text, source = (guided, "guided") if guided is not None else ("", "mechanical")
 
-    checkpoint = merge_covered(
-        normalize_checkpoint(text), plan.prior_checkpoints, paths_read(plan.middle)
+    checkpoint = assemble_checkpoint(text, plan.prior_checkpoints, plan.middle, stated)
+    if not checkpoint_entries(checkpoint):
+        # Nothing the summarizer wrote survived and nothing mechanical is there to carry:
+        # no checkpoint at all is better than an empty one.
+        return _result(
+            "refused", reason, original, original, count_message, detail=refusal or "",
+            plan=plan, freeform_refused=freeform_refused,
+        )  # fmt: skip
+    checkpoint = cap_checkpoint(
+        checkpoint, out_tokens, face_tokens, lambda t: _text_tokens(t, count_message)
     )
-    checkpoint = carry_forward(checkpoint, plan.prior_checkpoints)
-    checkpoint = cap_checkpoint(checkpoint, out_tokens, lambda t: _text_tokens(t, count_message))
-    summary = Message(role=SUMMARY_ROLE, content=summary_content(checkpoint), kind="summary")
+    summary = summary_message(checkpoint)
     continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")
     rebuilt = [*plan.head, summary, continuation, *plan.tail]
     if sum(map(count_message, rebuilt)) >= sum(map(count_message, original)):
@@ -538,6 +552,8 @@ async def compact(
                     "messages_summarized": len(plan.removed),
                     "summary": checkpoint,
                     "checkpoint": summary.id,  # a restore of it leaves it out on resume
+                    "summary_source": source,
+                    "shown": summary.content,
                 }
             )
         except Exception as exc:  # the conversation never depends on a writable disk
@@ -554,7 +570,8 @@ async def compact(
         checkpoint=checkpoint,
         progress_note=extract_run_progress(plan.tail),
         journal_error=journal_error,
-        guided=freeform_refused,
+        guided=source == "guided",
         freeform_refused=freeform_refused,
+        source=source,
         plan=plan,
     )

@@ -114,6 +114,20 @@ SUMMARY_SCHEMA: tuple[tuple[int, str], ...] = (
 )
 SUMMARY_HEADINGS: tuple[str, ...] = tuple(f"{'#' * lvl} {title}" for lvl, title in SUMMARY_SCHEMA)
 COVERED_SECTION = "Covered So Far"
+# Sections Brim fills itself and the summarizer is never asked for: the user's own
+# first-person statements, verbatim, and where the oldest of them were stored when they
+# outgrew their budget (engine/context/stated.py).
+STATED_SECTION = "Stated by the User"
+STORED_STATEMENTS_SECTION = "Stored Statements"
+CHECKPOINT_SCHEMA: tuple[tuple[int, str], ...] = (
+    SUMMARY_SCHEMA[0],
+    (2, STATED_SECTION),
+    (2, STORED_STATEMENTS_SECTION),
+    *SUMMARY_SCHEMA[1:],
+)
+# The user's statements carried by every checkpoint: a share of the summary's own budget
+# (which comes from the window); the oldest beyond it go to a stored file.
+STATED_SUMMARY_SHARE = 0.6
 
 # Tool names whose calls the progress note and Covered So Far read mechanically.
 READ_TOOLS = frozenset({"read_file"})

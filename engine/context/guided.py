@@ -7,6 +7,12 @@ free-form checkpoint is refused, compaction asks the summarizer one question per
 (each answer ends at a blank line and must be complete: an answer cut off at its limit is
 dropped, never used), and Brim builds the checkpoint around the answers. Covered So Far is
 filled mechanically from the transcript's own tool calls, as it is for any checkpoint.
+
+Every answer passes the same checks as a free-form checkpoint
+(engine/context/summary_checks.py): a looped phrase, words from nowhere in the
+conversation, another language or the prompt's own scaffolding drop that answer. A small
+model's first answer was once "Bimbaisiliega: Não deve mós, não deve mós, …", accepted as the
+Goal, and the agent answered every later question with it.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from engine.context.summarizer import (
     SummaryRequest,
     is_compaction_request,
 )
+from engine.context.summary_checks import scaffold_reason, unusable_reason
 from engine.messages import Message
 from engine.resources import prompt_table
 
@@ -66,12 +73,14 @@ async def guided_checkpoint(
     *,
     frame: Callable[[str], list[Message]] | None = None,
     tools: tuple[dict[str, Any], ...] = (),
+    reference: str = "",
 ) -> str | None:
     """Ask one question per section over `transcript_prompt` (the transcript block with
     its framing, ending where the question goes). None when no answer was usable.
 
     `frame` instead puts each question after the conversation as it was last sent (with its
-    `tools`), so each question reuses the engine's cached prefix."""
+    `tools`), so each question reuses the engine's cached prefix. `reference` is the text
+    the answers must come from (the conversation and the earlier checkpoint)."""
     sections: dict[str, list[str]] = {}
     for section, question in GUIDED_QUESTIONS:
         if frame is not None:
@@ -93,6 +102,10 @@ async def guided_checkpoint(
         if result.finish_reason == "length" or not answer:
             continue  # incomplete answers are dropped, never used
         if answer.lower() in NONE_ANSWERS or answer.lower().strip(" .!") in ACKNOWLEDGEMENTS:
+            continue
+        refusal = scaffold_reason(answer) or unusable_reason(answer, reference or transcript_prompt)
+        if refusal is not None:
+            log.info("a guided answer for %s was refused: %s", section, refusal)
             continue
         sections[section] = [f"- {answer}"]
     if "Goal" not in sections and len(sections) < 2:

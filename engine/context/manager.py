@@ -517,6 +517,7 @@ class ContextManager:
             before_summarize=self.before_summarize,
             guided_only=self._guided_only,
             replay=self._last_sent if self.summarizer_shares_cache else None,
+            store_result=self.store_result,
         )
         if result.freeform_refused:
             self._guided_only = True
@@ -529,13 +530,17 @@ class ContextManager:
                     messages_after=result.messages_after,
                     tokens_saved=result.tokens_saved,
                     compaction=result.checkpoint_id,
+                    summary=result.source,
                 )
             )
             self.sink(
                 NoticeEvent(
                     level="info",
                     text=compacted_notice(
-                        result.messages_before, result.messages_after, result.tokens_saved
+                        result.messages_before,
+                        result.messages_after,
+                        result.tokens_saved,
+                        mechanical=result.source == "mechanical",
                     ),
                     kind=NOTICE_COMPACTED,
                     details={
@@ -543,6 +548,7 @@ class ContextManager:
                         "messages_after": result.messages_after,
                         "tokens_saved": result.tokens_saved,
                         "compaction": result.checkpoint_id,
+                        "summary": result.source,
                     },
                 )
             )

@@ -39,12 +39,22 @@ def preflight_notice(used: int, window: int) -> str:
     return f"Context window ~{percent}% full (~{used:,} of {window:,} tokens): auto-compacting…"
 
 
-def compacted_notice(messages_before: int, messages_after: int, tokens_saved: int) -> str:
-    """`Compacted 64 → 12 messages (saved ~48000 tokens)`"""
-    return (
+MECHANICAL_PHRASE = (
+    "the summarizer's answer was refused: the checkpoint keeps the user's own statements "
+    "and what the tools read"
+)
+
+
+def compacted_notice(
+    messages_before: int, messages_after: int, tokens_saved: int, *, mechanical: bool = False
+) -> str:
+    """`Compacted 64 → 12 messages (saved ~48000 tokens)`, and when no summarizer answer
+    survived, what the checkpoint holds instead."""
+    text = (
         f"Compacted {messages_before} → {messages_after} messages "
         f"(saved ~{max(0, tokens_saved)} tokens)"
     )
+    return f"{text}; {MECHANICAL_PHRASE}" if mechanical else text
 
 
 AGENT_ASKED_PHRASE = "the agent asked for it (summarize_context)"

@@ -229,7 +229,13 @@ def journal_preamble(
     first (they say where the task is), shown oldest to newest; the newest is cut to fit
     when it alone is too long. Empty when the journal is."""
     count = count_text or _approx_tokens
-    summaries = [str(e.get("summary", "")).strip() for e in entries if e.get("summary")]
+    # Each record as the model was shown it at its compaction ("shown"); a record an older
+    # Brim wrote has the stored checkpoint only.
+    summaries = [
+        str(e.get("shown") or e.get("summary", "")).strip()
+        for e in entries
+        if e.get("shown") or e.get("summary")
+    ]
     if not summaries:
         return ""
     room = budget_tokens - count(PREAMBLE_HEAD) - 8

@@ -178,6 +178,7 @@ class ContextLedger:
             budget.window if budget is not None else self._inputs.window(),
             event.reason,
             asked_by_agent=event.reason == REASON_MANUAL and not self._inputs.manual_compaction(),
+            summary=event.summary,
         )
 
     def _on_ladder_notice(self, event: NoticeEvent) -> None:

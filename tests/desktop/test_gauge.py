@@ -15,6 +15,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from desktop.format import format_tokens
+from engine.context.model_face import OPENING
 from engine.events import ContextReportEvent, Event
 from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.compaction_requests import is_compaction
@@ -172,8 +173,8 @@ def test_a_model_answering_after_a_compaction_is_not_shown_its_checkpoint_as_its
         sent = fake.chat_requests[-1].body["messages"]
     assert sent[-1]["content"].startswith("hi, are you still there?")
     assert [m["role"] for m in sent].count("system") == 1 and sent[0]["role"] == "system"
-    assert "[Checkpoint:" in sent[0]["content"] and "Chat with the user." in sent[0]["content"]
-    assert not any("[Checkpoint:" in str(m.get("content")) for m in sent if m["role"] != "system")
+    assert OPENING in sent[0]["content"] and "Chat with the user." in sent[0]["content"]
+    assert not any(OPENING in str(m.get("content")) for m in sent if m["role"] != "system")
 
 
 def test_a_message_too_large_for_the_window_stays_in_the_composer_and_nothing_is_sent(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from engine.context.checkpoint import covered_items, summary_content
+from engine.context.checkpoint import covered_items, stored_checkpoint, summary_content
 from engine.context.compaction import SummaryRequest, SummaryResult
 from engine.context.history import group_units, is_fixed, is_turn_start
 from engine.messages import Message, ToolCall, assistant, system, tool_result, user
@@ -60,6 +60,15 @@ def cycle(
     out: list[Message] = [assistant("", tuple(calls))]
     out.extend(tool_result(c, text(n, "data")) for c, n in zip(calls, sizes, strict=True))
     return out
+
+
+def chat_run(turns: int = 14) -> list[Message]:
+    """A conversation with nothing Brim carries mechanically: no tool calls, and no
+    statement of the user's about themselves."""
+    msgs = [system("You are Brim.")]
+    for i in range(turns):
+        msgs += [user(f"Question {i}: " + text(1_200, "why")), assistant(text(1_200, "because"))]
+    return msgs
 
 
 def pinned(content: str = "Task: audit the repository.") -> Message:
@@ -152,7 +161,7 @@ def summaries(messages: Sequence[Message]) -> list[Message]:
 
 
 def covered_of(messages: Sequence[Message]) -> list[str]:
-    return [i for s in summaries(messages) for i in covered_items(s.content)]
+    return [i for s in summaries(messages) for i in covered_items(stored_checkpoint(s))]
 
 
 # The hypothesis strategy ------------------------------------------------------------------

@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 from engine.context.checkpoint import (
     carry_forward,
-    checkpoint_of,
+    covered_keys,
     parse_checkpoint,
     render_checkpoint,
+    stored_checkpoint,
 )
 from engine.context.compaction import Replay, compact
 from engine.messages import Message, alternating, assistant, system, user
@@ -47,13 +48,18 @@ def _sections(text: str) -> dict[str, list[str]]:
     return parse_checkpoint(text)[1]
 
 
-def test_an_answer_with_none_of_the_checkpoints_headings_never_replaces_history():
+def test_an_answer_with_none_of_the_checkpoints_headings_never_enters_the_checkpoint():
+    """ "Noted." is refused (free-form and guided alike); what the new checkpoint holds is
+    what Brim carries itself: the earlier checkpoint's task and the files read."""
     msgs = _history_with_prior()
     fake = FakeSummarizer(text="Noted.")
     result = asyncio.run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
-    assert result.status == "refused"
-    assert result.messages == msgs
+    assert result.ok and result.source == "mechanical"
     assert result.freeform_refused
+    assert "Noted" not in result.checkpoint and "Noted" not in summaries(result.messages)[0].content
+    sections = _sections(result.checkpoint)
+    assert [ln for ln in sections["Goal"] if ln] == ["- Port the parser to Rust."]
+    assert "src/lex.py" in covered_keys(result.checkpoint)
 
 
 def test_a_checkpoint_that_forgets_the_task_gets_the_earlier_goal_rules_done_and_decisions():
@@ -65,7 +71,7 @@ def test_a_checkpoint_that_forgets_the_task_gets_the_earlier_goal_rules_done_and
     fake = FakeSummarizer(text=forgetful)
     result = asyncio.run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert result.ok
-    sections = _sections(checkpoint_of(summaries(result.messages)[0].content))
+    sections = _sections(stored_checkpoint(summaries(result.messages)[0]))
     assert sections["Goal"][0] == "- Port the parser to Rust."
     assert "- no unsafe code" in sections["Constraints & Preferences"]
     assert [ln for ln in sections["Done"] if ln] == ["- ported the lexer", "- ported the parser"]
@@ -75,18 +81,19 @@ def test_a_checkpoint_that_forgets_the_task_gets_the_earlier_goal_rules_done_and
 
 def test_a_summary_that_runs_for_pages_is_capped_at_the_summarys_budget_from_the_window():
     pages = "## Goal\n- Port the parser.\n## Critical Context\n" + "\n".join(
-        f"- value {i} is {'x' * 30}" for i in range(400)
+        f"- the data of src/call_{i}.py was read in step {i} of the pass" for i in range(400)
     )
     msgs = _history_with_prior()
     fake = FakeSummarizer(text=pages)
     result = asyncio.run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert result.ok
     summary = summaries(result.messages)[0]
-    # summary_max_tokens(8000) = 1200 (15% of the window); the framing line is on top.
-    assert count(summary) <= 1200 + 60
-    sections = _sections(checkpoint_of(summary.content))
+    # summary_max_tokens(8000) = 1200 (15% of the window): what the model is sent for it.
+    assert count(summary) <= 1200 + 4
+    sections = _sections(stored_checkpoint(summary))
     assert "- Port the parser." in sections["Goal"]
-    assert any("left out to fit the summary" in ln for ln in sections["Critical Context"])
+    assert 0 < len(sections["Critical Context"]) < 400  # the oldest entries went, silently
+    assert not any("left out" in ln for ln in result.checkpoint.splitlines())
 
 
 def test_the_summary_reaches_the_model_inside_its_one_system_message_after_the_prompt():

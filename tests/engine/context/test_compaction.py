@@ -8,6 +8,7 @@ from engine.messages import Message, assistant, system, user
 from .histories import (
     FakeSummarizer,
     Ids,
+    chat_run,
     count,
     covered_of,
     cycle,
@@ -15,7 +16,6 @@ from .histories import (
     pairing_ok,
     pinned,
     summaries,
-    text,
     total,
 )
 
@@ -74,7 +74,7 @@ def test_the_newest_message_is_kept_even_when_it_alone_exceeds_the_tail_budget()
 
 
 def test_an_empty_summary_is_refused_and_the_history_stays():
-    msgs = long_run(Ids())
+    msgs = chat_run()
     result = run(
         compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer(text="  \n"))
     )
@@ -84,11 +84,23 @@ def test_an_empty_summary_is_refused_and_the_history_stays():
 
 def test_a_summary_cut_off_at_its_output_limit_is_refused():
     fake = FakeSummarizer(finish_reason="length")
-    msgs = long_run(Ids())
+    msgs = chat_run()
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert result.status == "refused" and "cut off" in result.detail
     assert result.messages == msgs
     assert fake.requests[0].max_tokens > 0
+
+
+def test_a_refused_summary_of_a_run_that_read_files_leaves_the_mechanical_checkpoint():
+    """Nothing the summarizer wrote survives, but what the tools read does: the checkpoint
+    is that part alone, and the result says so."""
+    msgs = long_run(Ids())
+    result = run(
+        compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer(text="  \n"))
+    )
+    assert result.ok and result.source == "mechanical" and result.freeform_refused
+    read = {c.parsed_arguments()["path"] for m in result.plan.removed for c in m.tool_calls}
+    assert read and read <= covered_keys(result.checkpoint)
 
 
 def test_a_summarizer_error_is_reported_not_raised():
@@ -240,7 +252,7 @@ def test_the_journal_gets_nothing_when_the_summary_is_refused():
     journal = RecordingJournal()
     run(
         compact(
-            long_run(Ids()),
+            chat_run(),
             window=WINDOW,
             count_message=count,
             summarize=FakeSummarizer(text=""),
@@ -272,11 +284,12 @@ def test_the_summarizer_prompt_says_how_many_old_messages_did_not_fit():
     assert "older messages left out" in fake.prompt
 
 
-def test_a_free_form_summary_is_put_into_the_fixed_schema():
+def test_a_free_form_summary_is_put_into_the_fixed_schema_without_empty_headings():
     checkpoint = normalize_checkpoint("We read a.py and decided to keep the API.")
-    for heading in SUMMARY_HEADINGS:
-        assert heading in checkpoint
-    assert "We read a.py" in checkpoint.split("## Critical Context")[1]
+    assert checkpoint == "## Critical Context\nWe read a.py and decided to keep the API.\n"
+    answer = "\n".join(f"{h}\n- {h.strip('# ')} entry" for h in SUMMARY_HEADINGS)
+    full = normalize_checkpoint(answer)
+    assert [ln for ln in full.splitlines() if ln.startswith("#")] == list(SUMMARY_HEADINGS)
 
 
 def test_a_summary_with_loose_headings_is_read_back_into_the_schema():
@@ -301,7 +314,9 @@ def test_the_progress_note_covers_the_kept_messages():
 def test_a_summary_no_smaller_than_what_it_replaces_is_refused():
     ids = Ids()
     msgs = [system("sys"), user("q"), *cycle(ids, 1_200), user("r"), *cycle(ids, 9_000)]
-    fake = FakeSummarizer(text=text(4_000))
+    fake = FakeSummarizer(
+        text="## Critical Context\n" + "\n".join(f"- data item {i} of the call" for i in range(300))
+    )
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert result.status == "refused" and result.messages == msgs
 

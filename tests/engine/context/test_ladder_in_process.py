@@ -12,6 +12,7 @@ import pytest
 
 from engine.config import AgentConfig
 from engine.context.checkpoint import has_checkpoint_headings
+from engine.context.model_face import OPENING
 from engine.events import CompactionEvent, ErrorEvent, Event, ToolResultEvent, UsageEvent
 from engine.messages import ToolCall
 from engine.paths import BrimPaths
@@ -84,8 +85,11 @@ def test_after_a_compaction_the_model_sees_its_checkpoint_as_condensed_history(t
     after = [r for r in engine.requests[first_compaction:] if not is_compaction(_body(r))]
     assert after
     for request in after:
-        carriers = [m for m in request.messages if has_checkpoint_headings(m.content)]
-        assert carriers and all(m.role == "system" for m in carriers)
+        # Plain context inside the one system message, after the prompt: no document of
+        # headings for the model to continue.
+        assert not [m for m in request.messages if has_checkpoint_headings(m.content)]
+        assert OPENING in request.messages[0].content
+        assert not any(OPENING in m.content for m in request.messages[1:])
         assert "Track the figures" in request.messages[0].content
 
 

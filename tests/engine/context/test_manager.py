@@ -1,11 +1,21 @@
 import asyncio
 
-from engine.context.checkpoint import covered_keys
+from engine.context.checkpoint import covered_keys, stored_checkpoint
 from engine.context.manager import ContextManager
 from engine.events import CompactionEvent, NoticeEvent, TrimEvent
 from engine.messages import Message, assistant, notice, system, user
 
-from .histories import FakeSummarizer, Ids, count, cycle, pairing_ok, pinned, summaries, total
+from .histories import (
+    FakeSummarizer,
+    Ids,
+    chat_run,
+    count,
+    cycle,
+    pairing_ok,
+    pinned,
+    summaries,
+    total,
+)
 
 
 def run(coro):
@@ -135,10 +145,22 @@ def test_a_failed_summarizer_trims_to_the_compaction_threshold_and_tells_the_use
 
 def test_a_cut_off_summary_leaves_the_history_whole_then_trims():
     manager, events, _ = make(summarize=FakeSummarizer(finish_reason="length"))
-    prepared = run(manager.prepare(busy_run(Ids(), 17)))
+    prepared = run(manager.prepare(chat_run(6)))
     assert prepared.compaction.status == "refused"
     assert "cut off" in events[-1].text
     assert summaries(prepared.history) == []
+
+
+def test_a_compaction_whose_summaries_were_all_refused_says_so_as_data():
+    """The run read files, so the checkpoint is what the tools read: compacted, and the
+    event and the notice say the summary is the mechanical part alone."""
+    manager, events, _ = make(summarize=FakeSummarizer(finish_reason="length"))
+    prepared = run(manager.prepare(busy_run(Ids(), 17)))
+    assert prepared.compaction.ok and prepared.compaction.source == "mechanical"
+    finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+    assert [e.summary for e in finished] == ["mechanical"]
+    (told,) = [e for e in events if isinstance(e, NoticeEvent) and e.kind == "compacted"]
+    assert told.details["summary"] == "mechanical" and "refused" in told.text
 
 
 def test_nothing_to_summarize_trims_without_an_auto_compacting_notice():
@@ -196,7 +218,7 @@ def test_an_overflow_compacts_regardless_of_the_estimate_and_shrinks_the_history
 
 def test_an_overflow_that_cannot_compact_trims_to_seventy_percent_of_the_history():
     manager, events, _ = make(window=16_000, summarize=FakeSummarizer(text=""))
-    msgs = busy_run(Ids(), 17)
+    msgs = chat_run(14)
     outcome = run(manager.on_overflow(msgs))
     assert outcome.shrank and total(outcome.history) <= 0.7 * total(msgs)
     assert any(isinstance(e, TrimEvent) for e in events)
@@ -261,7 +283,7 @@ def test_a_long_run_on_a_small_window_never_overflows_and_never_forgets_what_it_
     assert len(journal) == len(finished)
     # Every path read before the last compaction is in the checkpoint or still in the tail.
     last = summaries(history)[-1]
-    visible = covered_keys(last.content) | {
+    visible = covered_keys(stored_checkpoint(last)) | {
         c.parsed_arguments()["path"] for m in history for c in m.tool_calls
     }
     assert set(read_paths) <= visible

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine.context.budget import ContextBudget, overflow_trim_budget, recent_tail_tokens
-from engine.context.checkpoint import covered_items, covered_keys, merge_covered
+from engine.context.checkpoint import covered_items, covered_keys, merge_covered, stored_checkpoint
 from engine.context.clearing import clear_tool_results, protected_window_start
 from engine.context.compaction import compact
 from engine.context.history import group_units, is_fixed, is_turn_start
@@ -143,7 +143,7 @@ def test_compaction_rebuilds_a_valid_history_around_one_merged_summary(msgs, win
     assert is_subsequence(out[len(head) + 2 :], msgs)
     assert result.tokens_after < result.tokens_before
     for prior in summaries(msgs):
-        assert covered_keys(prior.content) <= covered_keys(result.checkpoint)
+        assert covered_keys(stored_checkpoint(prior)) <= covered_keys(result.checkpoint)
     tail_budget = recent_tail_tokens(window)
     assert total(result.plan.tail) <= tail_budget or newest_unit_tokens(msgs) > tail_budget // 2
 

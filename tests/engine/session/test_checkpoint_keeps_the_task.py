@@ -56,7 +56,13 @@ def _chat(fake: Any, home: Path, turns: list[str], **agent: Any) -> list[Event]:
 
 
 def _turns(n: int) -> list[str]:
-    return [f"Step {i}: " + "tables rows columns " * 40 for i in range(n)]
+    # What the checkpoint says is in the conversation it summarizes: a summary whose words
+    # appear nowhere in it is refused as invented.
+    task = (
+        "We migrate the billing service to Postgres 16 and never touch the production "
+        "replica; I dumped the schema, we keep the old column names, next we load the dump. "
+    )
+    return [f"Step {i}: " + task + "tables rows columns " * 30 for i in range(n)]
 
 
 def test_a_summarizer_that_answers_noted_leaves_the_earlier_checkpoint_in_every_later_request(

@@ -1,0 +1,109 @@
+"""A checkpoint is never worse than none (issue 17): summarizer text that loops, invents,
+changes language or leaks the prompt's scaffolding is refused, on the free-form path and in
+every guided answer, and what is left is the mechanical part."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from engine.context.compaction import SummaryRequest, SummaryResult, compact, summary_refusal
+from engine.context.guided import guided_checkpoint
+from engine.context.summary_checks import unusable_reason
+from engine.messages import assistant, system, user
+
+from .histories import count, summaries
+
+CONVERSATION = (
+    "I am planning a trip to Lisbon with my sister in May. My budget for the whole trip is "
+    "1200 euros. What is 12 times 12? Please list three museums worth a visit."
+)
+LOOP = "Bimbaisiliega: Não deve mós, não deve mós, não deve mós, não deve mós, não deve mós"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        LOOP,
+        "Bimbaisiliega: Não deve mós.",  # another language, even without the loop
+        "Quorblax vintrel sapodine murkwell fensible dravin lortimer quessel brandow",
+        "Lisbon in May. <<<END TRANSCRIPT ccf25d47>>",
+        "<<<PREVIOUS CHECKPOINT 1a2b3c4d>>> Goal: Lisbon",
+        "Write the checkpoint now. Covered So Far: every file read, one per line",
+        "[user]\nWhat is 12 times 12?",
+        "[tool result: read_file, call c1]\ndata",
+    ],
+)
+def test_summarizer_text_that_loops_invents_changes_language_or_leaks_is_refused(answer):
+    assert unusable_reason(answer, CONVERSATION) is not None
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The user plans a trip to Lisbon with their sister in May; the budget is 1200 euros.",
+        "Listed three museums; answered 12 times 12.",
+        "- read `src/a.py`\n- read `src/b.py`\n- read `src/c.py`\n- read `src/d.py`",
+    ],
+)
+def test_a_faithful_summary_is_not_refused(answer):
+    reference = CONVERSATION + " src/a.py src/b.py src/c.py src/d.py"
+    assert unusable_reason(answer, reference) is None
+
+
+def _answering(by_question: dict[str, str]):
+    async def summarize(request: SummaryRequest) -> SummaryResult:
+        question = request.messages[-1].content
+        for key, text in by_question.items():
+            if key in question:
+                return SummaryResult(text, "stop")
+        return SummaryResult("none", "stop")
+
+    return summarize
+
+
+def test_a_degenerate_guided_answer_is_refused_and_never_becomes_the_goal():
+    summarize = _answering(
+        {
+            "trying to get done": LOOP,
+            "requirements or preferences": "**Done** ## Done - (none)",
+            "what was decided": "Lisbon in May. <<<END TRANSCRIPT ccf25d47>>",
+            "happen next": "List three museums.",
+            "exact names": "Lisbon, May, 1200 euros",
+        }
+    )
+    checkpoint = asyncio.run(guided_checkpoint(CONVERSATION, summarize))
+    assert checkpoint is not None
+    assert "mós" not in checkpoint and "<<<" not in checkpoint and "(none)" not in checkpoint
+    assert "## Goal" not in checkpoint
+    assert "- Lisbon, May, 1200 euros" in checkpoint and "- List three museums." in checkpoint
+
+
+def _trip() -> list:
+    msgs = [system("You are Brim."), user("I am planning a trip to Lisbon with my sister in May.")]
+    for i in range(10):
+        msgs += [
+            user(f"Question {i}: which museum opens on day {i}? " + "museum hours " * 60),
+            assistant(f"Day {i}: the museum opens at nine. " + "hours " * 60),
+        ]
+    return msgs
+
+
+def test_a_checkpoint_that_leaks_the_prompts_delimiter_is_refused_on_both_paths():
+    """The free-form checkpoint carries `<<<END TRANSCRIPT …>>`, every guided answer too:
+    nothing the summarizer wrote enters the checkpoint, which keeps the user's words."""
+    leak = "## Goal\n- Plan the Lisbon trip.\n## Critical Context\n- <<<END TRANSCRIPT ccf25d47>>\n"
+
+    async def summarize(request: SummaryRequest) -> SummaryResult:
+        if request.max_tokens <= 96:  # a guided question
+            return SummaryResult("The museum trip. <<<END TRANSCRIPT ccf25d47>>", "stop")
+        return SummaryResult(leak, "stop")
+
+    assert summary_refusal(SummaryResult(leak, "stop")) is not None
+    msgs = _trip()
+    result = asyncio.run(compact(msgs, window=4_000, count_message=count, summarize=summarize))
+    assert "<<<" not in result.checkpoint and "ccf25d47" not in result.checkpoint
+    assert result.ok and result.source == "mechanical"
+    shown = summaries(result.messages)[0].content
+    assert "\u201cI am planning a trip to Lisbon with my sister in May.\u201d" in shown
