@@ -177,8 +177,9 @@ class AgentLoop:
 
     async def _count_exactly(self, messages: list[Message]) -> None:
         """Have the engine count what it has not counted yet (each new message once), so
-        every figure below is exact on an engine that counts through its endpoints."""
-        await self.counter.prime(model_messages(messages), self._schemas())
+        every figure below is exact; of a long history, what a request can hold."""
+        window = self.context.budget.window
+        await self.counter.prime(model_messages(messages), self._schemas(), within=2 * window)
 
     def _size_tool_results(self) -> None:
         """Tool results are cut to what the window leaves after the fixed prefix."""
