@@ -61,9 +61,10 @@ from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
 from engine.session.outcome import describe_outcome
 from engine.session.restoring import CompactionDesk
+from engine.session.store_failure import store_failure
 from engine.session.summarizer import Summarizer
 from engine.session.wiring import LoopHooks, LoopSetting, wire_agent_loop
-from engine.store import Receipt, UnknownConversation
+from engine.store import Receipt, StoreError, UnknownConversation
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import Approver, ConversationApprover, DenyAll
 from engine.window import WindowResolution
@@ -248,9 +249,11 @@ class ChatSession:
             return
         if await self._refuse_if_it_cannot_fit(text):
             return
-        self._append(user(text))
         try:
+            self._append(message := user(text))
             await self._await_turn()
+        except StoreError as exc:  # a full disk: said on the event stream; the session goes on
+            store_failure(exc, message, self._messages, decision.accepted.action, self._emit)
         finally:
             self._emit_pending_memory()
             self._emit(StateEvent("ready"))
@@ -368,9 +371,7 @@ class ChatSession:
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
         finally:
-            # The answer (or the cancelled partial) is in the history now and the counter
-            # has calibrated on this request: the gauge and the breakdown show what the next
-            # request will carry, the same figures `/context` shows.
+            # The answer (or its partial) is in the history: the gauge shows the next request.
             self.ledger.settle()
 
     def _agent_loop(self) -> AgentLoop:
