@@ -136,8 +136,7 @@ class ChatSession:
                 done=done,
             ),
         )
-        # Memory (engine/memory): `memory` turns it on; only a top-level (not `internal`,
-        # i.e. not a sub-agent's) run with persistence on (not `ephemeral`) writes any.
+        # Memory: `memory` turns it on; only a top-level (not `internal`) persistent run writes.
         self.memory_enabled = memory
         self.internal = internal
         self.reflect_on_close = reflect_on_close
@@ -371,8 +370,7 @@ class ChatSession:
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
         finally:
-            # The answer (or its partial) is in the history: the gauge shows the next request.
-            self.ledger.settle()
+            self.ledger.settle()  # the answer (or its partial) is in: the gauge shows the next
 
     def _agent_loop(self) -> AgentLoop:
         """The wired loop (wired when the window became known or the conversation changed)."""
