@@ -35,6 +35,7 @@ from engine.agent_types import (
     TurnOutcome,
 )
 from engine.agent_window import WindowWatch
+from engine.answer_calls import calls_capped, not_run_result, take_calls
 from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
 from engine.context.constants import (
@@ -43,6 +44,7 @@ from engine.context.constants import (
 )
 from engine.events import (
     NOTICE_ANSWER_CUT,
+    NOTICE_CALLS_CAPPED,
     NOTICE_REPETITION,
     TOOL_PREVIEW_CHARS,
     AnswerProgressEvent,
@@ -67,7 +69,7 @@ from engine.messages import (
     notice,
     tool_result,
 )
-from engine.output_cap import OutputCap, output_cap
+from engine.output_cap import LIMIT_IGNORED, OutputCap, client_limit, output_cap
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -80,6 +82,7 @@ from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsuppo
 from engine.repetition import Repetition, RepetitionGuard
 from engine.store import Store
 from engine.tokens import TokenCounter
+from engine.tokens.growing import GrowingCount
 from engine.truncation import CountError, at_window_edge, silently_truncated
 from engine.window import WindowResolution
 
@@ -174,8 +177,9 @@ class AgentLoop:
 
     async def _count_exactly(self, messages: list[Message]) -> None:
         """Have the engine count what it has not counted yet (each new message once), so
-        every figure below is exact on an engine that counts through its endpoints."""
-        await self.counter.prime(model_messages(messages), self._schemas())
+        every figure below is exact; of a long history, what a request can hold."""
+        window = self.context.budget.window
+        await self.counter.prime(model_messages(messages), self._schemas(), within=2 * window)
 
     def _size_tool_results(self) -> None:
         """Tool results are cut to what the window leaves after the fixed prefix."""
@@ -272,7 +276,7 @@ class AgentLoop:
             if not answer.calls:
                 break
             self._size_tool_results()
-            await self._run_tools(answer.calls)
+            await self._run_tools(answer.calls, not_run=answer.calls_not_run)
             if self._over_budget(totals):
                 if budget_compacted:
                     self._notice(budget_stop_text(self._budget() or 0), "warning")
@@ -354,10 +358,14 @@ class AgentLoop:
             self.conversation.replace(outcome.history)
         return outcome.shrank
 
-    async def _run_tools(self, calls: tuple[ToolCall, ...]) -> None:
-        for call in calls:
+    async def _run_tools(self, calls: tuple[ToolCall, ...], *, not_run: int = 0) -> None:
+        """With `not_run`, the last call stands for the calls past the cap on calls per
+        answer (answer_calls.py): it is answered, not run."""
+        for index, call in enumerate(calls):
             self.sink(ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments))
-            if self.tools is None:
+            if not_run and index == len(calls) - 1:
+                run = not_run_result(not_run, ran=index)
+            elif self.tools is None:
                 run = ToolRun("Error: this agent has no tools.", 0, False, True)
             else:
                 try:
@@ -379,6 +387,9 @@ class AgentLoop:
                     is_error=run.is_error,
                 )
             )
+        if not_run:
+            text, details = calls_capped(not_run, ran=len(calls) - 1)
+            self._mark(NOTICE_CALLS_CAPPED, text, details, level="warning")
 
     async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> Answer:
         parts: list[str] = []
@@ -389,6 +400,7 @@ class AgentLoop:
         guard = RepetitionGuard()
         reported = 0.0
         loop: Repetition | None = None
+        written = GrowingCount(self.counter.count_text, limit=client_limit(max_tokens))
         stream = self.provider.stream_chat(self.agent.model, request, self._options(max_tokens))
         try:
             # Closed on the way out, so an answer the guard stops is dropped by the engine
@@ -400,12 +412,13 @@ class AgentLoop:
                             first_token = time.monotonic()
                         parts.append(item.text)
                         self.sink(DeltaEvent(item.text))
+                        written.add(item.text)
                         now = time.monotonic()
                         if now - reported >= PROGRESS_EVERY_S:
                             reported = now
-                            self._progress(counted, parts)
+                            self._progress(counted, written.tokens)
                         loop = guard.feed(item.text)
-                        if loop is not None:
+                        if loop is not None or written.over:  # past the cap: max_tokens ignored
                             break
                     elif isinstance(item, ToolCallsReady):
                         calls = item.calls
@@ -421,9 +434,13 @@ class AgentLoop:
             # The engine never reported usage for an answer stopped midway: what it wrote
             # is estimated, so the receipt and the budget count the loop it cost. The
             # repeats are not kept: sent back, they would invite more of the same.
-            usage = Usage(completion_tokens=self.counter.count_text(text))
+            usage = Usage(completion_tokens=written.tokens)
             return Answer(text[: loop.keep_chars], (), usage, FINISH_REPETITION, first_token, loop)
-        return Answer(text, calls, usage, finish, first_token)
+        if written.over:  # no usage came; kept, and marked cut as at the engine's own cap
+            usage = Usage(completion_tokens=written.tokens)
+            return Answer(text, (), usage, FINISH_LENGTH, first_token, overran=True)
+        taken = take_calls(calls)
+        return Answer(text, taken.calls, usage, finish, first_token, calls_not_run=taken.not_run)
 
     def _keep_answer(self, answer: Answer, cap: OutputCap) -> None:
         """Save the answer, and mark one that did not end on its own: cut at its output cap
@@ -450,6 +467,7 @@ class AgentLoop:
             return
         written = answer.usage.completion_tokens or cap.tokens
         limit = cap.limit if written >= cap.tokens else "engine"
+        limit = LIMIT_IGNORED if answer.overran else limit
         self.conversation.append(message.with_meta(cut_at=written))
         self._mark(
             NOTICE_ANSWER_CUT,
@@ -457,12 +475,12 @@ class AgentLoop:
             {"max_tokens": cap.tokens, "completion_tokens": written, "limit": limit},
         )
 
-    def _progress(self, counted: int, parts: list[str]) -> None:
+    def _progress(self, counted: int, written: int) -> None:
         """The gauge's view of a streaming answer: the prompt plus the answer so far."""
         self.sink(
             AnswerProgressEvent(
                 prompt_tokens=counted,
-                completion_tokens=self.counter.count_text("".join(parts)),
+                completion_tokens=written,
                 window=self.context.budget.window,
             )
         )

@@ -3,7 +3,7 @@ something: kept apart so the loop reads as what it does, and the wording in one 
 
 from __future__ import annotations
 
-from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT
+from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, LIMIT_IGNORED
 from engine.providers.errors import ContextOverflow, ToolsUnsupported
 
 
@@ -37,6 +37,11 @@ def cut_reason(limit: str, window: int) -> str:
         )
     if limit == "engine":
         return "the engine stopped it at its own limit"
+    if limit == LIMIT_IGNORED:
+        return (
+            "the engine kept writing past the output cap (it ignored max_tokens), so Brim "
+            "stopped it"
+        )
     return f"that was all the room the {window:,}-token window had left"
 
 

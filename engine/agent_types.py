@@ -66,6 +66,10 @@ class Answer:
     finish_reason: str | None
     first_token: float | None
     repetition: Repetition | None = None
+    # Stopped by Brim: the engine wrote past the output cap and its margin (max_tokens ignored).
+    overran: bool = False
+    # Calls past the cap on calls per answer; the last of `calls` stands for them.
+    calls_not_run: int = 0
 
 
 @dataclass

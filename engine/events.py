@@ -120,13 +120,15 @@ class NoticeEvent(Event):
     # What the notice reports, for a program reading the stream ("" for a plain notice), its
     # figures in `details`: NOTICE_ANSWER_CUT (the engine stopped the answer at its output
     # cap: max_tokens, completion_tokens, limit) or NOTICE_REPETITION (the repetition guard
-    # stopped a looping answer: block_chars, repeats, dropped_chars).
+    # stopped a looping answer: block_chars, repeats, dropped_chars) or NOTICE_CALLS_CAPPED.
     kind: str = ""
     details: dict[str, int | str] = field(default_factory=dict)
 
 
 NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
+# More tool calls in one answer than run (engine/answer_calls.py): calls, run, not_run.
+NOTICE_CALLS_CAPPED = "tool_calls_capped"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
 # NOTICE_AUTO_COMPACTING (the "…: auto-compacting…" line: used, window), NOTICE_COMPACTED
 # (the compaction that finished: messages_before, messages_after, tokens_saved, and summary,

@@ -61,3 +61,19 @@ def output_cap(configured: int | None, *, window: int, prompt_tokens: int) -> Ou
     if room < wanted:
         return OutputCap(room, LIMIT_ROOM)
     return OutputCap(wanted, limit)
+
+
+# An engine that ignores the cap (a server that drops `max_tokens`, a fork, a proxy) would
+# write for ever; Brim stops it itself once the answer is far past the cap by its own count.
+# Far, because on most engines that count is an estimate, which can be off by a factor of
+# two against the model's own tokenizer: an engine that keeps to its cap is never cut by
+# Brim, and one that does not still stops.
+CLIENT_FACTOR = 3  # three times the cap ...
+CLIENT_MARGIN = 256  # ... and this many tokens more
+LIMIT_IGNORED = "ignored"  # the engine wrote past the cap, and Brim stopped the answer
+
+
+def client_limit(max_tokens: int) -> int:
+    """How many tokens (by Brim's count) an answer capped at `max_tokens` may reach before
+    Brim stops it."""
+    return CLIENT_FACTOR * max_tokens + CLIENT_MARGIN

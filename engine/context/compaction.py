@@ -274,18 +274,31 @@ def build_summary_request(
 
     frame = cost(system_text) + cost(assemble([], 0))
     room = prompt_budget - frame
+
+    def newest(cap: int, text_cap: int | None) -> tuple[list[str], int, bool]:
+        """The newest messages rendered at `cap` that fit the room (at least one), how
+        many older ones are left out, and whether all fit. Rendered newest first, so a
+        history of 20,000 messages costs what fits, not 20,000 renderings per cap."""
+        kept: list[str] = []
+        total = 0
+        for message in reversed(plan.middle):
+            piece = render_transcript_message(message, cap, text_cap)
+            size = cost(piece)
+            if kept and total + size > room:
+                break
+            kept.append(piece)
+            total += size
+        kept.reverse()
+        omitted = len(plan.middle) - len(kept)
+        return kept, omitted, omitted == 0 and total <= room
+
     pieces: list[str] = []
+    omitted = 0
     for level, cap in enumerate(TRANSCRIPT_CAPS):
         text_cap = cap if level == len(TRANSCRIPT_CAPS) - 1 else None
-        pieces = [render_transcript_message(m, cap, text_cap) for m in plan.middle]
-        if sum(cost(p) for p in pieces) <= room:
+        pieces, omitted, fits = newest(cap, text_cap)
+        if fits:
             break
-    omitted = 0
-    sizes = [cost(p) for p in pieces]
-    while pieces and sum(sizes) > room and len(pieces) > 1:
-        pieces.pop(0)
-        sizes.pop(0)
-        omitted += 1
 
     return SummaryRequest(
         messages=[

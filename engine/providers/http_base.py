@@ -3,6 +3,7 @@ whose failures are already classified, so each provider module is only its proto
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -21,7 +22,7 @@ from engine.providers.classify import (
 )
 from engine.providers.errors import EngineUnreachable
 from engine.providers.routes import engine_route, no_redirects
-from engine.providers.wire import WireError, guard_hooks
+from engine.providers.wire import WireError, answer_limit, guard_hooks, read_capped
 
 T = TypeVar("T")
 
@@ -108,27 +109,28 @@ class HttpProvider(Provider):
     async def _request_json(
         self, method: str, path: str, body: Any = None, *, model: str | None = None
     ) -> Any:
+        """The JSON answer to `path`, read up to its limit (wire.ANSWER_LIMITS): an answer
+        that never ends is a protocol_error at the limit, not a process that fills memory."""
+        limit = answer_limit(path)
         try:
-            if body is None:
-                response = await self._http.request(method, path, timeout=self.probe_timeout)
-            else:
-                response = await self._http.request(
-                    method, path, json=body, timeout=self.probe_timeout
-                )
+            async with self._http.stream(
+                method, path, json=body, timeout=self.probe_timeout
+            ) as response:
+                if response.status_code >= 400:
+                    raise classify_http(
+                        response.status_code,
+                        await response.aread(),  # bounded by the wire guard
+                        engine=self.engine_name,
+                        url=self.base_url,
+                        model=model,
+                    )
+                content = await read_capped(response, limit, f"an answer to {method} {path}")
         except httpx.HTTPError as exc:
             raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
         except WireError as exc:
             raise self._protocol_error(exc.what) from exc
-        if response.status_code >= 400:
-            raise classify_http(
-                response.status_code,
-                response.content,
-                engine=self.engine_name,
-                url=self.base_url,
-                model=model,
-            )
         try:
-            return response.json()
+            return json.loads(content)
         except RecursionError as exc:
             raise self._protocol_error(f"an answer to {method} {path} nested too deeply") from exc
         except ValueError as exc:

@@ -50,6 +50,7 @@ from engine.providers.http_base import (
     as_window,
     bearer_headers,
 )
+from engine.providers.model_file import ModelFileRefused, open_vocabulary, refusal_text
 from engine.providers.ollama_version import (
     Version,
     counts_whole_prompt,
@@ -58,8 +59,10 @@ from engine.providers.ollama_version import (
     version_text,
 )
 from engine.providers.openai_compat import new_call_id
-from engine.providers.wire import WireError, guard_hooks
+from engine.providers.wire import CallBytes, WireError, guard_hooks
 
+# How long opening the model's vocabulary may take before Brim counts without it.
+OPEN_VOCABULARY_S = 30.0
 _NUM_CTX_LINE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 
 __all__ = ["OllamaProvider", "counts_whole_prompt", "parse_version", "takes_strict_requests"]
@@ -129,6 +132,19 @@ def same_model(requested: str, listed: str | None) -> bool:
         return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
     return norm(requested) == norm(listed)
+
+
+def running_entry(running: Any, model: str) -> dict[str, Any] | None:
+    """`model`'s entry in an `/api/ps` answer; entries of any other shape are passed over
+    (one model listed oddly must not hide the one Brim asks about)."""
+    models = running.get("models") if isinstance(running, dict) else None
+    for entry in models if isinstance(models, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        names = [entry.get("model"), entry.get("name")]
+        if any(isinstance(n, str) and same_model(model, n) for n in names):
+            return entry
+    return None
 
 
 def to_ollama(message: Message) -> dict[str, Any]:
@@ -274,13 +290,8 @@ class OllamaProvider(HttpProvider):
             running = await self._get_json("/api/ps")
         except ProviderError:
             return None
-        models = running.get("models") if isinstance(running, dict) else None
-        for entry in models if isinstance(models, list) else []:
-            if not isinstance(entry, dict):
-                continue
-            if same_model(model, entry.get("model")) or same_model(model, entry.get("name")):
-                return as_int(entry.get("context_length"))
-        return None
+        entry = running_entry(running, model)
+        return as_int(entry.get("context_length")) if entry is not None else None
 
     async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
         await self._read_version()
@@ -300,20 +311,15 @@ class OllamaProvider(HttpProvider):
         if not isinstance(show, dict):
             raise self._protocol_error("an /api/show answer that is not a JSON object")
         self._blobs[model] = modelfile_blob(show.get("modelfile"))
-        try:
-            running = await asyncio.wait_for(self.client.ps(), self.probe_timeout.read)
-        except TimeoutError as exc:
-            raise ServerError(f"{self.where} did not answer /api/ps in time") from exc
-        except Exception as exc:
-            raise self._classify(exc, model) from exc
-        entry = next(
-            (m for m in running.models if same_model(model, m.model) or same_model(model, m.name)),
-            None,
-        )
+        await self._prepare_vocabulary(model)
+        # Raw JSON too: the client's ProcessResponse fails whole on one entry it cannot
+        # read (another model's context_length as text), and one bad entry is not fatal.
+        running = await self._get_json("/api/ps", model=model)
+        entry = running_entry(running, model)
         return EngineReport(
             provider=self.kind,
             model=model,
-            served=as_window(entry.context_length) if entry is not None else None,
+            served=as_window(entry.get("context_length")) if entry is not None else None,
             model_max=training_length(show.get("model_info")),
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
@@ -342,32 +348,52 @@ class OllamaProvider(HttpProvider):
 
     def segment_tokenizer(self, model: str) -> Any:
         """The model's own vocabulary, opened vocabulary-only from the GGUF that `/api/show`
-        names, when Ollama runs on this machine and the file can be read: Brim then counts
-        the text exactly (Ollama's framing is learned as a residual). None otherwise, with
-        the reason kept for `/context`."""
-        if model in self._tokenizers:
-            return self._tokenizers[model]
+        names, when Ollama runs on this machine and the file is a GGUF Brim may open: Brim
+        then counts the text exactly (Ollama's framing is learned as a residual). None
+        otherwise, with the reason kept for `/context`. Usually opened already by
+        `report`, off the event loop (a slow disk then delays no signal)."""
+        if model not in self._tokenizers:
+            self._keep_vocabulary(model, *self._open_vocabulary(model))
+        return self._tokenizers[model]
+
+    def _keep_vocabulary(self, model: str, tokenizer: Any, note: str | None) -> None:
+        self._tokenizers[model] = tokenizer
+        if note:
+            self._notes[model] = note
+
+    def _open_vocabulary(self, model: str) -> tuple[Any, str | None]:
         blob = self._blobs.get(model)
-        tokenizer = None
         if not runs_here(self.base_url):
             host = urlsplit(self.base_url).hostname or self.base_url
-            self._notes[model] = (
+            return None, (
                 f"Ollama runs on another machine ({host}), so the model's own vocabulary "
                 "cannot be opened here"
             )
-        elif blob is None:
-            self._notes[model] = "Ollama's /api/show names no model file (no FROM path)"
-        elif not os.access(blob, os.R_OK):
-            self._notes[model] = f"the model file Ollama names ({blob}) cannot be read here"
-        else:
-            try:
-                from engine.providers.gguf_tokenizer import GgufTokenizer
+        if blob is None:
+            return None, "Ollama's /api/show names no model file (no FROM path)"
+        try:
+            return open_vocabulary(blob), None
+        except ModelFileRefused as exc:
+            return None, refusal_text(blob, exc)
+        except Exception as exc:  # not a GGUF, a vocabulary llama.cpp cannot load
+            return None, f"the model file {blob} could not be opened ({exc})"
 
-                tokenizer = GgufTokenizer(blob)
-            except Exception as exc:  # not a GGUF, a vocabulary llama.cpp cannot load
-                self._notes[model] = f"the model file {blob} could not be opened ({exc})"
-        self._tokenizers[model] = tokenizer
-        return tokenizer
+    async def _prepare_vocabulary(self, model: str) -> None:
+        """Open the vocabulary in a worker thread, within OPEN_VOCABULARY_S: cancelling
+        the report (Esc, SIGTERM) is not held up by the disk."""
+        if model in self._tokenizers:
+            return
+        try:
+            found = await asyncio.wait_for(
+                asyncio.to_thread(self._open_vocabulary, model), OPEN_VOCABULARY_S
+            )
+        except TimeoutError:
+            found = (
+                None,
+                f"the model file Ollama names ({self._blobs.get(model)}) took more than "
+                f"{OPEN_VOCABULARY_S:g} s to open; it was not used",
+            )
+        self._keep_vocabulary(model, *found)
 
     def counting_note(self, model: str) -> str:
         return self._notes.get(model, "Ollama cannot count tokens for Brim")
@@ -430,6 +456,7 @@ class OllamaProvider(HttpProvider):
     ) -> AsyncIterator[StreamItem]:
         body = self.chat_body(model, messages, options)
         calls: list[ToolCall] = []
+        taken = CallBytes()
         text = StreamText()
         done: Any = None
         try:
@@ -443,6 +470,7 @@ class OllamaProvider(HttpProvider):
                             yield TextDelta(piece)
                     for call in message.tool_calls or ():
                         arguments = call.function.arguments
+                        taken.add(call.function.name, str(arguments))
                         calls.append(
                             ToolCall(
                                 id=new_call_id(),

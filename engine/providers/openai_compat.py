@@ -10,7 +10,7 @@ import json
 import math
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -40,7 +40,7 @@ from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
 from engine.providers.ollama_version import parse_version
 from engine.providers.sse import SseEvent, iter_sse
-from engine.providers.wire import WireError
+from engine.providers.wire import CallBytes, WireError
 
 
 def new_call_id() -> str:
@@ -52,7 +52,7 @@ def new_call_id() -> str:
 class _PartialCall:
     id: str = ""
     name: str = ""
-    arguments: str = ""
+    arguments: list[str] = field(default_factory=list)  # fragments, joined once at the end
 
 
 class ToolCallAssembler:
@@ -64,6 +64,7 @@ class ToolCallAssembler:
 
     def __init__(self) -> None:
         self._calls: dict[int, _PartialCall] = {}
+        self._taken = CallBytes()  # an engine that streams fragments for ever stops here
 
     def add(self, deltas: list[Any]) -> None:
         for position, delta in enumerate(deltas):
@@ -88,21 +89,22 @@ class ToolCallAssembler:
             if name and not call.name:
                 call.name = name
             arguments = function.get("arguments")
-            if isinstance(arguments, str):
-                call.arguments += arguments
-            elif isinstance(arguments, dict):
-                call.arguments += json.dumps(arguments, ensure_ascii=False)
-            elif arguments is not None:
+            if isinstance(arguments, dict):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            elif arguments is not None and not isinstance(arguments, str):
                 raise ValueError(
                     "a tool call whose `function.arguments` is neither text nor an object"
                 )
+            self._taken.add(name, arguments)
+            if arguments:
+                call.arguments.append(arguments)
 
     def calls(self) -> tuple[ToolCall, ...]:
         return tuple(
             ToolCall(
                 id=clean(c.id) or new_call_id(),
                 name=clean(c.name),
-                arguments=clean_arguments(c.arguments) if c.arguments else "{}",
+                arguments=clean_arguments("".join(c.arguments)) if c.arguments else "{}",
             )
             for _, c in sorted(self._calls.items())
         )

@@ -61,9 +61,10 @@ from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
 from engine.session.outcome import describe_outcome
 from engine.session.restoring import CompactionDesk
+from engine.session.store_failure import store_failure
 from engine.session.summarizer import Summarizer
 from engine.session.wiring import LoopHooks, LoopSetting, wire_agent_loop
-from engine.store import Receipt, UnknownConversation
+from engine.store import Receipt, StoreError, UnknownConversation
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import Approver, ConversationApprover, DenyAll
 from engine.window import WindowResolution
@@ -135,8 +136,7 @@ class ChatSession:
                 done=done,
             ),
         )
-        # Memory (engine/memory): `memory` turns it on; only a top-level (not `internal`,
-        # i.e. not a sub-agent's) run with persistence on (not `ephemeral`) writes any.
+        # Memory: `memory` turns it on; only a top-level (not `internal`) persistent run writes.
         self.memory_enabled = memory
         self.internal = internal
         self.reflect_on_close = reflect_on_close
@@ -248,9 +248,11 @@ class ChatSession:
             return
         if await self._refuse_if_it_cannot_fit(text):
             return
-        self._append(user(text))
         try:
+            self._append(message := user(text))
             await self._await_turn()
+        except StoreError as exc:  # a full disk: said on the event stream; the session goes on
+            store_failure(exc, message, self._messages, decision.accepted.action, self._emit)
         finally:
             self._emit_pending_memory()
             self._emit(StateEvent("ready"))
@@ -368,10 +370,7 @@ class ChatSession:
             self._append(notice("Turn cancelled.", "info"), emit=True)
             raise
         finally:
-            # The answer (or the cancelled partial) is in the history now and the counter
-            # has calibrated on this request: the gauge and the breakdown show what the next
-            # request will carry, the same figures `/context` shows.
-            self.ledger.settle()
+            self.ledger.settle()  # the answer (or its partial) is in: the gauge shows the next
 
     def _agent_loop(self) -> AgentLoop:
         """The wired loop (wired when the window became known or the conversation changed)."""

@@ -105,7 +105,7 @@ class ContextLedger:
             return
         try:
             requests = store.usage_records(conversation_id, purpose="chat")
-            marks = saved_marks(store.records(conversation_id))
+            marks = saved_marks(store.records(conversation_id, roles=("notice", "tool")))
         except Exception:
             log.warning("could not read the timeline of %s", conversation_id)
             return

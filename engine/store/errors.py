@@ -3,6 +3,7 @@
 StoreError
  ├── StoreCorrupt          not a SQLite file, or damaged; the original is moved aside
  ├── StoreLocked           another process holds the database past the busy timeout
+ ├── StoreFull             the disk (or the file system holding the database) is full
  ├── StoreTooNew           written by a newer Brim (a schema version this one lacks)
  ├── UnknownConversation   no such conversation (or it is deleted)
  ├── UnknownCompaction     no such compaction in the conversation
@@ -35,6 +36,15 @@ class StoreLocked(StoreError):
         super().__init__(
             f"{path} is locked by another process (waited {waited_s:g} s); "
             "close the other Brim or try again"
+        )
+        self.path = path
+
+
+class StoreFull(StoreError):
+    def __init__(self, path: Path, detail: str) -> None:
+        super().__init__(
+            f"{path}: the disk is full ({detail}); nothing more could be saved, and what was "
+            "saved before is intact. Free some space and send again."
         )
         self.path = path
 

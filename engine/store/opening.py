@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.store.errors import StoreCorrupt, StoreError, StoreLocked, StoreTooNew
+from engine.store.errors import StoreCorrupt, StoreError, StoreFull, StoreLocked, StoreTooNew
 from engine.store.schema import Migration
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -24,6 +25,9 @@ ONE_LINE_CHARS = 200
 
 _BUSY_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_FULL_CODE = 13  # SQLITE_FULL ("database or disk is full")
+_IOERR_CODE = 10  # SQLITE_IOERR: a write into the WAL on a full disk can end as this
+_NEARLY_FULL_BYTES = 1024 * 1024
 
 
 def _error_code(exc: sqlite3.Error) -> int | None:
@@ -47,10 +51,26 @@ def is_corrupt(exc: sqlite3.Error) -> bool:
     return "not a database" in text or "malformed" in text
 
 
+def is_full(exc: sqlite3.Error, path: Path) -> bool:
+    """SQLite's own "disk is full", or an I/O error on a disk with no room left."""
+    code = _error_code(exc)
+    text = str(exc).lower()
+    if code == _FULL_CODE or (code is None and "disk is full" in text):
+        return True
+    if code == _IOERR_CODE or (code is None and "disk i/o error" in text):
+        try:
+            return shutil.disk_usage(path.parent).free < _NEARLY_FULL_BYTES
+        except OSError:
+            return False
+    return False
+
+
 def translate_error(exc: sqlite3.Error, path: Path, busy_timeout_s: float) -> StoreError:
     """What a failed statement on an open database means for its caller."""
     if is_busy(exc):
         return StoreLocked(path, busy_timeout_s)
+    if is_full(exc, path):
+        return StoreFull(path, str(exc))
     if is_corrupt(exc):
         return StoreCorrupt(path, str(exc), None)
     return StoreError(f"{path}: {exc}")

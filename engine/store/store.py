@@ -264,11 +264,18 @@ class Store(UsageLedger, CompactionLog):
                 out.append(record.message)
         return out
 
-    def records(self, conversation_id: str) -> list[MessageRecord]:
-        """Every stored row, live and archived, in storage order (for export and review)."""
+    def records(
+        self, conversation_id: str, *, roles: Sequence[str] | None = None
+    ) -> list[MessageRecord]:
+        """Every stored row, live and archived, in storage order (for export and review);
+        with `roles`, only rows of those roles (the timeline needs notices and tool results,
+        not the 20,000 chat rows of a long conversation)."""
+        where, params = "conversation_id = ?", [conversation_id]
+        if roles is not None:
+            where += f" AND role IN ({', '.join('?' for _ in roles)})"
+            params += list(roles)
         with self._read() as conn:
             rows = conn.execute(
-                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY seq",
-                (conversation_id,),
+                f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE {where} ORDER BY seq", params
             ).fetchall()
         return [MessageRecord(r["seq"], message_from(r), r["archived_at"]) for r in rows]

@@ -254,14 +254,30 @@ class TokenCounter:
 
     # -- counting through the engine ------------------------------------------------------
 
-    async def prime(self, messages: Iterable[Message], tools: list[dict[str, Any]]) -> None:
+    async def prime(
+        self,
+        messages: Iterable[Message],
+        tools: list[dict[str, Any]],
+        *,
+        within: int | None = None,
+    ) -> None:
         """Have the engine count what it has not counted yet: each new message once (cached
         by content), the tool schemas once, the framing once. A no-op for counters that count
         in process. When the engine cannot count, the message stays estimated; after a few
-        failures in a row Brim stops asking, and `describe` says why."""
+        failures in a row Brim stops asking, and `describe` says why.
+
+        `within`: when the messages hold more tokens than that by estimate, none is counted
+        through the engine: they could never be sent in one request, and their estimate is
+        all the ladder needs to see that they must shrink (what it then sends is counted, in
+        the next `prime`). A resumed conversation of 20,000 messages costs what is sent, not
+        the whole history."""
         engine = self._engine
         if engine is None or self._engine_failed is not None:
             return
+        if within is not None:
+            messages = list(messages)
+            if self._over(messages, within):
+                messages = []
         try:
             if self._engine_overhead is None:
                 overhead = await engine.request_overhead()
@@ -344,6 +360,14 @@ class TokenCounter:
             units = sum(len(encoding.encode_ordinary(p)) for p in message_text(message) if p)
             self._store(self._o200k_cache, key, units)
         return units
+
+    def _over(self, messages: list[Message], within: int) -> bool:
+        total = 0
+        for message in messages:
+            total += self.count_message(message)
+            if total > within:
+                return True
+        return False
 
     def _estimate(self, message: Message) -> int:
         """A message the engine has not counted yet (a checkpoint the ladder just wrote, the

@@ -4,13 +4,20 @@ Those constructs need a backtracking engine, and Python's `re` is one whose wors
 exponential and runs in C code that no signal or thread can interrupt. So such a search
 runs in a child process with a hard deadline: when the pattern is still going, the child
 is killed and the model is told why, instead of the agent hanging for good.
+
+The child never outlives Brim. It runs in a process group of its own, killed whole when the
+deadline passes or the search is cancelled (Esc, SIGINT, SIGTERM: the cancellation reaches
+the await here at once, not after the deadline); and on Linux it asks the kernel for SIGKILL
+when its parent dies (PR_SET_PDEATHSIG), so a Brim that is killed outright takes it along.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
-import subprocess
+import signal
 import sys
 from pathlib import Path
 
@@ -19,8 +26,17 @@ from engine.tools.errors import ToolArgumentError, ToolError
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The child's first act: die with its parent (argv[1] is the parent's pid, so a parent
+# that died before the request took effect is noticed at once).
 _CHILD = """
-import json, sys
+import ctypes, os, signal, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+except (AttributeError, OSError):
+    pass  # not Linux: the parent's kill on cancel and at the deadline still holds
+if os.getppid() != int(sys.argv[1]):
+    os._exit(1)
+import json
 from pathlib import Path
 from engine.tools.errors import ToolArgumentError, ToolError
 from engine.tools.search_tool import search
@@ -34,7 +50,16 @@ sys.stdout.write(json.dumps(out))
 """
 
 
-def search_in_child(
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    """The child and anything in its group, at once."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        if os.name != "nt":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:
+            proc.kill()
+
+
+async def search_in_child(
     workspace: Path,
     pattern: str,
     path: str,
@@ -54,29 +79,41 @@ def search_in_child(
     env = child_environment().variables  # no credential reaches the pattern runner
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=json.dumps(request),
-            capture_output=True,
-            text=True,
-            timeout=deadline_s,
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _CHILD,
+            str(os.getpid()),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             env=env,
-            check=False,
+            start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
+    except OSError as exc:
+        raise ToolError(f"search_files could not start its pattern runner ({exc})") from None
+    try:
+        stdout, stderr = await asyncio.wait_for(
+            proc.communicate(json.dumps(request).encode("utf-8")), deadline_s
+        )
+    except TimeoutError:
+        _kill(proc)
+        await proc.wait()
         raise ToolError(
             f"the pattern {pattern!r} was still running after {deadline_s:g} s and was "
             "stopped. It uses look-around or a backreference, which only a backtracking "
             "engine runs, and there a nested repetition such as (a+)+ can take forever. "
             "Simplify the pattern, or search without the look-around and filter the lines."
         ) from None
-    except OSError as exc:
-        raise ToolError(f"search_files could not start its pattern runner ({exc})") from None
+    except BaseException:  # cancelled (Esc, a signal): the child goes now, not at the deadline
+        _kill(proc)
+        raise
     try:
-        out = json.loads(done.stdout)
+        out = json.loads(stdout)
     except ValueError:
-        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise ToolError(f"search_files' pattern runner failed ({tail[0]})") from None
+        lines = stderr.decode("utf-8", errors="replace").strip().splitlines()
+        tail = (lines or ["no output"])[-1]
+        raise ToolError(f"search_files' pattern runner failed ({tail})") from None
     if "error" in out:
         raise (ToolArgumentError if out.get("argument") else ToolError)(out["error"])
     return str(out["text"])

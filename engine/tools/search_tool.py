@@ -143,11 +143,12 @@ def _compile(pattern: str, literal: bool, ignore_case: bool) -> Matcher:
             f"pattern is not a valid regular expression ({exc}); pass literal=true to search "
             "for it as plain text"
         ) from None
-    raise _NeedsBacktracking(pattern)
+    raise NeedsBacktracking(pattern)
 
 
-class _NeedsBacktracking(Exception):
-    """A valid pattern RE2 cannot run: look-around or a backreference."""
+class NeedsBacktracking(Exception):
+    """A valid pattern RE2 cannot run: look-around or a backreference (search_files runs
+    it in the killable child, backtracking.py)."""
 
 
 def _literal(pattern: str, ignore_case: bool) -> Matcher:
@@ -251,22 +252,14 @@ def search(
     *,
     backtracking: bool = False,
 ) -> str:
-    """The text search_files returns (blocking; the tool runs it in a thread).
-    `backtracking`: match with Python's `re` (only ever inside the killable child)."""
+    """The text search_files returns (blocking; the tool runs it in a thread). A pattern
+    only a backtracking engine runs raises NeedsBacktracking; `backtracking`: match it
+    with Python's `re` (only ever inside the killable child)."""
     if backtracking:
         flags = re.IGNORECASE if ignore_case else 0
         matches: Matcher = re.compile(pattern, flags).search
     else:
-        try:
-            matches = _compile(pattern, literal, ignore_case)
-        except _NeedsBacktracking:
-            text = search_in_child(
-                workspace, pattern, path, glob, ignore_case, BACKTRACKING_DEADLINE_S
-            )
-            return (
-                f"{text}\n[The pattern uses look-around or a backreference, so it ran on "
-                f"Python's backtracking engine, stopped after {BACKTRACKING_DEADLINE_S:g} s.]"
-            )
+        matches = _compile(pattern, literal, ignore_case)  # NeedsBacktracking: the caller's
     start = resolve_inside(workspace, path)
     shown_start = display_path(workspace, start)
     if not start.exists():
@@ -351,14 +344,28 @@ def _report(pattern: str, where: str, hits: list[str], tally: _Tally) -> str:
 
 
 async def search_files(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await asyncio.to_thread(
-        search,
-        ctx.workspace,
-        args["pattern"],
-        args.get("path") or ".",
-        args.get("glob") or None,
-        bool(args.get("literal", False)),
-        bool(args.get("ignore_case", False)),
+    pattern = args["pattern"]
+    path = args.get("path") or "."
+    glob = args.get("glob") or None
+    ignore_case = bool(args.get("ignore_case", False))
+    try:
+        return await asyncio.to_thread(
+            search,
+            ctx.workspace,
+            pattern,
+            path,
+            glob,
+            bool(args.get("literal", False)),
+            ignore_case,
+        )
+    except NeedsBacktracking:
+        pass
+    text = await search_in_child(
+        ctx.workspace, pattern, path, glob, ignore_case, BACKTRACKING_DEADLINE_S
+    )
+    return (
+        f"{text}\n[The pattern uses look-around or a backreference, so it ran on "
+        f"Python's backtracking engine, stopped after {BACKTRACKING_DEADLINE_S:g} s.]"
     )
 
 

@@ -104,10 +104,14 @@ class Exchange:
 
     # -- streams --------------------------------------------------------------------------
 
-    def start_stream(self, content_type: str, status: int = 200) -> None:
+    def start_stream(
+        self, content_type: str, status: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
         h = self.handler
         h.send_response(status)
         h.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         h.send_header("Transfer-Encoding", "chunked")
         h.send_header("Cache-Control", "no-cache")
         h.end_headers()
