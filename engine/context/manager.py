@@ -50,10 +50,10 @@ from engine.context.history import CountMessage
 from engine.context.notices import (
     compacted_notice,
     compaction_fallback_notice,
-    fit_notice,
+    fitted_event,
     nothing_to_compact_notice,
     preflight_notice,
-    trim_notice,
+    trimmed_event,
 )
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
 from engine.context.trimming import trim_messages
@@ -61,10 +61,8 @@ from engine.events import (
     NOTICE_AUTO_COMPACTING,
     NOTICE_COMPACTED,
     NOTICE_COMPACTION_FALLBACK,
-    NOTICE_CUT_TO_FIT,
     NOTICE_NOTHING_TO_COMPACT,
     NOTICE_OVERFLOW,
-    NOTICE_TRIMMED,
     CompactionEvent,
     EventSink,
     NoticeEvent,
@@ -387,7 +385,7 @@ class ContextManager:
         if result.dropped:
             self.sink(TrimEvent(messages_dropped=result.dropped))
             if notify:
-                self.sink(_trimmed(result.dropped))
+                self.sink(trimmed_event(result.dropped))
         return result.messages, result.dropped
 
     def fit(
@@ -415,7 +413,7 @@ class ContextManager:
             msgs, budget=room, count_message=self.count_message, store_result=self.store_result
         )
         if result.changed:
-            self.sink(_fitted(result, self.budget.window))
+            self.sink(fitted_event(result, self.budget.window))
         return result.messages, result
 
     def _work_state_text(self) -> str | None:
@@ -458,7 +456,7 @@ class ContextManager:
                 if dropped:
                     self.sink(TrimEvent(messages_dropped=dropped))
                     if not explain:
-                        self.sink(_trimmed(dropped))
+                        self.sink(trimmed_event(dropped))
             else:
                 out, dropped = self._trim(
                     msgs, self.budget.compact_threshold, overhead, notify=not explain
@@ -575,30 +573,3 @@ class ContextManager:
         )
         out, dropped = fallback(result.detail)
         return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
-
-
-def _fitted(result: FitResult, window: int) -> NoticeEvent:
-    """The fit rung's notice: what it cut so the request fits, counted."""
-    return NoticeEvent(
-        level="warning",
-        text=fit_notice(result.results_cut, result.arguments_cut, result.calls_dropped, window),
-        kind=NOTICE_CUT_TO_FIT,
-        details={
-            "results_cut": result.results_cut,
-            "arguments_cut": result.arguments_cut,
-            "calls_left_out": result.calls_dropped,
-            "tokens_before": result.tokens_before,
-            "tokens_after": result.tokens_after,
-            "window": window,
-        },
-    )
-
-
-def _trimmed(dropped: int) -> NoticeEvent:
-    """The trim rung's notice: what it discarded without a summary, counted."""
-    return NoticeEvent(
-        level="warning",
-        text=trim_notice(dropped),
-        kind=NOTICE_TRIMMED,
-        details={"messages_dropped": dropped},
-    )
