@@ -47,13 +47,12 @@ from engine.context.constants import (
 )
 from engine.context.fitting import FitResult, fit_messages
 from engine.context.history import CountMessage
+from engine.context.ladder_events import fitted_event, trimmed_event
 from engine.context.notices import (
     compacted_notice,
     compaction_fallback_notice,
-    fitted_event,
     nothing_to_compact_notice,
     preflight_notice,
-    trimmed_event,
 )
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
 from engine.context.trimming import trim_messages

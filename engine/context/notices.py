@@ -7,18 +7,12 @@ messages …`) are the headless `notice` events; the receipts (`auto-compacted 8
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.context.constants import (
     REASON_MANUAL,
     REASON_OVERFLOW,
     REASON_PREFLIGHT,
     REASON_SESSION_BUDGET,
 )
-from engine.events import NOTICE_CUT_TO_FIT, NOTICE_TRIMMED, NoticeEvent
-
-if TYPE_CHECKING:
-    from engine.context.fitting import FitResult
 
 REASON_PHRASES: dict[str, str] = {
     REASON_PREFLIGHT: "the prompt neared the context window",
@@ -122,31 +116,4 @@ def fit_notice(results_cut: int, arguments_cut: int, calls_left_out: int, window
         f"The last step did not fit the {window:,}-token context window: "
         + "; ".join(parts)
         + ". The model is told what was cut and how to read more."
-    )
-
-
-def fitted_event(result: FitResult, window: int) -> NoticeEvent:
-    """The fit rung's notice: what it cut so the request fits, counted."""
-    return NoticeEvent(
-        level="warning",
-        text=fit_notice(result.results_cut, result.arguments_cut, result.calls_dropped, window),
-        kind=NOTICE_CUT_TO_FIT,
-        details={
-            "results_cut": result.results_cut,
-            "arguments_cut": result.arguments_cut,
-            "calls_left_out": result.calls_dropped,
-            "tokens_before": result.tokens_before,
-            "tokens_after": result.tokens_after,
-            "window": window,
-        },
-    )
-
-
-def trimmed_event(dropped: int) -> NoticeEvent:
-    """The trim rung's notice: what it discarded without a summary, counted."""
-    return NoticeEvent(
-        level="warning",
-        text=trim_notice(dropped),
-        kind=NOTICE_TRIMMED,
-        details={"messages_dropped": dropped},
     )
