@@ -127,6 +127,11 @@ class NoticeEvent(Event):
 
 NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
+# The agent has no tools in this conversation although it was given a folder: `reason` says
+# why (the model cannot call tools, so its engine reports; or the engine refused them).
+NOTICE_TOOLS_UNAVAILABLE = "tools_unavailable"
+TOOLS_REASON_MODEL = "model_cannot_call_tools"
+TOOLS_REASON_ENGINE = "engine_refused"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
 # NOTICE_AUTO_COMPACTING (the "…: auto-compacting…" line: used, window), NOTICE_COMPACTED
 # (the compaction that finished: messages_before, messages_after, tokens_saved; the saved
