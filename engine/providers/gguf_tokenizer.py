@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -68,6 +67,16 @@ def _without_the_vocab_only_warning() -> Iterator[None]:
         yield
     finally:
         llama_cpp.llama_log_set(original, ctypes.c_void_p(0))
+
+
+def _shared_head(a: str, b: str) -> int:
+    """How many leading characters two texts share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 class GgufTokenizer:
@@ -150,8 +159,8 @@ class GgufTokenizer:
             )
         except Exception:
             return None
-        head = len(os.path.commonprefix([base, with_it]))
-        tail = len(os.path.commonprefix([base[head:][::-1], with_it[head:][::-1]]))
+        head = _shared_head(base, with_it)
+        tail = _shared_head(base[head:][::-1], with_it[head:][::-1])
         if head + tail != len(base):
             return None
         return with_it[head : len(with_it) - tail]
