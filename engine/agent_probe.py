@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
+from engine.providers import bundled_models
 from engine.providers.base import EngineReport, ModelInfo, Provider
 from engine.providers.errors import ProviderError
 from engine.session import provider_for
@@ -207,9 +208,10 @@ async def list_agent_models(
     deadline_s: float = PROBE_DEADLINE_S,
 ) -> list[ModelInfo] | ProbeFailure:
     """The models the agent's engine offers, for the editor's model picker. The embedded
-    engine runs a file, not a listing: an empty list."""
+    engine runs a file: the bundled models installed here (any other GGUF is typed as a
+    path), found without loading one."""
     if agent.provider == "embedded":
-        return []
+        return [ModelInfo(id=m.name) for m in bundled_models.available()]
 
     async def ask(p: Provider) -> list[ModelInfo]:
         return await p.list_models()

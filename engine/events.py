@@ -129,6 +129,11 @@ NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
 # More tool calls in one answer than run (engine/answer_calls.py): calls, run, not_run.
 NOTICE_CALLS_CAPPED = "tool_calls_capped"
+# The agent has no tools in this conversation although it was given a folder: `reason` says
+# why (the model cannot call tools, so its engine reports; or the engine refused them).
+NOTICE_TOOLS_UNAVAILABLE = "tools_unavailable"
+TOOLS_REASON_MODEL = "model_cannot_call_tools"
+TOOLS_REASON_ENGINE = "engine_refused"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
 # NOTICE_AUTO_COMPACTING (the "…: auto-compacting…" line: used, window), NOTICE_COMPACTED
 # (the compaction that finished: messages_before, messages_after, tokens_saved, and summary,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.resources import prompt
+
 PROJECT_INSTRUCTION_FILES: tuple[str, ...] = ("AGENTS.md", "BRIM.md")
 MAX_INSTRUCTION_CHARS = 16_000
 
@@ -39,19 +41,32 @@ def project_instructions(workspace: Path | None) -> list[ProjectInstructions]:
     return found
 
 
+def tool_free_prompt(agent_prompt: str) -> str:
+    """The agent's prompt for a model that is sent no tools: Brim's default names tools, so
+    it gives way to its tool-free twin; a prompt the user wrote is theirs and stays."""
+    if agent_prompt.strip() == prompt("system").strip():
+        return prompt("system_no_tools")
+    return agent_prompt
+
+
 def system_prompt(
     agent_prompt: str,
     *,
     workspace: Path | None,
     memory_line: str = "",
+    tools: bool = True,
 ) -> str:
-    """Agent prompt, project instructions, memory standing line, working directory."""
-    parts = [agent_prompt.strip()]
+    """Agent prompt, project instructions, memory standing line, working directory.
+
+    Without `tools` (none are sent) nothing in it invites the model to use one: the default
+    prompt's tool-free twin, and no working directory, so a small model is not led to
+    invent what a file it cannot read holds."""
+    parts = [(agent_prompt if tools else tool_free_prompt(agent_prompt)).strip()]
     for item in project_instructions(workspace):
         cut = "\n(truncated)" if item.truncated else ""
         parts.append(f"# Project instructions ({item.name})\n{item.text.strip()}{cut}")
     if memory_line.strip():
         parts.append(memory_line.strip())
-    if workspace is not None:
+    if workspace is not None and tools:
         parts.append(f"Working directory: {workspace}")
     return "\n\n".join(p for p in parts if p)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.messages import Message
+from engine.resources import resource_text
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -54,6 +55,17 @@ def template_tools(tools: Iterable[dict[str, Any]] | None) -> list[dict[str, Any
     return wrapped or None
 
 
+def stand_in_template(metadata: dict[str, str]) -> tuple[str, str]:
+    """The format (its name and template) for a GGUF without a chat template, by its
+    architecture: Gemma's turns for a Gemma (resources/chat_templates/gemma.jinja), else
+    ChatML."""
+    if metadata.get("general.architecture", "").startswith("gemma"):
+        return "Gemma", resource_text("chat_templates", "gemma.jinja")
+    from llama_cpp import llama_chat_format
+
+    return "ChatML", llama_chat_format.CHATML_CHAT_TEMPLATE
+
+
 @dataclass(frozen=True)
 class ChatTemplate:
     """One model's chat template and the special-token texts it is rendered with."""
@@ -61,25 +73,28 @@ class ChatTemplate:
     source: str
     bos_token: str = ""
     eos_token: str = ""
-    from_model: bool = True  # False: the GGUF had none and ChatML stands in
+    from_model: bool = True  # False: the GGUF had none and `stand_in` is used instead
+    stand_in: str = ""  # the name of the format standing in: "ChatML", "Gemma"
     _formatters: dict[bool, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_llama(cls, llm: Llama) -> ChatTemplate:
         """The template llama-cpp-python itself would pick for this model: the GGUF's
         `tokenizer.chat_template`. A GGUF without one would fall back to the llama-2 format
-        there, which is wrong for nearly every modern model; ChatML is the better guess."""
-        from llama_cpp import llama_chat_format
+        there, which is wrong for nearly every modern model: a Gemma gets Gemma's turns
+        (its vocabulary has no ChatML tokens), any other ChatML, the better guess."""
 
         def text_of(token_id: int) -> str:
             return llm._model.token_get_text(token_id) if token_id != -1 else ""
 
         source = llm.metadata.get("tokenizer.chat_template")
+        name, stand_in = ("", "") if source else stand_in_template(llm.metadata)
         return cls(
-            source=source or llama_chat_format.CHATML_CHAT_TEMPLATE,
+            source=source or stand_in,
             bos_token=text_of(llm.token_bos()),
             eos_token=text_of(llm.token_eos()),
             from_model=bool(source),
+            stand_in=name,
         )
 
     @property

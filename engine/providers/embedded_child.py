@@ -161,6 +161,7 @@ class Engine:
             "n_ctx": self.llm.n_ctx(),
             "model_max": self.model_max,
             "has_template": self.template.from_model,
+            "template_stand_in": self.template.stand_in,
             "supports_tools": self.template.supports_tools,
         }
 

@@ -69,6 +69,16 @@ def _without_the_vocab_only_warning() -> Iterator[None]:
         llama_cpp.llama_log_set(original, ctypes.c_void_p(0))
 
 
+def _shared_head(a: str, b: str) -> int:
+    """How many leading characters two texts share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
 class GgufTokenizer:
     """A `SegmentTokenizer` for one GGUF file, plus whole-request counting."""
 
@@ -136,7 +146,24 @@ class GgufTokenizer:
                 continue
             if after.startswith(before):
                 return after[len(before) :]
-        return None
+        return self._folded(message) if message.role == "system" else None
+
+    def _folded(self, message: Message) -> str | None:
+        """A system message that a template without a system role folds into the first user
+        turn (Gemma's): the text it inserts there, found as the one contiguous difference
+        between that turn rendered with it and without it."""
+        try:
+            base = self._rendered_prefix((user(_ANCHOR),))
+            with_it, _ = self.template.render(
+                template_messages((message, user(_ANCHOR))), add_generation_prompt=False
+            )
+        except Exception:
+            return None
+        head = _shared_head(base, with_it)
+        tail = _shared_head(base[head:][::-1], with_it[head:][::-1])
+        if head + tail != len(base):
+            return None
+        return with_it[head : len(with_it) - tail]
 
     def request_overhead(self, has_tools: bool, first_role: str | None = None) -> int:
         """The framing around the messages: the generation prompt and any default system
@@ -145,8 +172,11 @@ class GgufTokenizer:
         not framing: `count_tools` measures what they add, whatever `has_tools` says."""
         role = first_role or "system"
         if role not in self._overheads:
-            probe = Message(role=role, content=_ANCHOR)  # type: ignore[arg-type]
-            self._overheads[role] = self.count_request([probe]) - self.count_message(probe)
+            probe = [Message(role=role, content=_ANCHOR)]  # type: ignore[arg-type]
+            if role == "system":  # as Brim sends it: a user turn follows (a folding
+                probe.append(user(_ANCHOR))  # template has no turn for a system alone)
+            framed = self.count_request(probe) - sum(self.count_message(m) for m in probe)
+            self._overheads[role] = framed
         return self._overheads[role]
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:

@@ -129,15 +129,6 @@ def workspace_tools(
     return RegistryRunner(registry, ctx, emit)
 
 
-def no_tool_calls_notice(model: str, workspace: Path) -> str:
-    """A folder was given for the agent to work in, but the model cannot call tools."""
-    return (
-        f"{model} cannot call tools (so its engine reports), so the agent can "
-        f"neither read files in {workspace} nor run commands. For work on files, pick "
-        "a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
-    )
-
-
 def view_fallback_notice(view: str, agent_file: str) -> NoticeEvent:
     """What a front end without `view` is told instead (a headless chat): where the agent's
     file is, or how to review memory. Its kind lets a front end that opens the view skip it."""

@@ -19,6 +19,7 @@ import logging
 from pathlib import Path
 
 import engine.session.reports as reports
+import engine.session.tools_offer as offer
 from engine.agent import AgentLoop, ToolRunner, TurnOutcome
 from engine.commands import (
     VIEW_AGENT_EDITOR,
@@ -40,13 +41,12 @@ from engine.events import (
     WithdrawnEvent,
 )
 from engine.memory import Complete, provider_complete
-from engine.messages import Message, model_messages, notice, system, user
+from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
-from engine.prompt import system_prompt
 from engine.providers.base import Provider
 from engine.providers.errors import ProviderError
 from engine.report import ContextReport
-from engine.session.adapters import AnnouncingApprover, no_tool_calls_notice, view_fallback_notice
+from engine.session.adapters import AnnouncingApprover, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
 from engine.session.budget import oversized_for_loop
 from engine.session.conversation import Conversation
@@ -175,6 +175,7 @@ class ChatSession:
         if self.agent.provider == "embedded":
             self._emit(StateEvent("loading model"))
         await self._resolve_window()
+        self._write_system_prompt()  # the engine did not answer: worded as if tools go out
         self.ledger.emit_report()
         self._emit_pending_memory()
         self._emit(StateEvent("ready"))
@@ -320,6 +321,7 @@ class ChatSession:
         except (UnknownConversation, ConversationBusy):
             self._requested_conversation = previous  # still on the conversation it had
             raise
+        self._write_system_prompt()
         self._loop = None
         self.approver.forget()
         if self._window is not None:
@@ -434,6 +436,7 @@ class ChatSession:
         if resolution is None:
             return
         self._window = resolution
+        self._write_system_prompt()
         self._loop = None
         if self.ledger.needs_window:
             # Restored before the window was known: draw it against the window.
@@ -453,13 +456,15 @@ class ChatSession:
         self._rewire()
 
     def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
-        """A folder was given for the agent to work in, but the model cannot call tools:
-        say so once per conversation, before the model pretends it read a file."""
-        if self.workspace is None or resolution.tool_calls is not False:
-            return
-        text = no_tool_calls_notice(resolution.model, self.workspace)
-        if not self.conversation.has_notice(text):
-            self._append(notice(text, "warning"), emit=True)
+        """A folder was given to a model that cannot call tools: said once per conversation."""
+        if text := offer.tools_unavailable_notice(self.workspace, resolution, self.conversation):
+            self._append(text, emit=True)
+
+    def _write_system_prompt(self) -> None:
+        """A new conversation's system message, once it is known whether tools go out."""
+        parts = offer.PromptParts(self.agent.system_prompt, self.workspace, self._memory.line)
+        if opening := offer.opening_system_message(self._messages, parts, self._window):
+            self._append(opening)
 
     # -- the conversation (engine/session/conversation.py) -----------------------------
 
@@ -475,11 +480,7 @@ class ChatSession:
             self._memory.open_saved(self._messages)
             return
         self.conversation.create(self.workspace)
-        workspace = self.workspace.resolve() if self.workspace else None
-        line = self._memory.open_new()
-        self._append(
-            system(system_prompt(self.agent.system_prompt, workspace=workspace, memory_line=line))
-        )
+        self._memory.open_new()  # the prompt is written once the tools are known
 
     def _append(self, message: Message, emit: bool = False) -> None:
         """Persist first, then keep in memory; a notice is told too when `emit`."""

@@ -31,6 +31,7 @@ from engine.providers.base import Provider
 from engine.session.adapters import RegistryRunner, workspace_tools
 from engine.session.budget import fit_tool_schemas, output_reserve
 from engine.session.conversation import Conversation
+from engine.session.tools_offer import tools_offered
 from engine.tokens import TokenCounter
 from engine.tools import Approver, ToolResultStore
 from engine.window import WindowResolution
@@ -89,16 +90,16 @@ def wire_agent_loop(
     state = WorkState(work / "state.json")
     results_dir = paths.tool_results_dir(agent.name, conversation.id)
     # A model that cannot call tools gets none: Ollama refuses the whole request.
-    can_call = window.tool_calls is not False
+    offered = tools_offered(setting.workspace, window)
     tools = workspace_tools(
-        setting.workspace if can_call else None,
+        setting.workspace if offered else None,
         results_dir=results_dir,
         state=state,
         approver=setting.approver,
         compact=hooks.compact_tool,
         memory=memory,
         messages=lambda: conversation.messages,
-        credentials=_credentials(agent, paths) if can_call and setting.workspace else None,
+        credentials=_credentials(agent, paths) if offered else None,
         emit=hooks.sink,
     )
     reserve = output_reserve(agent, provider)

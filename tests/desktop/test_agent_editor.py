@@ -14,6 +14,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QComboBox, QLineEdit
 
 from desktop.agent_editor import DIALOG_SIZE, AgentEditorDialog
+from engine.providers import bundled_models
 from tests.desktop.make_agent_editor_shot import make_agent_editor_shot
 from tests.helpers.fake_engines import FakeOllama, FakeVllm, OllamaModel
 
@@ -343,3 +344,28 @@ def test_an_api_key_variable_set_in_the_editor_reaches_a_keyed_vllm_and_only_its
     assert 'api_key_env = "BRIM_DESK_KEY"' in saved and key not in saved
     chat(qtbot, d, "hello")
     assert vllm.chat_requests[-1].headers["authorization"] == f"Bearer {key}"
+
+
+@pytest.mark.skipif(
+    not bundled_models.installed(bundled_models.GEMMA3_270M),
+    reason="the second bundled model is not installed (make setup installs it)",
+)
+def test_the_embedded_engine_offers_both_bundled_models_and_the_choice_is_saved(
+    qtbot, real_desktop
+):
+    d = real_desktop(wait_open=False)  # the bundled model loads in the background
+    qtbot.waitUntil(lambda: d.window.header.state() == "ready", timeout=120000)
+    dialog = open_editor(qtbot, d)
+    combo = dialog.field("model")
+    assert isinstance(combo, QComboBox)
+    qtbot.waitUntil(lambda: combo.count() == 2, timeout=5000)
+    names = [combo.itemText(i) for i in range(combo.count())]
+    assert names == ["SmolLM2-135M-Instruct.Q4_1", "gemma-3-270m-q4_k_m"]
+    assert combo.currentText() == ""  # blank: the default, SmolLM2
+    combo.setCurrentIndex(1)
+    with qtbot.waitSignal(d.app.bridge.opened, timeout=120000):  # Gemma loads first
+        qtbot.keyClick(dialog.field("num_ctx"), Qt.Key.Key_Return)
+    saved = (d.paths.agents_dir / "default.toml").read_text(encoding="utf-8")
+    assert 'model = "gemma-3-270m-q4_k_m"' in saved
+    assert "# The engine that runs the model" in saved  # the template's comments stay
+    qtbot.waitUntil(lambda: "gemma-3-270m-q4_k_m" in d.window.header.text(), timeout=120000)

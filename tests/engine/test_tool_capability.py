@@ -42,13 +42,42 @@ def test_an_ollama_model_without_the_tools_capability_answers_instead_of_a_400(t
     assert "gemma3:1b" in warned["text"] and str(ws) in warned["text"]
 
 
+def test_a_folder_given_to_a_model_without_tools_is_said_once_as_data_and_no_tool_is_named(
+    tmp_path: Path,
+):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with FakeOllama([OllamaModel("gemma3:1b", capabilities=("completion",))]) as fake:
+        run = run_brim(
+            [
+                *("chat", "--headless", "--provider", "ollama", "--base-url", fake.url),
+                *("--model", "gemma3:1b", "--workspace", str(ws), "--num-ctx", "4096"),
+            ],
+            data_dir=tmp_path / "home",
+            stdin="Read calc.py.\nAnd main.py?\n",
+        )
+        sent = [r.body for r in fake.requests_to("/api/chat")]
+    assert run.returncode == 0, run.stderr
+    (warned,) = [n for n in run.of_type("notice") if n["kind"] == "tools_unavailable"]
+    assert warned["details"] == {"reason": "model_cannot_call_tools", "model": "gemma3:1b"}
+    assert len(sent) == 2
+    for body in sent:
+        assert not body.get("tools")
+        (system,) = [m for m in body["messages"] if m["role"] == "system"]
+        # Nothing invites the model to pretend it read the folder.
+        assert "tool" not in system["content"].lower() and str(ws) not in system["content"]
+
+
 def test_an_ollama_model_that_calls_tools_gets_them_and_no_notice(tmp_path: Path):
     with FakeOllama([OllamaModel("qwen2.5:7b")]) as fake:
-        run, _ = _chat(tmp_path, "ollama", fake.url, "qwen2.5:7b")
+        run, ws = _chat(tmp_path, "ollama", fake.url, "qwen2.5:7b")
         sent = fake.requests_to("/api/chat")
     assert run.returncode == 0, run.stderr
     assert sent and all(r.body.get("tools") for r in sent)
     assert _tool_notices(run) == []
+    # The tools it is sent are the ones its prompt speaks of, in the folder it names.
+    system = sent[0].body["messages"][0]["content"]
+    assert "tools you are given" in system and f"Working directory: {ws}" in system
 
 
 def test_llama_server_template_caps_decide_whether_tools_are_sent(tmp_path: Path):

@@ -1,0 +1,81 @@
+"""Whether the agent's model is sent tools, and what a new conversation says because of it.
+
+Tools need a workspace to stay inside, and a model whose engine says it cannot call them is
+sent none (Ollama refuses the whole request). The system prompt follows the same decision:
+it names tools and the working directory only when tools go out, so a model that has none
+is not invited to invent what a file holds. A folder given to such a model is said once,
+with the reason as data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.events import NOTICE_TOOLS_UNAVAILABLE, TOOLS_REASON_MODEL, NoticeEvent
+from engine.messages import Message, model_messages, system
+from engine.prompt import system_prompt
+from engine.session.conversation import Conversation
+from engine.session.ledger import notice_message
+from engine.window import WindowResolution
+
+
+def tools_offered(workspace: Path | None, window: WindowResolution | None) -> bool:
+    """Tools go out with a workspace, to a model not known to be unable to call them (an
+    unknown window or an engine that does not say keeps them)."""
+    return workspace is not None and (window is None or window.tool_calls is not False)
+
+
+@dataclass(frozen=True)
+class PromptParts:
+    """What a new conversation's system prompt is made of, besides whether tools go out."""
+
+    agent_prompt: str
+    workspace: Path | None
+    memory_line: str
+
+
+def opening_system_message(
+    messages: list[Message], parts: PromptParts, window: WindowResolution | None
+) -> Message | None:
+    """A new conversation's system message, worded for whether tools are sent (`window`
+    None: the engine has not said, and the tools would go out); None once `messages` holds
+    anything for the model (a saved conversation keeps the prompt it was started with)."""
+    if model_messages(messages):
+        return None
+    workspace = parts.workspace
+    text = system_prompt(
+        parts.agent_prompt,
+        workspace=workspace.resolve() if workspace is not None else None,
+        memory_line=parts.memory_line,
+        tools=tools_offered(workspace, window),
+    )
+    return system(text)
+
+
+def no_tool_calls_notice(model: str, workspace: Path) -> str:
+    """A folder was given for the agent to work in, but the model cannot call tools."""
+    return (
+        f"{model} cannot call tools (so its engine reports), so the agent can "
+        f"neither read files in {workspace} nor run commands. For work on files, pick "
+        "a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
+    )
+
+
+def tools_unavailable_notice(
+    workspace: Path | None, window: WindowResolution, conversation: Conversation
+) -> Message | None:
+    """The notice a conversation keeps when a folder was given to a model that cannot call
+    tools; None when there is nothing to say or the conversation has said it already."""
+    if workspace is None or window.tool_calls is not False:
+        return None
+    text = no_tool_calls_notice(window.model, workspace)
+    if conversation.has_notice(text):
+        return None
+    event = NoticeEvent(
+        "warning",
+        text,
+        kind=NOTICE_TOOLS_UNAVAILABLE,
+        details={"reason": TOOLS_REASON_MODEL, "model": window.model},
+    )
+    return notice_message(event)
