@@ -130,7 +130,7 @@ def check_supported(statement: str, quote: str, *, after: str = "") -> None:
     s, q = read(statement), read(quote)
     _check_marks(s, q)
     _check_content(s, q)
-    _check_order(s, q)
+    _check_order_main_clause_first(statement, quote)
     lost = sorted(q.about - s.about)
     if lost:
         raise UnsupportedStatement(
@@ -202,6 +202,27 @@ def _check_content(s: Reading, q: Reading) -> None:
             f"the statement says {shown}, which the quote does not: restate the fact in the "
             "user's own words"
         )
+
+
+# "Before you commit, run the tests" says what "Run the tests before you commit" says, and
+# not what "The user commits before running the tests" says: the order is compared with the
+# main clause first.
+LEADING_CLAUSE = re.compile(
+    r"^\s*((?:before|after|when|whenever|once|until|while)\b[^,;]+),\s*(.+?)\s*[.!]?\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _main_clause_first(text: str) -> str:
+    """The sentence with a leading time clause moved behind its main clause, so that the
+    order of its words is the order of what it says ("before X, Y": Y comes first)."""
+    found = LEADING_CLAUSE.match(text)
+    return f"{found.group(2)} {found.group(1)}." if found else text
+
+
+def _check_order_main_clause_first(statement: str, quote: str) -> None:
+    """`_check_order` on both sentences with their main clause first."""
+    _check_order(read(_main_clause_first(statement)), read(_main_clause_first(quote)))
 
 
 def _check_order(s: Reading, q: Reading) -> None:

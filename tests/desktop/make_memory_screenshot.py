@@ -148,7 +148,7 @@ def queue_suggestions(service: MemoryService) -> None:
     fact(
         "global",
         "timezone",
-        "The user is in Berlin; mention times in Central European Time.",
+        "The user is in Berlin; when you mention times, use Central European Time.",
         SAID["timezone"],
     )
     queue_lesson(

@@ -80,6 +80,8 @@ TWISTS = [
 
 # The reversed statements: the user's words, the other way round.
 REVERSED = [
+    ("The user commits before running pytest.",
+     "Before you commit anything in this repo, run pytest -q from the root."),
     ("User uses tabs instead of spaces.", "I use spaces instead of tabs."),
     ("User prefers JavaScript over Python.", "I prefer Python over JavaScript."),
     ("User would rather have long answers than short ones.",
@@ -93,6 +95,8 @@ REVERSED = [
 
 # Faithful restatements: they must pass (a check that refuses everything would pass the rest).
 FAITHFUL = [
+    ("Run pytest -q from the root before you commit anything in this repo.",
+     "Before you commit anything in this repo, run pytest -q from the root."),
     ("The user prefers British spelling.", "I always prefer British spelling in my docs."),
     ("The user's main language is Rust.", "My main language is Rust."),
     ("User never wants force pushes to main.", "I never want you to force push to main."),
