@@ -220,7 +220,8 @@ def test_a_detached_reflection_reaches_a_keyed_engine_with_no_key_on_any_command
         service = MemoryService(BrimPaths.under(home).memory_dir)
         leaked: list[str] = []
         deadline = time.monotonic() + 90
-        while not service.pending() and time.monotonic() < deadline:
+        # The deterministic pass queues the sentence before the model is asked: wait for both.
+        while not (service.pending() and fake.chat_requests) and time.monotonic() < deadline:
             leaked += _command_lines_holding(KEY)
             time.sleep(0.05)
         assert [s.quote for s in service.pending()] == [pref]
