@@ -220,6 +220,7 @@ class AgentLoop:
                 iterations_used=iterations,
                 max_iterations=cap,
                 count_tolerance=self._fit_tolerance(),
+                tools_offered=self.tools is not None,
             )
             if prepared.changed:
                 self.conversation.replace(prepared.history)

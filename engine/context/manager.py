@@ -232,19 +232,39 @@ class ContextManager:
         overhead_tokens: int = 0,
         iterations_used: int = 1,
         max_iterations: int | float | None = None,
+        tools_offered: bool = True,
     ) -> list[Message]:
         """The request `prepare` would build from `history` when no rung fires: the history
         and the nudge it would carry. What the gauge counts as "next request"."""
         msgs = model_messages(list(history))
         usage = self.usage(msgs, overhead_tokens)
         nudge = pressure_message(
-            [
-                context_nudge(usage, just_compacted=self._just_compacted),
-                self._progress_note if self._just_compacted else None,
-                iteration_nudge(iterations_used, max_iterations),
-            ]
+            self._nudge_lines(
+                usage, self._just_compacted, iterations_used, max_iterations, tools_offered
+            )
         )
         return [*msgs, nudge] if nudge else msgs
+
+    def _nudge_lines(
+        self,
+        usage: ContextUsage,
+        just_compacted: bool,
+        iterations_used: int,
+        max_iterations: int | float | None,
+        tools_offered: bool,
+    ) -> list[str | None]:
+        """The lines the next request carries after the history. The context lines ask for
+        tool behaviour (record, consolidate, read less, resume the task): a model offered
+        no tools can act on none of them, and a small one answers the bracketed line that
+        now follows the user's question instead of the question. Without tools the request
+        ends with the user's own words; the user still sees the gauge and the notices."""
+        if not tools_offered:
+            return [iteration_nudge(iterations_used, max_iterations)]
+        return [
+            context_nudge(usage, just_compacted=just_compacted),
+            self._progress_note if just_compacted else None,
+            iteration_nudge(iterations_used, max_iterations),
+        ]
 
     # The pipeline -----------------------------------------------------------------------
 
@@ -256,10 +276,12 @@ class ContextManager:
         iterations_used: int = 0,
         max_iterations: int | float | None = None,
         count_tolerance: float = 0.0,
+        tools_offered: bool = True,
     ) -> PreparedRequest:
         """Run the ladder on the history about to be sent and build the request.
         `count_tolerance` is how far the counts may be from the engine's (a share): the fit
-        rung, when it must cut, cuts that much further below the trim line."""
+        rung, when it must cut, cuts that much further below the trim line. Without
+        `tools_offered` the request carries no context lines (see `_nudge_lines`)."""
         msgs = model_messages(list(history))
         original = list(msgs)
         self.measure_prefix(msgs, overhead_tokens)
@@ -292,11 +314,9 @@ class ContextManager:
 
         def nudge_for(usage: ContextUsage) -> Message | None:
             return pressure_message(
-                [
-                    context_nudge(usage, just_compacted=just_compacted),
-                    self._progress_note if just_compacted else None,
-                    iteration_nudge(iterations_used, max_iterations),
-                ]
+                self._nudge_lines(
+                    usage, just_compacted, iterations_used, max_iterations, tools_offered
+                )
             )
 
         nudge = nudge_for(usage)

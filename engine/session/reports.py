@@ -82,7 +82,10 @@ def next_request_tokens(
     would add, in the wire form (the summary inside the system message, user turns
     joined), with the tools; counted as the loop counts what it sends."""
     request = loop.context.next_request(
-        live, overhead_tokens=loop.overhead_tokens(), max_iterations=max_iterations
+        live,
+        overhead_tokens=loop.overhead_tokens(),
+        max_iterations=max_iterations,
+        tools_offered=loop.tools is not None,
     )
     return counter.count_request(alternating(request), schemas)
 

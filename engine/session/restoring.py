@@ -248,7 +248,9 @@ class CompactionDesk:
             return Measure()
         schemas = loop.tools.schemas() if loop.tools is not None else []
         request = loop.context.next_request(
-            model_messages(history), overhead_tokens=loop.overhead_tokens()
+            model_messages(history),
+            overhead_tokens=loop.overhead_tokens(),
+            tools_offered=loop.tools is not None,
         )
         budget = loop.context.budget
         tokens = loop.counter.count_request(alternating(request), schemas)

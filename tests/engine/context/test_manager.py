@@ -82,6 +82,20 @@ def test_past_seventy_percent_the_request_carries_a_warning_that_is_never_stored
     assert events == []
 
 
+def test_a_model_offered_no_tools_is_sent_the_users_question_last_not_a_context_line():
+    # A small model answers the bracketed line that follows the question ("Record what you
+    # need…") instead of the question; without tools it can act on none of those lines.
+    manager, events, _ = make()
+    msgs = [system("sys"), user("x" * 11_600)]
+    prepared = run(manager.prepare(msgs, tools_offered=False))
+    assert prepared.nudge is None
+    assert prepared.request[-1] is msgs[-1]
+    assert manager.next_request(msgs, tools_offered=False)[-1] is msgs[-1]
+    compacted = run(manager.prepare(busy_run(Ids(), 17), tools_offered=False))
+    assert compacted.compaction is not None and compacted.nudge is None
+    assert all("[CONTEXT" not in str(m.content) for m in compacted.request)
+
+
 def test_overhead_counts_toward_the_budget():
     manager, _, _ = make()
     msgs = [system("sys"), user("x" * 8_000)]
