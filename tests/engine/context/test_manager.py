@@ -85,7 +85,7 @@ def test_past_seventy_percent_the_request_carries_a_warning_that_is_never_stored
 def test_a_model_offered_no_tools_is_sent_the_users_question_last_not_a_context_line():
     # A small model answers the bracketed line that follows the question ("Record what you
     # need…") instead of the question; without tools it can act on none of those lines.
-    manager, events, _ = make()
+    manager, _, _ = make()
     msgs = [system("sys"), user("x" * 11_600)]
     prepared = run(manager.prepare(msgs, tools_offered=False))
     assert prepared.nudge is None
