@@ -248,22 +248,19 @@ class AgentLoop:
                 if overflows > MAX_OVERFLOW_ATTEMPTS or not await self._recover_overflow(
                     exc, overhead, attempt=overflows
                 ):
-                    self.sink(
-                        ErrorEvent(exc.kind, overflow_failure_text(exc), retryable=exc.retryable)
+                    return self._failed(
+                        totals, started, iterations, exc, overflow_failure_text(exc)
                     )
-                    return self._outcome(totals, started, iterations, error=exc)
                 iterations -= 1
                 continue
             except ToolsUnsupported as exc:
                 if self.tools is None:  # nothing to take away: the refusal is the answer
-                    self.sink(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
-                    return self._outcome(totals, started, iterations, error=exc)
+                    return self._failed(totals, started, iterations, exc, exc.message)
                 self._go_without_tools(exc)
                 iterations -= 1
                 continue
             except ProviderError as exc:
-                self.sink(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
-                return self._outcome(totals, started, iterations, error=exc)
+                return self._failed(totals, started, iterations, exc, exc.message)
 
             self._keep_answer(answer, out_cap)
             await self.watch.check_loaded()
@@ -568,16 +565,19 @@ class AgentLoop:
         error: ProviderError | None = None,
         stopped: str | None = None,
     ) -> TurnOutcome:
-        return TurnOutcome(
-            totals.last_text,
-            totals.prompt,
-            totals.completion,
-            time.monotonic() - started,
-            totals.finish,
-            iterations=iterations,
-            error=error,
-            stopped=stopped,
-        )
+        elapsed = time.monotonic() - started
+        return totals.outcome(elapsed, iterations, error=error, stopped=stopped)
+
+    def _failed(
+        self, totals: Totals, started: float, iterations: int, exc: ProviderError, text: str
+    ) -> TurnOutcome:
+        """The turn ends on `exc`. What it spent before (tool steps answered, an answer cut
+        off) still gets its receipt, told before the error so the error is the last word."""
+        outcome = self._outcome(totals, started, iterations, error=exc)
+        if outcome.prompt_tokens or outcome.completion_tokens:
+            self._record_receipt(outcome, totals)
+        self.sink(ErrorEvent(exc.kind, text, retryable=exc.retryable))
+        return outcome
 
     def _record_usage(self, usage: Usage) -> None:
         record_usage(

@@ -84,3 +84,23 @@ class Totals:
     last_text: str = ""
     finish: str | None = None
     calls_made: list[str] = field(default_factory=list)
+
+    def outcome(
+        self,
+        elapsed_s: float,
+        iterations: int,
+        *,
+        error: ProviderError | None = None,
+        stopped: str | None = None,
+    ) -> TurnOutcome:
+        """The turn as it ended, from these totals."""
+        return TurnOutcome(
+            self.last_text,
+            self.prompt,
+            self.completion,
+            elapsed_s,
+            self.finish,
+            iterations=iterations,
+            error=error,
+            stopped=stopped,
+        )

@@ -247,27 +247,41 @@ class UsageReport:
     rows: tuple[UsageRow, ...]
     total: UsageRow
     note: str = LOCAL_PRICE_NOTE
+    # The total by kind of request ("chat", "summary", "memory"), each row's `model` the
+    # kind; shown when more than the agent's own requests were made.
+    purposes: tuple[UsageRow, ...] = ()
+
+    @property
+    def shown_purposes(self) -> tuple[UsageRow, ...]:
+        if all(row.model == "chat" for row in self.purposes):
+            return ()
+        return self.purposes
 
     def lines(self) -> list[str]:
         out = ["session usage"]
         out.extend(f"{row.label} {row.line()}" for row in self.rows)
         out.append(f"total {self.total.line()}")
+        out.extend(f"  {row.model} {row.line()}" for row in self.shown_purposes)
         out.append(self.note)
         return out
 
 
-def build_usage_report(summaries: Iterable[UsageSummary]) -> UsageReport:
-    rows = tuple(
-        UsageRow(
-            provider=s.provider,
-            model=s.model,
-            requests=s.requests,
-            prompt_tokens=s.prompt_tokens,
-            cached_tokens=s.cached_tokens,
-            completion_tokens=s.completion_tokens,
-        )
-        for s in summaries
+def _usage_row(summary: UsageSummary) -> UsageRow:
+    return UsageRow(
+        provider=summary.provider,
+        model=summary.model,
+        requests=summary.requests,
+        prompt_tokens=summary.prompt_tokens,
+        cached_tokens=summary.cached_tokens,
+        completion_tokens=summary.completion_tokens,
     )
+
+
+def build_usage_report(
+    summaries: Iterable[UsageSummary], purposes: Iterable[UsageSummary] = ()
+) -> UsageReport:
+    """`summaries` per provider and model; `purposes` the same requests per kind."""
+    rows = tuple(_usage_row(s) for s in summaries)
     cached = [r.cached_tokens for r in rows if r.cached_tokens is not None]
     total = UsageRow(
         provider="",
@@ -277,7 +291,7 @@ def build_usage_report(summaries: Iterable[UsageSummary]) -> UsageReport:
         cached_tokens=sum(cached) if cached else None,
         completion_tokens=sum(r.completion_tokens for r in rows),
     )
-    return UsageReport(rows, total)
+    return UsageReport(rows, total, purposes=tuple(_usage_row(s) for s in purposes))
 
 
 # -- the breakdown --------------------------------------------------------------------------

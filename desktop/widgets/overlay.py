@@ -213,11 +213,13 @@ class UsageView(QWidget):
         headers = ("model", "requests", "prompt in (cached)", "out", "price")
         for column, name in enumerate(headers):
             grid.addWidget(QLabel(name.upper(), objectName="sectionTitle"), 0, column)
-        rows = [*report.rows, report.total]
+        rows = [*report.rows, report.total, *report.shown_purposes]
+        total_row = len(report.rows) + 1  # the rows after the total are its kinds of request
         for index, row in enumerate(rows, start=1):
             cached = "not reported" if row.cached_tokens is None else f"{row.cached_tokens:,}"
+            name = "total" if index == total_row else f"  {row.model}"
             values = (
-                row.label if row.provider else "total",
+                row.label if row.provider else name,
                 f"{row.requests:,}",
                 f"{row.prompt_tokens:,} ({cached})",
                 f"{row.completion_tokens:,}",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -127,10 +127,13 @@ class Complete(Protocol):
     ) -> Completion: ...
 
 
-def provider_complete(provider: Provider, model: str) -> Complete:
+def provider_complete(
+    provider: Provider, model: str, on_done: Callable[[str, StreamDone], None] | None = None
+) -> Complete:
     """A `Complete` over a provider: one streamed chat request, tools offered, its output cap
     set per request. The engine's own settings (Ollama's num_ctx, strictness) are the
-    provider's, as on every request."""
+    provider's, as on every request. `on_done(model, done)` hears each request's end (its
+    usage, for `/usage`)."""
 
     async def complete(
         messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
@@ -150,6 +153,8 @@ def provider_complete(provider: Provider, model: str) -> Complete:
                 calls = item.calls
             elif isinstance(item, StreamDone):
                 finish = item.finish_reason
+                if on_done is not None:
+                    on_done(model, item)
         return Completion("".join(parts), calls, finish)
 
     return complete

@@ -12,7 +12,7 @@ from engine.session.engine_calls import (
     LOAD_WAIT_LIMIT_S,
     probe_window,
     provider_for,
-    record_summary_usage,
+    record_request_usage,
     summarize,
     wait_until_ready,
 )
@@ -41,7 +41,7 @@ __all__ = [
     "pin_advice",
     "probe_window",
     "provider_for",
-    "record_summary_usage",
+    "record_request_usage",
     "summarize",
     "wait_until_ready",
     "wire_agent_loop",

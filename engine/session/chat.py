@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import engine.session.reports as reports
@@ -43,7 +44,7 @@ from engine.events import (
 from engine.memory import Complete, provider_complete
 from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
-from engine.providers.base import Provider
+from engine.providers.base import Provider, StreamDone
 from engine.providers.errors import ProviderError
 from engine.report import ContextReport
 from engine.session.adapters import AnnouncingApprover, view_fallback_notice
@@ -54,7 +55,7 @@ from engine.session.engine_calls import (
     LoadProgress,
     probe_window_telling,
     provider_for,
-    record_summary_usage,
+    record_request_usage,
     start_notices,
 )
 from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
@@ -127,14 +128,7 @@ class ChatSession:
             provider=lambda: self._provider,
             ladder=lambda: self._loop.context if self._loop is not None else None,
             on_fallback=lambda text: self._append(notice(text, "warning"), emit=True),
-            on_usage=lambda model, done: record_summary_usage(
-                self.conversation.store,
-                self._provider,
-                agent=agent.name,
-                conversation_id=self.conversation_id,
-                model=model,
-                done=done,
-            ),
+            on_usage=self._usage_recorder("summary"),
         )
         # Memory: `memory` turns it on; only a top-level (not `internal`) persistent run writes.
         self.memory_enabled = memory
@@ -548,7 +542,19 @@ class ChatSession:
         """Memory's calls run on the summarizer model (the agent's when that is not served)."""
         assert self._provider is not None
         model = self._summarizer.model()  # the agent's own when that one is not served
-        return provider_complete(self._provider, model)
+        return provider_complete(self._provider, model, on_done=self._usage_recorder("memory"))
+
+    def _usage_recorder(self, purpose: str) -> Callable[[str, StreamDone], None]:
+        """What records one request of `purpose` beside the agent's, for `/usage`."""
+        return lambda model, done: record_request_usage(
+            self.conversation.store,
+            self._provider,
+            agent=self.agent.name,
+            conversation_id=self.conversation_id,
+            model=model,
+            done=done,
+            purpose=purpose,
+        )
 
     async def _extract_memory(self, plan: CompactionPlan) -> None:
         """The compaction hook (not for `/compact`): suggest facts from what is about to go."""

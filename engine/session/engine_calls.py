@@ -187,7 +187,7 @@ async def summarize(
     return SummaryResult("".join(parts), finish)
 
 
-def record_summary_usage(
+def record_request_usage(
     store: Store | None,
     provider: Provider | None,
     *,
@@ -195,8 +195,10 @@ def record_summary_usage(
     conversation_id: str,
     model: str,
     done: StreamDone,
+    purpose: str,
 ) -> None:
-    """Summaries cost requests too; `/usage` counts them (purpose "summary")."""
+    """The requests beside the agent's cost tokens too: `/usage` counts summaries (purpose
+    "summary") and memory's extraction and reflection (purpose "memory")."""
     if store is None or provider is None:
         return
     try:
@@ -208,7 +210,7 @@ def record_summary_usage(
             prompt_tokens=done.usage.prompt_tokens,
             completion_tokens=done.usage.completion_tokens,
             cached_tokens=done.usage.cached_tokens,
-            purpose="summary",
+            purpose=purpose,
         )
     except Exception:
-        log.exception("could not record the summary's usage")
+        log.exception("could not record the usage of a %s request", purpose)

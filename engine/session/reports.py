@@ -119,10 +119,14 @@ def command_answer(
 
 
 def usage_report(store: Store | None, conversation_id: str) -> UsageReport:
-    """`/usage` for a conversation: every request it made, summaries included."""
+    """`/usage` for a conversation: every request it made, summaries and memory's included,
+    with the total by kind of request."""
     if store is None or not conversation_id:
         return build_usage_report([])
-    return build_usage_report(store.usage_summary(conversation_id))
+    return build_usage_report(
+        store.usage_summary(conversation_id),
+        store.usage_summary(conversation_id, by_purpose=True),
+    )
 
 
 def work_state_text(work_folder: Path) -> str:

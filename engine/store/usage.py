@@ -48,9 +48,15 @@ class UsageLedger(StoreConnection):
             )
 
     def usage_summary(
-        self, conversation_id: str | None = None, *, agent: str | None = None
+        self,
+        conversation_id: str | None = None,
+        *,
+        agent: str | None = None,
+        by_purpose: bool = False,
     ) -> list[UsageSummary]:
-        """Totals per provider and model, for one conversation or (None) for all."""
+        """Totals per provider and model, for one conversation or (None) for all.
+        `by_purpose`: per kind of request instead ("chat", "summary", "memory"), each
+        summary's `model` naming the kind and its `provider` empty."""
         where, params = [], []
         if conversation_id is not None:
             where.append("conversation_id = ?")
@@ -58,15 +64,17 @@ class UsageLedger(StoreConnection):
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)
+        keys = "'' AS provider, purpose AS model" if by_purpose else "provider, model"
+        group = "purpose" if by_purpose else "provider, model"
         sql = (
-            "SELECT provider, model, COUNT(*) AS requests,"
+            f"SELECT {keys}, COUNT(*) AS requests,"
             " COALESCE(SUM(prompt_tokens), 0) AS prompt_tokens,"
             " SUM(cached_tokens) AS cached_tokens,"
             " COALESCE(SUM(completion_tokens), 0) AS completion_tokens FROM usage"
         )
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " GROUP BY provider, model ORDER BY provider, model"
+        sql += f" GROUP BY {group} ORDER BY {group}"
         with self._read() as conn:
             rows = conn.execute(sql, params).fetchall()
         return [

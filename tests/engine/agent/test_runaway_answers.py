@@ -131,11 +131,13 @@ def test_the_cap_never_asks_for_more_than_the_window_has_left_after_the_prompt(t
     """vLLM rejects prompt + max_tokens > max_model_len; the others would push the prompt out."""
     fake, settings = _engine("vllm")
     fake.default_reply = Reply(text="Short answer.")
-    paste = "Here are my notes: " + "note " * 2900  # fits, leaving less than a quarter
+    # Two pastes: together they fit, leaving less than a quarter of the window.
+    pastes = [f"Here are my notes, part {part}: " + "note " * 1560 for part in (1, 2)]
     with fake:
-        events, _ = _chat(tmp_path, fake, settings, [paste])
-        (request,) = fake.chat_requests
+        events, _ = _chat(tmp_path, fake, settings, pastes)
+        request = fake.chat_requests[-1]
     assert not [e for e in events if e.type == "error"], events
+    assert request.prompt_tokens > WINDOW - 1024
     assert request.prompt_tokens + request.body["max_tokens"] <= WINDOW
     assert request.body["max_tokens"] < 1024
 

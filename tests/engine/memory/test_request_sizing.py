@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.config import default_agent
-from engine.events import CompactionEvent, ErrorEvent, Event
+from engine.events import CompactionEvent, ErrorEvent, Event, UsageReportEvent
 from engine.memory import Completion, MemoryService, ScanInput, run_scan
 from engine.memory.sizing import approximate
 from engine.memory.statements import STATEMENTS_ID
@@ -85,6 +85,20 @@ def test_the_extraction_before_a_compaction_reads_the_span_in_as_few_requests_as
     assert all(r.prompt_tokens + r.body["max_tokens"] <= 2048 for r in before)
     # Every request but the last was filled: the span needed that many.
     assert all(r.prompt_tokens + r.body["max_tokens"] > 2048 * 0.8 for r in before[:-1])
+
+
+def test_memory_requests_appear_in_usage_as_their_own_kind(tmp_path: Path):
+    model = FakeModel(chat_reply="Lorem ipsum is placeholder text. " * 6)
+    with FakeLlamaServer(n_ctx=1024) as fake:
+        fake.responder = model
+        events = _converse(fake, tmp_path, [ALEX, *LONGER[:8], "/learn", "/usage"])
+        roles = [role_of(r.body) for r in fake.chat_requests]
+    (usage,) = [e.report for e in events if isinstance(e, UsageReportEvent)]
+    kinds = {row.model: row.requests for row in usage.purposes}
+    memory = sum(1 for role in roles if role in MEMORY_ROLES)
+    assert memory > 0 and kinds.get("memory") == memory, (kinds, roles)
+    assert usage.total.requests == len(roles)
+    assert any(line.strip().startswith("memory ") for line in usage.lines())
 
 
 class Recording:

@@ -18,6 +18,7 @@ from engine.events import (
     NoticeEvent,
     StateEvent,
     ToolResultEvent,
+    TurnEndEvent,
     UsageReportEvent,
     WindowEvent,
     WorkStateEvent,
@@ -319,3 +320,26 @@ def test_a_compaction_the_agent_asks_for_is_told_as_the_agents_not_the_users(tmp
     assert saved, [m.content for m in rows if m.is_notice]
     assert saved[-1].startswith("compacted ")
     assert saved[-1].endswith(": the agent asked for it (summarize_context)")
+
+
+def test_a_turn_that_fails_after_a_tool_step_still_gets_its_receipt_before_the_error(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("the notes", encoding="utf-8")
+    events: list[Event] = []
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.script_reply(tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})])
+        fake.script_reply(fail="http500")
+        receipts: list[Any] = []
+
+        async def script(s: ChatSession) -> None:
+            await s.send("Read notes.txt")
+            receipts.extend(s.turn_receipts())
+
+        _drive(_session(fake, tmp_path, events, workspace=ws), script)
+    ends = [i for i, e in enumerate(events) if isinstance(e, TurnEndEvent)]
+    errors = [i for i, e in enumerate(events) if isinstance(e, ErrorEvent)]
+    assert len(ends) == 1 and len(errors) == 1 and ends[0] < errors[0]
+    spent = events[ends[0]]
+    assert spent.prompt_tokens > 0 and spent.completion_tokens > 0  # the tool step's request
+    assert [r.prompt_tokens for r in receipts] == [spent.prompt_tokens]

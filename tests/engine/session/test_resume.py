@@ -48,13 +48,17 @@ def test_no_request_carries_two_user_turns_in_a_row(tmp_path: Path):
     pressure nudge join the user's message instead of standing beside it."""
     events: list[Event] = []
     home = BrimPaths.resolve(tmp_path / "home")
+    workspace = tmp_path / "ws"  # tools offered: the nudge is for a model that has them
+    workspace.mkdir()
     with FakeLlamaServer(n_ctx=2048) as fake:
         agent = default_agent().with_changes(
             name="chat", provider="llamacpp", base_url=fake.url, model=fake.model
         )
 
         async def run(conversation: str | None, texts: list[str]) -> ChatSession:
-            session = ChatSession(agent, home, events.append, conversation_id=conversation)
+            session = ChatSession(
+                agent, home, events.append, conversation_id=conversation, workspace=workspace
+            )
             await session.start()
             for text in texts:
                 await session.send(text)
