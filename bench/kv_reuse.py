@@ -45,6 +45,7 @@ from engine.session import ChatSession
 
 TURNS = 30
 SLIDING_SHARE = 0.75  # the naive agent keeps the newest messages under this share
+MEMORY_PROMPT_HEAD = "You are Brim's memory "  # the extractor's and the curator's prompts
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def scripted_turns(count: int = TURNS, *, log_lines: int = 0) -> list[str]:
 class Request:
     """One request that landed: what it cost and what it could have reused."""
 
-    kind: str  # agent | compaction | sliding
+    kind: str  # agent | compaction | memory | sliding
     prompt: int
     cached: int
     shared: int  # the common token prefix with the request before it
@@ -134,6 +135,8 @@ class RecordingProvider(EmbeddedProvider):
         kind = "sliding" if self.sliding else "agent"
         if not self.sliding and is_compaction_request(first, last):
             kind = "compaction"
+        elif not self.sliding and first.startswith(MEMORY_PROMPT_HEAD):
+            kind = "memory"
         tokenizer = self.segment_tokenizer(model)
         tools = list(options.tools) or None
         tokens = tokenizer.request_tokens(messages, tools) if tokenizer else []
@@ -164,15 +167,20 @@ async def run_ladder(case: Case, turns: list[str]) -> Tally:
     agent = default_agent().with_changes(num_ctx=case.window, max_tokens=case.max_tokens)
     with tempfile.TemporaryDirectory() as home:
         session = ChatSession(
-            agent, BrimPaths.resolve(Path(home)), lambda _e: None, provider=provider
+            agent,
+            BrimPaths.resolve(Path(home)),
+            lambda _e: None,
+            provider=provider,
+            memory=True,
+            reflect_on_close=True,
         )
         started = time.perf_counter()
         await session.start()
         for i, text in enumerate(turns):
             await session.send(text)
             _progress(case, "ladder", i)
+        await session.close()  # the reflection on close is part of the run's cost
         tally.wall_s = time.perf_counter() - started
-        await session.close()
     return tally
 
 
@@ -244,6 +252,7 @@ def figures(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
     )
     base = f"sliding window at {round(SLIDING_SHARE * 100)}%, {len(sliding.requests)} requests"
     compaction = ladder.of("compaction")
+    memory = ladder.of("memory")
     where = f"{TURNS} turns, {case.name}"
     return [
         {
@@ -259,7 +268,7 @@ def figures(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
             "baseline is": base,
         },
         {
-            "measure": f"{where}: prompt tokens evaluated anew, compaction included",
+            "measure": f"{where}: prompt tokens evaluated anew, compaction and memory included",
             "brim": ladder.evaluated,
             "baseline": sliding.evaluated,
             "baseline is": base + " (target: brim <= baseline / 5)",
@@ -268,6 +277,12 @@ def figures(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
             "measure": f"{where}: of which compaction requests "
             f"({len(compaction)} requests, {len(ladder.of('agent'))} agent requests)",
             "brim": sum(r.evaluated for r in compaction),
+            "baseline": sliding.evaluated,
+            "baseline is": base,
+        },
+        {
+            "measure": f"{where}: of which memory requests ({len(memory)} requests)",
+            "brim": sum(r.evaluated for r in memory),
             "baseline": sliding.evaluated,
             "baseline is": base,
         },

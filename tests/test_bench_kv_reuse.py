@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench.kv_reuse import CASES, Request, Tally, figures, scripted_turns, summarize
 
 
-def test_the_figures_set_reuse_against_the_shared_prefix_and_count_compaction_as_evaluated():
+def test_the_figures_set_reuse_against_the_shared_prefix_and_count_compaction_and_memory():
     case = next(c for c in CASES if c.window == 4096)
     ladder = Tally(
         [
@@ -14,14 +14,16 @@ def test_the_figures_set_reuse_against_the_shared_prefix_and_count_compaction_as
             Request("agent", prompt=1300, cached=1000, shared=1000),
             Request("compaction", prompt=1500, cached=1290, shared=1290),
             Request("agent", prompt=900, cached=400, shared=500),  # after the rebuild: 80%
+            Request("memory", prompt=700, cached=0, shared=0),
         ]
     )
     sliding = Tally([Request("sliding", 3000, 0, 0), Request("sliding", 3000, 100, 2000)])
     rows = {row["measure"].split(": ", 1)[1]: row for row in figures(case, ladder, sliding)}
     worst = rows["reusable prefix reused, worst agent request"]
     assert worst["brim"] == 0.8
-    evaluated = rows["prompt tokens evaluated anew, compaction included"]
-    assert evaluated["brim"] == 1000 + 300 + 210 + 500
+    evaluated = rows["prompt tokens evaluated anew, compaction and memory included"]
+    assert evaluated["brim"] == 1000 + 300 + 210 + 500 + 700
+    assert rows["of which memory requests (1 requests)"]["brim"] == 700
     assert evaluated["baseline"] == 3000 + 2900
     assert summarize([*figures(case, ladder, sliding), {"detail": True}]) == list(
         figures(case, ladder, sliding)
