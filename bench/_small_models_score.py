@@ -24,6 +24,9 @@ class Fact:
     question: str  # what the user asks about it later (none of the request keys in it)
     request_keys: tuple[str, ...]  # all of them in the request: the fact reached the model
     answer_keys: tuple[str, ...]  # all of them in the answer: the model answered it
+    # A lasting fact about the user in so many words (a name, an allergy), which memory's
+    # deterministic pass suggests on any model; the trip's plans are the conversation's.
+    explicit: bool = False
 
 
 FACTS: tuple[Fact, ...] = (
@@ -44,8 +47,9 @@ FACTS: tuple[Fact, ...] = (
         "Which food must I avoid?",
         ("peanut",),
         ("peanut",),
+        explicit=True,
     ),
-    Fact("My name is Alex.", "What is my name?", ("alex",), ("alex",)),
+    Fact("My name is Alex.", "What is my name?", ("alex",), ("alex",), explicit=True),
     Fact(
         "I am arriving by train.",
         "How am I travelling there?",
@@ -199,7 +203,10 @@ def _quotes_statement(quote: str, statement: str) -> bool:
     return statement in quote or (len(quote) >= 8 and quote in statement)
 
 
-def statements_queued(quotes: Iterable[str]) -> int:
-    """How many of the facts' statements a queued suggestion quotes (each counted once)."""
+EXPLICIT = tuple(f for f in FACTS if f.explicit)
+
+
+def statements_queued(quotes: Iterable[str], facts: Sequence[Fact] = FACTS) -> int:
+    """How many of `facts`' statements a queued suggestion quotes (each counted once)."""
     texts = list(quotes)
-    return sum(any(_quotes_statement(q, f.statement) for q in texts) for f in FACTS)
+    return sum(any(_quotes_statement(q, f.statement) for q in texts) for f in facts)

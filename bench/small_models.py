@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._small_models_score import (
+    EXPLICIT,
     FACTS,
     PLAIN_QUESTIONS,
     Turn,
@@ -262,11 +263,12 @@ def fact_rows(model: str, window: int, brim: Run, sliding: Run) -> list[dict[str
             "baseline is": base + "; target: 0",
         },
         {
-            "measure": f"{where}: suggestions queued quoting the 6 statements "
-            f"({len(brim.quotes)} queued in all)",
-            "brim": statements_queued(brim.quotes),
-            "baseline": len(FACTS),
-            "baseline is": "the target: one per statement",
+            "measure": f"{where}: suggestions queued quoting the {len(EXPLICIT)} explicit "
+            f"statements (name, allergy; {len(brim.quotes)} queued in all, quoting "
+            f"{statements_queued(brim.quotes)} of the 6 facts)",
+            "brim": statements_queued(brim.quotes, EXPLICIT),
+            "baseline": len(EXPLICIT),
+            "baseline is": "the target: one per explicit statement",
         },
     ]
 

@@ -4,6 +4,7 @@ the embedded models and minutes: `python -m bench small_models`)."""
 from __future__ import annotations
 
 from bench._small_models_score import (
+    EXPLICIT,
     FACTS,
     PLAIN_QUESTIONS,
     fact_answered,
@@ -65,6 +66,7 @@ def test_queued_suggestions_count_once_per_statement_they_quote():
         "The tram is crowded.",
     ]
     assert statements_queued(quotes) == 2
+    assert statements_queued(quotes, EXPLICIT) == 1  # the name; the train is the trip's
 
 
 def test_the_answering_request_is_the_last_one_that_put_the_question_not_a_compaction():
@@ -107,7 +109,8 @@ def test_the_figures_set_brim_beside_the_sliding_window():
     ) == (6, 3)
     assert rows["facts answered correctly"]["brim"] == 4
     assert rows["answers in summary voice"]["brim"] == 1
-    assert rows["suggestions queued quoting the 6 statements"]["brim"] == 1
+    explicit = rows["suggestions queued quoting the 2 explicit statements"]
+    assert (explicit["brim"], explicit["baseline"]) == (1, 2)
     setup = [Asked("s", None, [], "ok")] * 8
     after = Run("brim", setup + [Asked(q, None, [], "## Goal") for q in PLAIN_QUESTIONS[:3]])
     floor = Run("brim", setup + [Asked(q, None, [], "144") for q in PLAIN_QUESTIONS[:3]])

@@ -45,6 +45,12 @@ SuggestionKind = Literal["fact", "lesson", "revision"]
 QUEUE_VERSION = 1
 
 
+# Who suggested it, for the deterministic pass over the user's own statements
+# (engine/memory/statements.py): its restatement gives way to any other suggestion that
+# quotes exactly the same sentence.
+STATEMENTS_ID = "memory-statements"
+
+
 @dataclass(frozen=True)
 class Suggestion:
     id: str

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
-from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan
+from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan, scan_statements
 from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
 from engine.memory.service import MemoryService
@@ -70,6 +70,19 @@ class SessionMemory:
             self.observer.begin_run()
         except Exception:
             log.warning("memory: could not snapshot memory for this run", exc_info=True)
+
+    def note_statements(self, message: Message) -> list[str]:
+        """The deterministic pass over one user message as it is sent: the user's explicit
+        statements ("My name is Alex.", "I always use tabs") wait for review at once, on any
+        model, whether or not a compaction or a reflection ever reads the message. The later
+        passes skip what is already waiting. Never raises."""
+        if not self.writes:
+            return []
+        try:
+            return scan_statements(self._conversation(), [message], self.service, self.scopes)
+        except Exception:
+            log.warning("memory: could not read the user's statements", exc_info=True)
+            return []
 
     def wrap(self, provider: Provider) -> Provider:
         return self.observer.wrap(provider) if self.writes else provider

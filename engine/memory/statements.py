@@ -33,6 +33,7 @@ from typing import Literal
 
 from engine.memory.errors import MemoryRefused
 from engine.memory.layout import subject_slug
+from engine.memory.queue import STATEMENTS_ID as STATEMENTS_ID  # where it was always read
 from engine.memory.sentences import Sentence, split_sentences
 from engine.memory.sources import SourceSet
 from engine.memory.support import UnsupportedStatement, check_supported
@@ -41,10 +42,9 @@ from engine.memory.wording import PEOPLE, SPEECH, is_content, is_question, read
 
 log = logging.getLogger(__name__)
 
-STATEMENTS_ID = "memory-statements"
 MAX_SENTENCE_CHARS = 300
 
-StatementKind = Literal["name", "preference", "remember"]
+StatementKind = Literal["name", "preference", "remember", "condition"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -72,6 +72,11 @@ _ADVERBS = r"(?:(?i:also|really|generally|still|just|only|do|personally|almost|n
 _PREFERENCE = re.compile(
     rf"\bI(?P<trigger>\s+{_ADVERBS}(?i:always|never|usually|normally|typically|generally|"
     r"prefer|would rather|would prefer)|['’]d\s+(?i:rather|prefer))\b"
+)
+# A lasting condition of the user's own: an allergy, an intolerance, a diet.
+_CONDITION = re.compile(
+    rf"\bI(?:['’]m|\s+am)\s+{_ADVERBS}(?P<trigger>(?i:allergic|intolerant|sensitive)\s+to|"
+    r"(?i:lactose|gluten)\s+intolerant|(?i:vegetarian|vegan|diabetic|coeliac|celiac))\b"
 )
 _REMEMBER = re.compile(
     r"(?:^|[,;:—–]\s*)(?:(?i:please|also|and|oh|so|ok|okay|btw|always)[,\s]+)*"
@@ -120,7 +125,12 @@ def _statement(sentence: Sentence, after: str) -> Found | None:
         or _QUOTED_SPEECH.search(text)
     ):
         return None
-    return _name(sentence) or _remember(sentence, after) or _preference(sentence, after)
+    return (
+        _name(sentence)
+        or _remember(sentence, after)
+        or _preference(sentence, after)
+        or _condition(sentence)
+    )
 
 
 def _negated_before(text: str, at: int) -> bool:
@@ -167,6 +177,20 @@ def _preference(sentence: Sentence, after: str) -> Found | None:
     if not content:
         return None
     return _found("preference", sentence, third_person(text), _subject(content, "preferences"))
+
+
+def _condition(sentence: Sentence) -> Found | None:
+    """ "I am allergic to peanuts.", "I'm vegetarian." """
+    text = sentence.text
+    match = _CONDITION.search(text)
+    if match is None or _HYPOTHETICAL.search(text):
+        return None
+    if _negated_before(text, match.start()) or _reported_before(text, match.start()):
+        return None
+    content = [w for w in read(text[match.start("trigger") :]).words if is_content(w)]
+    if not content:
+        return None
+    return _found("condition", sentence, third_person(text), _subject(content, "health"))
 
 
 def _remember(sentence: Sentence, after: str) -> Found | None:

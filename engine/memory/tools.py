@@ -45,7 +45,7 @@ from engine.memory.errors import (
 from engine.memory.layout import Scope, canonical_path, subject_slug
 from engine.memory.plaintext import check_plain, strip_controls
 from engine.memory.provenance import check_not_echoed
-from engine.memory.queue import Suggestion, new_suggestion_id
+from engine.memory.queue import STATEMENTS_ID, Suggestion, new_suggestion_id
 from engine.memory.sensitivity import check_not_secret
 from engine.memory.service import MemoryService
 from engine.memory.sources import QuoteMatch, SourceSet
@@ -245,9 +245,21 @@ def queue_fact(state: MemoryToolState, plan: FactPlan) -> Suggestion:
         against_text=plan.current.text if plan.current is not None else "",
         by=state.actor,
     )
-    state.service.queue.add(suggestion, replacing=state.replaceable)
+    state.service.queue.add(suggestion, replacing=state.replaceable | _restatements(state))
     state.queued.append(suggestion.id)
     return suggestion
+
+
+def _restatements(state: MemoryToolState) -> frozenset[str]:
+    """The deterministic pass's suggestions waiting from this conversation: a model's or
+    the agent's wording of the same sentence replaces them (the pass itself skips them)."""
+    if state.actor == STATEMENTS_ID:
+        return frozenset()
+    return frozenset(
+        s.id
+        for s in state.service.queue.pending()
+        if s.by == STATEMENTS_ID and s.conversation == state.conversation_id
+    )
 
 
 def plan_lesson(

@@ -245,6 +245,7 @@ class ChatSession:
             return
         try:
             self._append(message := user(text))
+            self._memory.note_statements(message)
             await self._await_turn()
         except StoreError as exc:  # a full disk: said on the event stream; the session goes on
             store_failure(exc, message, self._messages, decision.accepted.action, self._emit)

@@ -98,6 +98,11 @@ class MemoryLink:
         if self.memory is not None:
             self.memory.begin_run()
 
+    def note_statements(self, message: Message) -> None:
+        """A user message was sent: its explicit statements wait for review now."""
+        if self.memory is not None:
+            self.memory.note_statements(message)
+
     def emit_pending(self, *, always: bool = False) -> None:
         event = memory_steps.suggestions_event(self.memory, always=always)
         if event is not None:

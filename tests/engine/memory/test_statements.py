@@ -34,17 +34,22 @@ STATEMENTS = [
      "The user's manager reviews every pull request."),
     ("When I'm on the laptop I always use spaces.",
      "When the user is on the laptop the user always uses spaces."),
+    ("I am allergic to peanuts.", "The user is allergic to peanuts."),
+    ("I'm vegetarian.", "The user is vegetarian."),
 ]  # fmt: skip
 
 NOTHING = {
     "negation": ["I don't always use tabs.", "I do not usually review on Fridays.",
                  "Not that I always use tabs.", "Don't call me Sam.", "My name is not Alex.",
-                 "Not because I always use tabs, but because the linter wants them."],
+                 "Not because I always use tabs, but because the linter wants them.",
+                 "I am not allergic to peanuts."],
     "question": ["Do I always use tabs?", "Should I always use tabs", "Can you call me Sam?",
-                 "Could you remember that I use tabs?", "Why do I always forget the flags"],
+                 "Could you remember that I use tabs?", "Why do I always forget the flags",
+                 "Am I allergic to peanuts?"],
     "reported": ["My colleague always uses tabs.", "My colleague says I always use tabs.",
                  "You said I always use tabs.", "Sarah prefers tabs.", "I think I always use tabs.",
-                 'He told me "I always use tabs."', "I never said I use tabs."],
+                 'He told me "I always use tabs."', "I never said I use tabs.",
+                 "My sister is allergic to peanuts.", "My colleague says I am allergic to cats."],
     "hypothetical": ["If I always used tabs, would that help?", "Imagine I always used tabs.",
                      "I might always use tabs from now on.", "Suppose my name is Alex."],
     "ordinary": ["Please summarise the README file for me.", "Remember to close the door.",
@@ -188,3 +193,37 @@ def test_the_reflection_on_leaving_a_conversation_queues_the_two_statements(
         )
     )
     assert len(report.queued) == 2 and len(service.pending()) == 2
+
+
+def test_a_sent_statement_waits_for_review_after_its_turn_with_no_compaction_or_learn(
+    tmp_path,
+):
+    """On the default model nothing ever reads a short conversation again (no compaction,
+    no `/learn`): the user's statements must wait for review as soon as they are said."""
+    from engine.config import default_agent
+    from engine.events import MemorySuggestionsEvent
+    from engine.paths import BrimPaths
+    from engine.session import ChatSession
+    from tests.helpers.fake_engines import FakeLlamaServer
+
+    events: list[Any] = []
+    with FakeLlamaServer(n_ctx=2048) as fake:
+        agent = default_agent().with_changes(
+            name="chat", provider="llamacpp", base_url=fake.url, model="fake"
+        )
+        paths = BrimPaths.resolve(tmp_path / "home")
+
+        async def go() -> None:
+            s = ChatSession(agent, paths, events.append, memory=True)
+            await s.start()
+            await s.send(ALEX)
+            await s.send("Do I always use tabs? My colleague always uses spaces.")
+            await s.close()
+
+        asyncio.run(go())
+        compactions = [r for r in fake.chat_requests if "checkpoint" in str(r.body).lower()]
+    waiting = MemoryService.for_paths(paths).pending()
+    assert [s.quote for s in waiting] == ["My name is Alex.", "I always use tabs, never spaces."]
+    assert compactions == []
+    told = [e for e in events if isinstance(e, MemorySuggestionsEvent)]
+    assert told and told[-1].pending == 2
