@@ -19,13 +19,16 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from desktop.app import ensure_application
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from desktop.app import DesktopApp, ensure_application
 from desktop.screenshot import grab_window
 from engine.events import CompactionEvent
 from engine.messages import model_messages
 from engine.paths import BrimPaths
 from engine.store import Store
-from tests.desktop.make_screenshots import close, pump_for, send, start
+from tests.desktop.make_screenshots import close, pump_for, pump_until, start
 
 DEFAULT_OUT = Path("docs/screenshots")
 NAME = "small-model-after-compaction"
@@ -55,6 +58,15 @@ ASKED = [
     "Which food must I avoid?",
     "What is 12 times 12?",
 ]
+
+
+TURN_LIMIT_S = 900.0  # a turn with a compaction and memory's requests, on a busy machine
+
+
+def send(app: DesktopApp, text: str) -> None:
+    app.window.composer.setPlainText(text)
+    QTest.keyClick(app.window.composer, Qt.Key.Key_Return)
+    pump_until(lambda: not app.bridge.busy, timeout=TURN_LIMIT_S)
 
 
 def _agent_file() -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from engine.config import default_agent
 from engine.events import CompactionEvent, Event, MemorySuggestionsEvent
 from engine.memory import MemoryService
+from engine.memory.extractor import EXTRACTOR_ID
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.tools import AutoApprove
@@ -292,7 +293,10 @@ def test_closing_a_conversation_starts_a_detached_reflection(tmp_path: Path):
         _chat(fake, tmp_path, [PREF], memory=True, reflect_on_close=True)
         assert time.monotonic() - started < 20  # nobody waited on the reflection
         service = MemoryService.for_paths(BrimPaths.resolve(tmp_path))
-        assert _wait(lambda: len(service.pending()) == 1)
+        # The sentence waits from the moment it was sent (the deterministic pass); the
+        # reflection's own wording of it replaces that one once it has run.
+        assert _wait(lambda: service.layout.watermark_path.exists())
+        assert _wait(lambda: [s.by for s in service.pending()] == [EXTRACTOR_ID])
         marks = json.loads(service.layout.watermark_path.read_text(encoding="utf-8"))
     assert service.pending()[0].quote == PREF
     assert len(marks["conversations"]) == 1
