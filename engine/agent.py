@@ -229,6 +229,7 @@ class AgentLoop:
             self.sink(StepEvent(iterations, cap))
             self.sink(StateEvent("streaming"))
             request, counted = await self._held_to_window(prepared, overhead)
+            await self.watch.before_request()
             sent_at = time.time()
             out_cap = output_cap(
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
@@ -263,7 +264,7 @@ class AgentLoop:
                 return self._failed(totals, started, iterations, exc, exc.message)
 
             self._keep_answer(answer, out_cap)
-            await self.watch.check_loaded()
+            await self.watch.after_answer(load_s=answer.usage.load_s, sent_at=sent_at)
             truncated = self._land(request, counted, answer, totals)
             if not truncated:
                 # What a compaction on the same model replays: the engine holds it cached.

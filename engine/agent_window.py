@@ -1,8 +1,9 @@
 """The agent loop's window as the engine reveals it: learned, checked, and dropped again.
 
 The loop accounts against one window (thresholds, tail, header). Engines reveal more as
-they run (engine/window_learning.py): Ollama's /api/ps after a lazy load, an overflow
-error, a silent cut. A lesson from an engine's report is applied at once. One drawn from an
+they run (engine/window_learning.py): Ollama's /api/ps after every answer (a reload between
+two requests is told with its cause, engine/window_reloads.py), an overflow error, a silent
+cut. A lesson from an engine's report is applied at once. One drawn from an
 error is checked first (engine/window_vetting.py): against the fixed prefix, Brim's own
 count of the rejected request and what the engine reports when asked again; a doubted one
 is told and not applied. One that passes stays provisional, and a later request larger than
@@ -19,6 +20,7 @@ from typing import Any
 from engine.config import AgentConfig
 from engine.context import ContextManager
 from engine.events import (
+    NOTICE_MODEL_RELOADED,
     NOTICE_WINDOW_DOUBTED,
     NOTICE_WINDOW_DROPPED,
     NOTICE_WINDOW_LEARNED,
@@ -26,7 +28,7 @@ from engine.events import (
     WindowEvent,
     WindowLearnedEvent,
 )
-from engine.providers.base import Provider
+from engine.providers.base import LoadedModel, Provider
 from engine.providers.errors import ContextOverflow
 from engine.window import WindowResolution
 from engine.window_learning import (
@@ -38,6 +40,7 @@ from engine.window_learning import (
     from_truncation,
     learned_text,
 )
+from engine.window_reloads import reload_seen, reload_text
 from engine.window_vetting import (
     PROVISIONAL_CAUSES,
     against_report,
@@ -73,8 +76,10 @@ class WindowWatch:
         self.mark = mark
         self.conversation_id = conversation_id
         self.on_window = on_window
-        # Ollama loads an unpinned model on the first chat: /api/ps says its window only then.
-        self.loaded_checked = False
+        # The model as the engine last said it holds it loaded (Ollama's /api/ps): read before
+        # the loop's first request and after every answer, so a reload between two is seen.
+        self._loaded: LoadedModel | None = None
+        self._loaded_read = False
         # The window in force before a lesson drawn from an error, and that lesson.
         self._provisional: tuple[WindowResolution, WindowLesson] | None = None
 
@@ -84,19 +89,56 @@ class WindowWatch:
 
     # -- what the engine reveals -------------------------------------------------------------
 
-    async def check_loaded(self) -> None:
-        """After the first answer (the request that loaded an Ollama model) read the window it
-        was loaded with; the agent's pin is sent on every request, so only an unpinned agent
-        has anything to learn."""
-        if self.loaded_checked:
+    async def before_request(self) -> None:
+        """Before the loop's first request: how the model is loaded, the reading a reload
+        after the first answer is told against."""
+        if not self._loaded_read:
+            self._loaded_read = True
+            self._loaded = await self._read_loaded()
+
+    async def after_answer(self, *, load_s: float | None, sent_at: float) -> None:
+        """After every answer: the window the model runs with now (an unpinned agent learns
+        Ollama's own choice; a smaller one is served), and a reload since the previous
+        request, told once with its cause. `load_s` is how long the engine waited before it
+        answered (Ollama's `load_duration`), `sent_at` when the request went out."""
+        self._loaded_read = True
+        before, now = self._loaded, await self._read_loaded()
+        self._loaded = now
+        lesson = from_loaded(self.window, now.window if now is not None else None)
+        reload = reload_seen(before, now, load_s=load_s, sent_at=sent_at)
+        if reload is None:
+            self.learn(lesson)
             return
-        self.loaded_checked = True
+        pinned = self.window.pinned
+        if pinned is None or reload.load_s is not None:
+            # A pinned agent's next request loads its pin back: another client's window
+            # is not the one Brim's requests run with.
+            self.learn(lesson, told=False)
+        self.mark(
+            NOTICE_MODEL_RELOADED,
+            reload_text(
+                self.agent.model,
+                reload,
+                pinned=pinned,
+                compacts_at=self.context.budget.compact_threshold,
+            ),
+            {
+                "cause": reload.cause,
+                "model": self.agent.model,
+                "window": reload.new or 0,
+                "old": reload.old or 0,
+                "load_ms": round(1000 * reload.load_s) if reload.load_s is not None else 0,
+                "compacts_at": self.context.budget.compact_threshold,
+            },
+            level="warning" if reload.window_changed else "info",
+        )
+
+    async def _read_loaded(self) -> LoadedModel | None:
         try:
-            loaded = await self.provider.loaded_window(self.agent.model)
+            return await self.provider.loaded_model(self.agent.model)
         except Exception:  # a status read must never fail the turn that already answered
-            log.warning("could not read the loaded window", exc_info=True)
-            return
-        self.learn(from_loaded(self.window, loaded))
+            log.warning("could not read how the model is loaded", exc_info=True)
+            return None
 
     async def overflow(
         self, exc: ContextOverflow, *, sent: int, needed: int, tolerance: float
@@ -138,7 +180,6 @@ class WindowWatch:
     def truncated(self, reported: int, sent: int) -> None:
         """Ollama cut a prompt silently: what it kept is about what it holds."""
         self.learn(from_truncation(self.window, reported), sent=sent)
-        self.loaded_checked = False  # the model may have been reloaded smaller
 
     def answered(self, prompt_tokens: int) -> None:
         """A request of `prompt_tokens` (the engine's count where it gave one) was answered
@@ -169,9 +210,10 @@ class WindowWatch:
 
     # -- applying a lesson ----------------------------------------------------------------
 
-    def learn(self, lesson: WindowLesson | None, *, sent: int = 0) -> None:
+    def learn(self, lesson: WindowLesson | None, *, sent: int = 0, told: bool = True) -> None:
         """Account against the window the engine revealed from now on: thresholds, tail and
-        header follow it, and the transcript says so once, with its figure and source."""
+        header follow it, and the transcript says so once, with its figure and source
+        (`told` False: the caller tells it, in its own notice)."""
         if lesson is None:
             return
         old = self.window
@@ -199,6 +241,8 @@ class WindowWatch:
             )
         )
         self._tell_window(lesson.window, lesson.source)
+        if not told:
+            return
         self.mark(
             NOTICE_WINDOW_LEARNED,
             learned_text(old, lesson, compacts_at=compacts_at, sent=sent),

@@ -159,6 +159,10 @@ NOTICE_CUT_TO_FIT = "cut_to_fit"
 NOTICE_WINDOW_LEARNED = "window_learned"
 NOTICE_WINDOW_DOUBTED = "window_not_believed"
 NOTICE_WINDOW_DROPPED = "window_dropped"
+# An Ollama model reloaded between Brim's requests (engine/window_reloads.py): cause
+# (expired | another_client), model, window (now), old, load_ms (0: Brim's request did not
+# load it), compacts_at.
+NOTICE_MODEL_RELOADED = "model_reloaded"
 
 
 @dataclass

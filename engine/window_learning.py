@@ -109,7 +109,7 @@ def apply(current: WindowResolution, lesson: WindowLesson) -> WindowResolution:
     return replace(current, window=lesson.window, source=lesson.source, served=served)
 
 
-def _article(n: int) -> str:
+def article(n: int) -> str:
     """'a 4,096-token window', 'an 8,192-token window', 'an 11,000-token window'."""
     lead = f"{n:,}".split(",")[0]
     return "an" if lead.startswith("8") or lead in ("11", "18") else "a"
@@ -125,7 +125,7 @@ def learned_text(
     now = f"Brim now compacts at {compacts_at:,}"
     if lesson.cause == "loaded":
         loaded = lesson.reported or lesson.window
-        size = f"{_article(loaded)} {loaded:,}-token window"
+        size = f"{article(loaded)} {loaded:,}-token window"
         if lesson.source == "ceiling":
             return (
                 f"{engine} loaded {model} with {size}; the agent's max_context_tokens keeps "
@@ -134,12 +134,12 @@ def learned_text(
         return f"{engine} loaded {model} with {size}; {now}."
     if lesson.cause == "overflow":
         return (
-            f"{engine} serves {model} {_article(lesson.window)} {lesson.window:,}-token window "
+            f"{engine} serves {model} {article(lesson.window)} {lesson.window:,}-token window "
             f"(its overflow error says so), not {current.window:,}; {now}."
         )
     if lesson.cause == "reported":
         return (
-            f"{engine} reports {_article(lesson.window)} {lesson.window:,}-token window for "
+            f"{engine} reports {article(lesson.window)} {lesson.window:,}-token window for "
             f"{model} when asked after its overflow error, not {current.window:,}; {now}."
         )
     if lesson.cause == "rejected_below_report":

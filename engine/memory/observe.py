@@ -36,6 +36,7 @@ from engine.messages import Message
 from engine.providers.base import (
     ChatOptions,
     EngineReport,
+    LoadedModel,
     ModelInfo,
     Provider,
     SegmentTokenizer,
@@ -205,9 +206,12 @@ class ObservingProvider(Provider):
     def segment_tokenizer(self, model: str) -> SegmentTokenizer | None:
         return self.inner.segment_tokenizer(model)
 
-    async def loaded_window(self, model: str) -> int | None:
+    async def loaded_model(self, model: str) -> LoadedModel | None:
         # Forwarded: without it an agent with memory never learned Ollama's loaded window.
-        return await self.inner.loaded_window(model)
+        return await self.inner.loaded_model(model)
+
+    async def load_model(self, model: str) -> bool:
+        return await self.inner.load_model(model)
 
     async def ready(self) -> bool:
         return await self.inner.ready()

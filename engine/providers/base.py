@@ -85,6 +85,17 @@ class Usage:
     cached_tokens: int | None = None  # None: not reported by this engine
     prompt_eval_s: float | None = None  # time the engine spent evaluating the prompt
     eval_s: float | None = None  # time spent generating
+    load_s: float | None = None  # time before the engine could start (Ollama's load_duration)
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model as the engine holds it loaded now (Ollama's /api/ps entry): the window it was
+    loaded with and when it will be unloaded if nothing asks for it (seconds since the epoch;
+    None where the engine does not say)."""
+
+    window: int | None
+    expires_at: float | None = None
 
 
 @dataclass
@@ -152,7 +163,19 @@ class Provider(ABC):
     async def loaded_window(self, model: str) -> int | None:
         """The window the engine loaded `model` with for the requests just made, where only a
         request reveals it (Ollama's /api/ps after a lazy load); None: nothing more to say."""
+        loaded = await self.loaded_model(model)
+        return loaded.window if loaded is not None else None
+
+    async def loaded_model(self, model: str) -> LoadedModel | None:
+        """`model` as the engine holds it loaded now, where the engine loads models on demand
+        and says so (Ollama's /api/ps); None: not loaded, or nothing to say."""
         return None
+
+    async def load_model(self, model: str) -> bool:
+        """Have the engine load `model` without answering, with the options every request
+        carries (so no request reloads it), where a load is what reveals its window (Ollama:
+        `/api/chat` with no messages). False where nothing was loaded."""
+        return False
 
     async def ready(self) -> bool:
         """False while the engine answers but is still loading its model (llama-server's

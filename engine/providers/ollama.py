@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,6 +27,7 @@ from engine.messages import Message, ToolCall, model_messages
 from engine.providers.base import (
     ChatOptions,
     EngineReport,
+    LoadedModel,
     ModelInfo,
     StreamDone,
     StreamItem,
@@ -160,6 +162,18 @@ def to_ollama(message: Message) -> dict[str, Any]:
     return out
 
 
+def expiry(value: Any) -> float | None:
+    """`expires_at` of an `/api/ps` entry (RFC 3339, nanoseconds) as seconds since the
+    epoch; None for anything else, or Go's zero time."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        when = datetime.fromisoformat(value).timestamp()
+    except (ValueError, OverflowError):
+        return None
+    return when if when > 0 else None
+
+
 def _ns_to_s(value: Any) -> float | None:
     ns = as_int(value)
     return ns / 1e9 if ns is not None and ns >= 0 else None
@@ -283,15 +297,30 @@ class OllamaProvider(HttpProvider):
         if isinstance(body, dict):
             self.version = parse_version(body.get("version"))
 
-    async def loaded_window(self, model: str) -> int | None:
-        """The window `model` is loaded with now (`/api/ps`), None when it is not loaded or
-        the server does not say (before v0.10). Read after an answer: only a load tells."""
+    async def loaded_model(self, model: str) -> LoadedModel | None:
+        """`model` as `/api/ps` lists it now: the window it is loaded with (None before v0.10,
+        which does not say) and its expiry; None when it is not loaded."""
         try:
             running = await self._get_json("/api/ps")
         except ProviderError:
             return None
         entry = running_entry(running, model)
-        return as_int(entry.get("context_length")) if entry is not None else None
+        if entry is None:
+            return None
+        return LoadedModel(as_int(entry.get("context_length")), expiry(entry.get("expires_at")))
+
+    async def load_model(self, model: str) -> bool:
+        """Load `model` without answering: `/api/chat` with no messages, which Ollama answers
+        `done_reason: "load"` once the runner is up (server/routes.go, ChatHandler, on every
+        version Brim supports). The body is `chat_body`'s, so the runner options (`num_ctx`,
+        `shift`) are those of every later request and none of them reloads it; no
+        `keep_alive` either, as no request of Brim's sends one."""
+        body = {**self.chat_body(model, [], ChatOptions()), "stream": False}
+        try:
+            answer = await self.client._request(ollama.ChatResponse, "POST", "/api/chat", json=body)
+        except Exception as exc:
+            raise self._classify(exc, model) from exc
+        return answer.done_reason == "load"
 
     async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
         await self._read_version()
@@ -494,6 +523,7 @@ class OllamaProvider(HttpProvider):
                             cached_tokens=None,  # Ollama does not report prompt-cache reuse
                             prompt_eval_s=_ns_to_s(done.prompt_eval_duration),
                             eval_s=_ns_to_s(done.eval_duration),
+                            load_s=_ns_to_s(done.load_duration),
                         )
                         break
         except Exception as exc:

@@ -63,6 +63,11 @@ class RegistryRunner:
         self._schemas = compact_schemas(self.registry.schemas())
         self.compact = True
 
+    def use_full_schemas(self) -> None:
+        """Advertise the tools with their full descriptions (a window that has room again)."""
+        self._schemas = self.registry.schemas()
+        self.compact = False
+
     def schemas(self) -> list[dict[str, object]]:
         return self._schemas
 

@@ -59,11 +59,13 @@ def pin_advice(fixed_tokens: int, window: int, provider: str) -> str:
 
 
 class CompactableTools(Protocol):
-    """A tool runner that can advertise its tools with compact descriptions."""
+    """A tool runner that can advertise its tools with compact descriptions, or again in full."""
 
     def schemas(self) -> list[dict[str, Any]]: ...
 
     def use_compact_schemas(self) -> None: ...
+
+    def use_full_schemas(self) -> None: ...
 
 
 def fit_tool_schemas(
@@ -75,10 +77,11 @@ def fit_tool_schemas(
     window: int,
     provider: str,
 ) -> str | None:
-    """Decided once per loop, so the schemas stay a stable prefix: where the full tool
-    schemas would make the fixed prefix (system prompt, schemas, framing) more than 40% of
-    `space` (the window less the output reserve), the tools go compact; where even those
-    leave too little room, returns the notice that says what window to pin (else None)."""
+    """Decided when the loop is wired and again when the engine reveals another window (the
+    schemas are otherwise a stable prefix): where the full tool schemas would make the fixed
+    prefix (system prompt, schemas, framing) more than 40% of `space` (the window less the
+    output reserve), the tools go compact; where even those leave too little room, returns
+    the notice that says what window to pin (else None)."""
 
     def prefix() -> int:
         schemas = runner.schemas()
@@ -90,6 +93,7 @@ def fit_tool_schemas(
         tools = counter.count_text(json.dumps(schemas, ensure_ascii=False))
         return system_tokens + tools + counter.request_overhead(bool(schemas))
 
+    runner.use_full_schemas()
     if prefix() <= FIXED_PREFIX_MAX_RATIO * space:
         return None
     runner.use_compact_schemas()

@@ -64,7 +64,7 @@ from engine.session.outcome import describe_outcome
 from engine.session.restoring import CompactionDesk
 from engine.session.store_failure import store_failure
 from engine.session.summarizer import Summarizer
-from engine.session.wiring import LoopHooks, LoopSetting, wire_agent_loop
+from engine.session.wiring import LoopHooks, LoopSetting, decide_tool_schemas, wire_agent_loop
 from engine.store import Receipt, StoreError, UnknownConversation
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import Approver, ConversationApprover, DenyAll
@@ -404,8 +404,7 @@ class ChatSession:
             ),
         )
         self._tools = wired.tools
-        if wired.pin_advice and not self.conversation.has_notice(wired.pin_advice):
-            self._append(notice(wired.pin_advice, "warning"), emit=True)
+        self._advise(wired.pin_advice)
         self._loop = wired.loop
         self._compactions.shape(wired.loop)
 
@@ -415,8 +414,15 @@ class ChatSession:
             self._counter = counter_for(self._provider, self.agent.model)
         return self._counter
 
+    def _advise(self, advice: str | None) -> None:
+        if advice and not self.conversation.has_notice(advice):
+            self._append(notice(advice, "warning"), emit=True)
+
     def _window_learned(self, resolution: WindowResolution) -> None:
         self._window = resolution  # the engine's real window: reports and next loop use it
+        if self._loop is not None and self._provider is not None:  # the tools, decided again
+            found = (self._ensure_counter(), resolution, self.conversation.messages)
+            self._advise(decide_tool_schemas(self._tools, self.agent, self._provider, *found))
 
     async def _compact_from_tool(self) -> str:
         """The summarize_context tool's answer: what the ladder really did, in figures."""
@@ -427,7 +433,7 @@ class ChatSession:
 
     async def _resolve_window(self) -> None:
         assert self._provider is not None
-        resolution = await probe_window_telling(self._provider, self.agent, self._emit)
+        resolution = await probe_window_telling(self._provider, self.agent, self._emit, load=True)
         if resolution is None:
             return
         self._window = resolution

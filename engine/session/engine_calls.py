@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
@@ -108,11 +109,18 @@ async def wait_until_ready(
 
 
 async def probe_window(
-    provider: Provider, agent: AgentConfig, on_wait: WaitProgress | None = None
+    provider: Provider,
+    agent: AgentConfig,
+    on_wait: WaitProgress | None = None,
+    *,
+    load: Callable[[], None] | None = None,
 ) -> WindowResolution:
-    """Ask the engine what it serves and resolve the window Brim will account against."""
+    """Ask the engine what it serves and resolve the window Brim will account against. With
+    `load` (told just before), a model whose window only a load reveals is loaded first."""
     await wait_until_ready(provider, on_wait)
     report: EngineReport = await provider.report(agent.model, num_ctx=agent.num_ctx)
+    if load is not None:
+        report = await load_to_learn(provider, agent, report, load)
     return resolve_window(
         report,
         pinned=agent.num_ctx,
@@ -121,23 +129,50 @@ async def probe_window(
     )
 
 
+async def load_to_learn(
+    provider: Provider, agent: AgentConfig, report: EngineReport, told: Callable[[], None]
+) -> EngineReport:
+    """An unpinned agent whose model the engine has not loaded (Ollama, until a request
+    loads it with a window of its own choosing) has it loaded now, without an answer, and
+    the report then carries the window it was loaded with: every decision taken on the
+    window (the tool descriptions, the first answer's cap, the thresholds) is taken on the
+    real one. A load that fails leaves the report as it was: the first answer tells then."""
+    if report.loaded is not False or agent.num_ctx is not None:
+        return report
+    told()
+    try:
+        if not await provider.load_model(agent.model):
+            return report
+        loaded = await provider.loaded_model(agent.model)
+    except ProviderError as exc:
+        log.warning("could not load %s to learn its window: %s", agent.model, exc.message)
+        return report
+    if loaded is None or loaded.window is None:
+        return report
+    return replace(report, served=loaded.window, loaded=True)
+
+
 async def probe_window_telling(
-    provider: Provider, agent: AgentConfig, emit: EventSink
+    provider: Provider, agent: AgentConfig, emit: EventSink, *, load: bool = False
 ) -> WindowResolution | None:
     """`probe_window`, telling `emit` as it goes: the `loading model` state once and an
-    `engine_loading` event every poll while the engine loads its model, an error event
+    `engine_loading` event every poll while the engine loads its model (or, with `load`,
+    while Brim has it load a model that only a load tells the window of), an error event
     (and None) when the engine cannot say."""
     waiting = False
 
-    def on_wait(waited_s: float, limit_s: float) -> None:
+    def loading() -> None:
         nonlocal waiting
         if not waiting:
             waiting = True
             emit(StateEvent("loading model"))
+
+    def on_wait(waited_s: float, limit_s: float) -> None:
+        loading()
         emit(EngineLoadingEvent(engine=provider.kind, waited_s=waited_s, limit_s=limit_s))
 
     try:
-        return await probe_window(provider, agent, on_wait)
+        return await probe_window(provider, agent, on_wait, load=loading if load else None)
     except ProviderError as exc:
         emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
         return None

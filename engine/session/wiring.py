@@ -1,7 +1,8 @@
 """How a session's agent loop is put together: one function from its parts to the loop.
 
-`wire_agent_loop` builds the tools (none when the model cannot call them), decides once
-whether their schemas go compact, and builds the context ladder and the loop over the
+`wire_agent_loop` builds the tools (none when the model cannot call them), decides whether
+their schemas go compact (`decide_tool_schemas`, again when the engine reveals another
+window), and builds the context ladder and the loop over the
 conversation. It changes nothing of the session: the session keeps the loop it returns, and
 says the pin advice it returns (the fixed prefix leaves too little of the window).
 """
@@ -26,6 +27,7 @@ from engine.context import (
 from engine.context.compaction import CompactionPlan
 from engine.events import EventSink
 from engine.memory import SessionMemory
+from engine.messages import Message
 from engine.paths import BrimPaths
 from engine.providers.base import Provider
 from engine.session.adapters import RegistryRunner, workspace_tools
@@ -103,16 +105,7 @@ def wire_agent_loop(
         emit=hooks.sink,
     )
     reserve = output_reserve(agent, provider)
-    advice = None
-    if tools is not None:
-        advice = fit_tool_schemas(
-            tools,
-            counter,
-            conversation.messages,
-            space=window.window - reserve,
-            window=window.window,
-            provider=agent.provider,
-        )
+    advice = decide_tool_schemas(tools, agent, provider, counter, window, conversation.messages)
     context = ContextManager(
         window=window.window,
         count_message=counter.count_message,
@@ -142,6 +135,26 @@ def wire_agent_loop(
         on_window=hooks.on_window,
     )
     return WiredLoop(loop, tools, advice)
+
+
+def decide_tool_schemas(
+    tools: RegistryRunner | None,
+    agent: AgentConfig,
+    provider: Provider,
+    counter: TokenCounter,
+    window: WindowResolution,
+    messages: list[Message],
+) -> str | None:
+    """Full or compact tool descriptions for `window`: when the loop is wired, and again
+    whenever the engine reveals another window (a guess, an error's figure or a reload the
+    loop accounted against before). Returns the pin advice, if the prefix leaves no room."""
+    if tools is None:
+        return None
+    reserve = output_reserve(agent, provider)
+    space = window.window - reserve
+    return fit_tool_schemas(
+        tools, counter, messages, space=space, window=window.window, provider=agent.provider
+    )
 
 
 def _credentials(agent: AgentConfig, paths: BrimPaths) -> Credentials:

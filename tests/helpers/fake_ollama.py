@@ -24,6 +24,20 @@ With `shift: false` an answer stops at the window (`done_reason: "length"`).
 release candidates), where it leaves out what the prompt cache served (the prefix shared with
 the model's previous prompt, forgotten at every load), so follow-ups report a fraction.
 
+Loads, as server/routes.go and server/sched.go decide them:
+- `/api/chat` with no messages loads the model with the request's options and answers one
+  JSON object with `done_reason: "load"` (with `keep_alive: 0`, unloads it: "unload");
+  `load_requests` lists those, `chat_requests` the rest;
+- `load_duration` is the time from the request's arrival to a runner ready, never 0: a few
+  milliseconds when the model was loaded already (WARM_LOAD_NS), a load's time when this
+  request loaded it (LOAD_NS);
+- from 0.30.0 a request without `num_ctx` (and no Modelfile `num_ctx`) on a model loaded the
+  same way keeps the window it has (needsReload: `runner.numCtxAuto && req.numCtxAuto`);
+  before, it asks for the server default like any other value;
+- a model unused for `keep_alive_s` is unloaded (its `expires_at` in /api/ps passes);
+- `another_client(model, num_ctx)` is another program's request: it loads by the same rules,
+  so it reloads the model where its options differ from the loaded ones.
+
     with FakeOllama([OllamaModel("llama3.1:8b", context_length=131072)]) as srv:
         srv.script_reply("Hi.")
         ...
@@ -33,7 +47,9 @@ the model's previous prompt, forgotten at every load), so follow-ups report a fr
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play
@@ -55,6 +71,11 @@ SHIFT_OFF_MESSAGE = (  # 0.30.0+, shift off, the prompt too long even after drop
 STRICT_SINCE = (0, 12, 6)
 LLAMA_SERVER_RUNNER_SINCE = (0, 30, 0)
 CACHE_EXCLUDED_COUNT = (0, 30, 0)
+AUTO_NUM_CTX_KEPT_SINCE = (0, 30, 0)
+WARM_LOAD_NS = 1_334_875  # load_duration of a request whose model was loaded already
+LOAD_NS = 1_250_000_000  # load_duration of a request that loaded the model
+DEFAULT_KEEP_ALIVE_S = 300.0  # OLLAMA_KEEP_ALIVE's default, 5m
+OUT_OF_MEMORY = "model requires more system memory (5.5 GiB) than is available (3.1 GiB)"
 
 
 def overflow_body(sent: int, window: int) -> str:
@@ -90,6 +111,22 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("-")[0].split(".") if part.isdigit())
 
 
+def _is_load(body: Any) -> bool:
+    return isinstance(body, dict) and not body.get("messages")
+
+
+def _rfc3339(epoch: float) -> str:
+    """A time as Ollama writes it: local offset, nanoseconds."""
+    when = datetime.fromtimestamp(epoch).astimezone()
+    return (
+        when.strftime("%Y-%m-%dT%H:%M:%S.")
+        + f"{when.microsecond:06d}000"
+        + when.strftime("%z")[:3]
+        + ":"
+        + when.strftime("%z")[3:]
+    )
+
+
 def _full_name(name: str) -> str:
     return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
@@ -105,14 +142,22 @@ class FakeOllama(FakeServer):
         version: str = "0.33.0",
         ps_context_length: bool = True,
         token_delay: float = 0.0,
+        keep_alive_s: float = DEFAULT_KEEP_ALIVE_S,
+        refuse_loads: str | None = None,
     ) -> None:
+        """`refuse_loads`: the 500 error a load without messages gets (the model did not fit
+        the memory free at that moment); requests with messages load as usual."""
         super().__init__(token_delay=token_delay)
+        self.keep_alive_s = keep_alive_s
+        self.refuse_loads = refuse_loads
         self.models = {_full_name(m.name): m for m in (models or [OllamaModel()])}
         self.default_num_ctx = default_num_ctx
         self.version = version
         self.ps_context_length = ps_context_length
         self.loaded: dict[str, int] = {}  # model -> the num_ctx it is loaded with
         self.loaded_shift: dict[str, bool] = {}  # model -> its llama-server's context shift
+        self.loaded_auto: dict[str, bool] = {}  # model -> loaded with Ollama's own num_ctx
+        self.expires: dict[str, float] = {}  # model -> when it is unloaded if unused (epoch s)
         self.loads: list[tuple[str, int]] = []  # every load, reloads included
         self.reloads = 0  # loads that replaced the same model at another num_ctx
         self._cache: dict[str, list[int]] = {}  # model -> the tokens of its last prompt
@@ -127,17 +172,74 @@ class FakeOllama(FakeServer):
 
     @property
     def chat_requests(self) -> list[RecordedRequest]:
-        return self.requests_to("/api/chat")
+        """The requests that asked for an answer (a load has no messages)."""
+        return [r for r in self.requests_to("/api/chat") if not _is_load(r.body)]
 
-    def load(self, model: str, num_ctx: int, *, shift: bool = True) -> None:
-        """Load a model as another client would have (it then shows in /api/ps)."""
+    @property
+    def load_requests(self) -> list[RecordedRequest]:
+        """`/api/chat` requests with no messages: loads (or unloads) without an answer."""
+        return [r for r in self.requests_to("/api/chat") if _is_load(r.body)]
+
+    def load(self, model: str, num_ctx: int, *, shift: bool = True, auto: bool = False) -> None:
+        """Load a model as another client would have (it then shows in /api/ps); `auto`: with
+        the window Ollama chose itself (the request named no num_ctx)."""
         name = _full_name(model)
         if name in self.loaded and (self.loaded[name], self.loaded_shift[name]) != (num_ctx, shift):
             self.reloads += 1
         self.loaded[name] = num_ctx
         self.loaded_shift[name] = shift
+        self.loaded_auto[name] = auto
         self.loads.append((name, num_ctx))
         self._cache.pop(name, None)  # a load starts with an empty KV cache
+        self._touch(name)
+
+    def another_client(self, model: str, num_ctx: int | None = None, *, shift: bool = True) -> bool:
+        """Another program's chat request for `model` (`num_ctx` None: it names none), loading
+        it by the rules Brim's requests meet; True when that reloaded it."""
+        self._expire_idle()
+        name = _full_name(model)
+        options = {} if num_ctx is None else {"num_ctx": num_ctx}
+        before = len(self.loads)
+        self._schedule(name, self.models[name], options, shift)
+        return len(self.loads) > before
+
+    def unload(self, model: str) -> None:
+        """The model leaves memory (its keep-alive ran out, or `ollama stop`)."""
+        name = _full_name(model)
+        for table in (self.loaded, self.loaded_shift, self.loaded_auto, self.expires):
+            table.pop(name, None)
+        self._cache.pop(name, None)
+
+    def _touch(self, name: str) -> None:
+        self.expires[name] = time.time() + self.keep_alive_s
+
+    def _expire_idle(self) -> None:
+        now = time.time()
+        for name in [n for n, at in self.expires.items() if at <= now]:
+            self.unload(name)
+
+    def _auto(self, model: OllamaModel, options: dict[str, Any]) -> bool:
+        """Whether the window is Ollama's own choice (usesAutomaticNumCtx)."""
+        return not isinstance(options.get("num_ctx"), int) and not model.modelfile_num_ctx
+
+    def _schedule(self, name: str, model: OllamaModel, options: dict[str, Any], shift: bool) -> int:
+        """Load `name` for a request unless it is loaded the way it asks (needsReload);
+        returns the window it then runs with."""
+        window = self.window_for(model, options)
+        auto = self._auto(model, options)
+        if (
+            auto
+            and self.loaded_auto.get(name)
+            and name in self.loaded
+            and self._version >= AUTO_NUM_CTX_KEPT_SINCE
+        ):
+            window = self.loaded[name]  # both Ollama's own choice: the loaded one stands
+        loaded_shift = self.loaded_shift.get(name, True) if self.runs_llama_server else shift
+        if self.loaded.get(name) != window or loaded_shift != shift:
+            self.load(name, window, shift=shift, auto=auto)
+        else:
+            self._touch(name)
+        return window
 
     @property
     def _version(self) -> tuple[int, ...]:
@@ -212,6 +314,7 @@ class FakeOllama(FakeServer):
         ex.send_json(200, {"object": "list", "data": data})
 
     def _ps(self, ex: Exchange, req: RecordedRequest) -> None:
+        self._expire_idle()
         running = []
         for name, num_ctx in self.loaded.items():
             entry: dict[str, Any] = {
@@ -220,7 +323,7 @@ class FakeOllama(FakeServer):
                 "size": 6591830464,
                 "digest": "c" * 64,
                 "details": self._details(self.models[name]),
-                "expires_at": "2026-08-21T16:47:07.93355-07:00",
+                "expires_at": _rfc3339(self.expires.get(name, time.time())),
                 "size_vram": 5333539264,
             }
             if self.ps_context_length:
@@ -265,6 +368,17 @@ class FakeOllama(FakeServer):
         )
 
     @staticmethod
+    def _bare_answer(model: str, reason: str) -> dict[str, Any]:
+        """ChatHandler's answer to a request with no messages."""
+        return {
+            "model": model,
+            "created_at": _rfc3339(time.time()),
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": reason,
+        }
+
+    @staticmethod
     def _truncate(
         messages: list[dict[str, Any]], tools: Any, window: int
     ) -> tuple[list[dict[str, Any]], int]:
@@ -291,14 +405,25 @@ class FakeOllama(FakeServer):
             )
             return
         options = body.get("options") or {}
-        window = self.window_for(m, options)
         strict = self.takes_strict_fields
         truncate = body.get("truncate") is not False or not strict
         shift = body.get("shift") is not False or not strict
-        loaded_shift = self.loaded_shift.get(name, True) if self.runs_llama_server else shift
-        if self.loaded.get(name) != window or loaded_shift != shift:
-            self.load(name, window, shift=shift)
+        self._expire_idle()
         messages = body.get("messages") or []
+        if not messages and body.get("keep_alive") == 0:
+            self.unload(name)
+            ex.send_json(200, self._bare_answer(body["model"], "unload"))
+            return
+        if not messages and self.refuse_loads:
+            ex.send_json(500, {"error": self.refuse_loads})
+            return
+        loads = len(self.loads)
+        window = self._schedule(name, m, options, shift)
+        load_ns = LOAD_NS if len(self.loads) > loads else WARM_LOAD_NS
+        req.window = window
+        if not messages:  # a load without an answer: one JSON object, streamed or not
+            ex.send_json(200, self._bare_answer(body["model"], "load"))
+            return
         tools = body.get("tools") or None
         sent = count_chat(messages, tools)
         evaluated = sent
@@ -355,7 +480,7 @@ class FakeOllama(FakeServer):
             "done": True,
             "done_reason": done_reason,
             "total_duration": 4883583458,
-            "load_duration": 1334875,
+            "load_duration": load_ns,
             "prompt_eval_count": reported,
             "prompt_eval_duration": reported * 1_000_000,
             "eval_count": eval_count,

@@ -28,6 +28,7 @@ from engine.providers.ollama import OllamaProvider
 from engine.session import ChatSession
 from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeOllama, OllamaModel, Reply
+from tests.helpers.fake_ollama import OUT_OF_MEMORY
 
 MODEL = "qwen3:8b"
 SUMMARY = (
@@ -119,7 +120,10 @@ def test_on_an_ollama_that_cuts_silently_a_real_cut_is_flagged(
     """0.5.7 cannot be told not to cut; 0.24.0 can, but not by a provider built without
     strictness. Either way the count it reports shows the cut, and Brim says so once."""
     with FakeOllama(
-        [OllamaModel(MODEL, context_length=40960)], default_num_ctx=2048, version=version
+        [OllamaModel(MODEL, context_length=40960)],
+        default_num_ctx=2048,
+        version=version,
+        refuse_loads=OUT_OF_MEMORY,  # no load at the start: Brim assumes 4,096
     ) as fake:
         fake.responder = _answers
         provider = OllamaProvider(fake.url, strict=strict)
@@ -146,6 +150,7 @@ def test_with_truncate_false_an_over_long_prompt_is_compacted_and_answered_not_c
         _, conversation = _run(_agent(fake), tmp_path, turns)
         fake.loaded.clear()  # the model was unloaded (keep-alive), the default changed
         fake.default_num_ctx = 2048
+        fake.refuse_loads = OUT_OF_MEMORY  # its load at the start fails: 4,096 is assumed
         fake.clear_requests()
         events, _ = _run(_agent(fake), tmp_path, ["And what now?"], conversation=conversation)
         requests = fake.chat_requests

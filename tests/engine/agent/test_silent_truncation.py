@@ -10,7 +10,7 @@ from engine.config import default_agent
 from engine.events import Event, NoticeEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
-from tests.helpers.fake_ollama import FakeOllama, OllamaModel
+from tests.helpers.fake_ollama import OUT_OF_MEMORY, FakeOllama, OllamaModel
 
 MODEL = "llama3.1:8b"
 
@@ -18,7 +18,10 @@ MODEL = "llama3.1:8b"
 def test_a_silent_cut_is_told_as_a_truncation_not_as_a_rejection_with_a_retry(tmp_path: Path):
     events: list[Event] = []
     with FakeOllama(
-        [OllamaModel(MODEL, context_length=131072)], default_num_ctx=1024, version="0.5.7"
+        [OllamaModel(MODEL, context_length=131072)],
+        default_num_ctx=1024,
+        version="0.5.7",
+        refuse_loads=OUT_OF_MEMORY,  # not loaded at the start: Brim assumes 4,096
     ) as fake:
         agent = default_agent().with_changes(
             name="chat", provider="ollama", base_url=fake.url, model=MODEL

@@ -1,6 +1,6 @@
 """The window is learned as the engine reveals it, through the real session and agent loop,
-against doubles as hard as the engines: Ollama loads an unpinned model only on the first chat
-(with its default window) and cuts longer prompts from the front, still answering 200;
+against doubles as hard as the engines: Ollama loads an unpinned model only when asked (Brim
+asks at the start, with no messages) and cuts longer prompts from the front, still answering 200;
 llama-server can reject below the n_ctx its /props reports."""
 
 from __future__ import annotations
@@ -88,45 +88,41 @@ def _truncation_warnings(events: list[Event]) -> list[str]:
 # --- Ollama: a model that is not loaded yet ------------------------------------------------
 
 
-def test_an_unpinned_ollama_agent_with_an_unloaded_model_learns_the_4096_window_after_its_first_answer(  # noqa: E501
+def test_an_unpinned_ollama_agent_with_an_unloaded_model_accounts_against_4096_from_the_start(
     tmp_path: Path,
 ):
+    """The model is loaded (with no messages) at the start: /api/ps tells its window before
+    the first request, so nothing is assumed and nothing needs learning after it."""
     with FakeOllama([OllamaModel(MODEL, context_length=40960)], default_num_ctx=4096) as fake:
         fake.responder = _answers
         turns = [f"Topic {i}: " + _prose(120, i) for i in range(8)]
         events = _run(_ollama_agent(fake), tmp_path, turns)
         requests = fake.chat_requests
+        loads = fake.load_requests
 
+    assert len(loads) == 1
     first_window = _of(events, WindowEvent)[0]
-    assert (first_window.window, first_window.source) == (4096, "assumed")
+    assert (first_window.window, first_window.source) == (4096, "server")
     # Said once: in the window event, not again as a notice event.
     told = [w for e in _of(events, WindowEvent) for w in e.warnings]
     told += [e.text for e in _of(events, NoticeEvent)]
-    unknown = [t for t in told if "unknown until the first answer" in t]
-    assert len(unknown) == 1 and "num_ctx" in unknown[0] and "agent editor" in unknown[0]
-
-    learned = _of(events, WindowLearnedEvent)
-    assert [(e.engine, e.model, e.new, e.source, e.cause) for e in learned] == [
-        ("ollama", MODEL, 4096, "server", "loaded")
-    ]
-    assert learned[0].compacts_at == 3276
-    assert f"Ollama loaded {MODEL} with a 4,096-token window; Brim now compacts at 3,276." in told
-    # Said once, and the header follows: the last window event is the served one.
-    assert (_of(events, WindowEvent)[-1].window, _of(events, WindowEvent)[-1].source) == (
-        4096,
-        "server",
-    )
+    assert not [t for t in told if "unknown until the first answer" in t]
+    chooses = [t for t in told if "chooses" in t]
+    assert len(chooses) == 1 and "loaded now with 4096 tokens" in chooses[0]
+    assert "num_ctx" in chooses[0]
+    assert _of(events, WindowLearnedEvent) == []
+    assert [(e.window, e.source) for e in _of(events, WindowEvent)] == [(4096, "server")]
     assert [r for r in requests if r.truncated] == []
     assert _truncation_warnings(events) == []
 
 
-def test_an_ollama_default_larger_than_assumed_is_learned_after_the_first_answer(tmp_path: Path):
-    """Since 0.15.5 Ollama picks 32K on a 24 GiB GPU: the assumption was only a floor."""
+def test_an_ollama_default_larger_than_assumed_is_known_before_the_first_request(tmp_path: Path):
+    """Since 0.15.5 Ollama picks 32K on a 24 GiB GPU: the load at the start reads it."""
     with FakeOllama([OllamaModel(MODEL, context_length=40960)], default_num_ctx=32768) as fake:
         fake.responder = _answers
         events = _run(_ollama_agent(fake), tmp_path, ["hello", "and again"])
-    learned = _of(events, WindowLearnedEvent)
-    assert [(e.old, e.new, e.compacts_at) for e in learned] == [(4096, 32768, 26214)]
+    assert [(e.window, e.source) for e in _of(events, WindowEvent)] == [(32768, "server")]
+    assert _of(events, WindowLearnedEvent) == []
 
 
 def test_a_26_turn_run_on_an_unloaded_unpinned_ollama_compacts_and_draws_no_truncation_warning(

@@ -6,14 +6,47 @@ from pathlib import Path
 
 from tests.helpers.cli import run_brim
 from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, OllamaModel
+from tests.helpers.fake_ollama import OUT_OF_MEMORY
 
 MODEL = "qwen3:8b"
 
 
-def test_a_headless_chat_on_an_unloaded_ollama_model_emits_what_the_first_answer_taught(
+def test_a_headless_chat_on_an_unloaded_ollama_model_emits_the_window_it_was_loaded_with(
     tmp_path: Path,
 ):
+    """Loaded at the start (no messages), the model's window is the first one emitted."""
     with FakeOllama([OllamaModel(MODEL, context_length=40960)], default_num_ctx=4096) as fake:
+        fake.script_reply("Hello there.")
+        run = run_brim(
+            [
+                "chat",
+                "--headless",
+                "--provider",
+                "ollama",
+                "--base-url",
+                fake.url,
+                "--model",
+                MODEL,
+            ],
+            data_dir=tmp_path,
+            stdin="hi\n",
+        )
+        loads = len(fake.load_requests)
+    assert run.returncode == 0, run.stderr
+    assert loads == 1
+    windows = [(e["window"], e["source"]) for e in run.of_type("window")]
+    assert windows == [(4096, "server")]
+    assert run.of_type("window_learned") == []
+
+
+def test_a_headless_chat_whose_start_load_fails_emits_what_the_first_answer_taught(
+    tmp_path: Path,
+):
+    with FakeOllama(
+        [OllamaModel(MODEL, context_length=40960)],
+        default_num_ctx=4096,
+        refuse_loads=OUT_OF_MEMORY,
+    ) as fake:
         fake.script_reply("Hello there.")
         run = run_brim(
             [
