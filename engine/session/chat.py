@@ -41,7 +41,7 @@ from engine.events import (
     WindowEvent,
     WithdrawnEvent,
 )
-from engine.memory import Complete, provider_complete
+from engine.memory import provider_complete
 from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
 from engine.providers.base import Provider, StreamDone
@@ -171,7 +171,7 @@ class ChatSession:
         await self._resolve_window()
         self._write_system_prompt()  # the engine did not answer: worded as if tools go out
         self.ledger.emit_report()
-        self._emit_pending_memory()
+        self._memory.emit_pending()
         self._emit(StateEvent("ready"))
 
     async def close(self) -> None:
@@ -209,7 +209,7 @@ class ChatSession:
             else:
                 self._emit(ViewRequestEvent(decision.view))  # and words for the headless
                 if decision.view != VIEW_AGENT_EDITOR:
-                    self._emit_pending_memory(always=True)
+                    self._memory.emit_pending(always=True)
                 where = str(self.agent.source_path or "the agent's file")
                 self._emit(view_fallback_notice(decision.view, where))
             return
@@ -250,7 +250,7 @@ class ChatSession:
         except StoreError as exc:  # a full disk: said on the event stream; the session goes on
             store_failure(exc, message, self._messages, decision.accepted.action, self._emit)
         finally:
-            self._emit_pending_memory()
+            self._memory.emit_pending()
             self._emit(StateEvent("ready"))
 
     async def _await_turn(self) -> None:
@@ -545,12 +545,6 @@ class ChatSession:
 
     # -- memory (engine/session/memory_link.py) ----------------------------------------
 
-    def _memory_complete(self) -> Complete:
-        """Memory's calls run on the summarizer model (the agent's when that is not served)."""
-        assert self._provider is not None
-        model = self._summarizer.model()  # the agent's own when that one is not served
-        return provider_complete(self._provider, model, on_done=self._usage_recorder("memory"))
-
     def _usage_recorder(self, purpose: str) -> Callable[[str, StreamDone], None]:
         """What records one request of `purpose` beside the agent's, for `/usage`."""
         return lambda model, done: record_request_usage(
@@ -569,15 +563,15 @@ class ChatSession:
             await self._memory.extract(plan, window=self._window.window)
 
     def _memory_inputs(self) -> MemoryInputs:
+        """Memory's calls run on the summarizer model (the agent's when that is not served)."""
         return MemoryInputs(
             reflect_on_close=lambda: self.reflect_on_close,
             emit=self._emit,
-            complete=self._memory_complete,
+            complete=lambda: provider_complete(
+                self._provider, self._summarizer.model(), self._usage_recorder("memory")
+            ),
             counter=self._ensure_counter,
         )
-
-    def _emit_pending_memory(self, always: bool = False) -> None:
-        self._memory.emit_pending(always=always)
 
     async def _run_learn(self) -> None:
         """`/learn` as a task `cancel()` reaches (Esc, the desktop's Cancel)."""
