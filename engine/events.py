@@ -159,6 +159,10 @@ NOTICE_CUT_TO_FIT = "cut_to_fit"
 NOTICE_WINDOW_LEARNED = "window_learned"
 NOTICE_WINDOW_DOUBTED = "window_not_believed"
 NOTICE_WINDOW_DROPPED = "window_dropped"
+# llama-server's slots share one KV pool and the requests in flight outgrew it; Brim waits
+# and retries (engine/shared_pool.py). Said once per conversation: pool (tokens), slots (0:
+# not reported), needed (what Brim's request asked the pool to hold), retries (at most).
+NOTICE_SHARED_POOL = "shared_kv_pool"
 
 
 @dataclass
