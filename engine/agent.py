@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from engine.agent_texts import (
     iteration_limit_text,
     no_tools_text,
     overflow_failure_text,
+    repetition_text,
     silent_cut_text,
 )
 from engine.agent_types import (
@@ -82,6 +84,7 @@ from engine.providers.base import (
 )
 from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
 from engine.repetition import Repetition, RepetitionGuard
+from engine.shared_pool import SharedPoolWatch, keep_partial
 from engine.store import Store
 from engine.tokens import TokenCounter
 from engine.tokens.growing import GrowingCount
@@ -141,6 +144,7 @@ class AgentLoop:
             conversation_id=conversation_id,
             on_window=on_window,
         )
+        self.pool = SharedPoolWatch(mark=self._mark, conversation=conversation)
 
     @property
     def window(self) -> WindowResolution:
@@ -235,7 +239,12 @@ class AgentLoop:
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
             )
             try:
-                answer = await self._stream(request, out_cap.tokens, counted)
+                answer = await self.pool.run(
+                    functools.partial(self._stream, request, out_cap.tokens, counted),
+                    needed=counted + out_cap.tokens,
+                    pool=self.context.budget.window,
+                    slots=self.window.slots,
+                )
             except ContextOverflow as exc:
                 overflows += 1
                 # Engines that reserve the answer's room weigh it against the window too.
@@ -426,10 +435,8 @@ class AgentLoop:
                         calls = item.calls
                     elif isinstance(item, StreamDone):
                         usage, finish = item.usage, item.finish_reason
-        except (asyncio.CancelledError, ProviderError):
-            # Keep what the user already saw: a partial answer is saved, marked as such.
-            if parts:
-                self.conversation.append(assistant("".join(parts)).with_meta(partial=True))
+        except (asyncio.CancelledError, ProviderError) as exc:
+            keep_partial(self.conversation, "".join(parts), exc)  # what the user already saw
             raise
         text = "".join(parts)
         if loop is not None:
@@ -453,9 +460,7 @@ class AgentLoop:
             self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
             self._mark(
                 NOTICE_REPETITION,
-                f"Stopped the answer: it kept repeating the same {loop.block_chars:,}-character "
-                f"passage ({loop.repeats:,} times in a row). The repeats are left out of the "
-                "saved answer; ask again or rephrase.",
+                repetition_text(loop.block_chars, loop.repeats),
                 {
                     "block_chars": loop.block_chars,
                     "repeats": loop.repeats,

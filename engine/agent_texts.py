@@ -27,6 +27,15 @@ def answer_cut_text(written: int, limit: str, window: int) -> str:
     return f"Cut at {written:,} tokens: {cut_reason(limit, window)}. Type 'continue' for the rest."
 
 
+def repetition_text(block_chars: int, repeats: int) -> str:
+    """The repetition guard stopped a looping answer."""
+    return (
+        f"Stopped the answer: it kept repeating the same {block_chars:,}-character passage "
+        f"({repeats:,} times in a row). The repeats are left out of the saved answer; ask "
+        "again or rephrase."
+    )
+
+
 def cut_reason(limit: str, window: int) -> str:
     if limit == LIMIT_AGENT:
         return "the agent's output cap (max_tokens)"

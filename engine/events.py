@@ -163,6 +163,10 @@ NOTICE_WINDOW_DROPPED = "window_dropped"
 # (expired | another_client), model, window (now), old, load_ms (0: Brim's request did not
 # load it), compacts_at.
 NOTICE_MODEL_RELOADED = "model_reloaded"
+# llama-server's slots share one KV pool and the requests in flight outgrew it; Brim waits
+# and retries (engine/shared_pool.py). Said once per conversation: pool (tokens), slots (0:
+# not reported), needed (what Brim's request asked the pool to hold), retries (at most).
+NOTICE_SHARED_POOL = "shared_kv_pool"
 
 
 @dataclass

@@ -72,6 +72,7 @@ class WindowResolution:
     ceiling: int | None
     slots: int | None
     warnings: list[str] = field(default_factory=list)
+    shared_pool: bool = False  # llama-server's slots draw on one KV pool (engine/shared_pool.py)
     tool_calls: bool | None = None  # from the engine's report; None: not known
     notices: list[EngineNotice] = field(default_factory=list)  # the report's, with data
 
@@ -88,6 +89,7 @@ class WindowResolution:
             "pinned": self.pinned,
             "ceiling": self.ceiling,
             "slots": self.slots,
+            "shared_pool": self.shared_pool,
             "warnings": [*self.warnings, *(n.text for n in self.notices)],
         }
 
@@ -145,6 +147,7 @@ def resolve_window(
         ceiling=cap,
         slots=_known(report.slots),
         warnings=warnings,
+        shared_pool=report.unified_pool,
         tool_calls=report.tool_calls,
         notices=list(report.notices),
     )

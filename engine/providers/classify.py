@@ -20,6 +20,7 @@ from engine.providers.engine_text import clean
 from engine.providers.errors import (
     ContextOverflow,
     EngineUnreachable,
+    KvPoolFull,
     ModelNotFound,
     ProtocolError,
     ProviderError,
@@ -61,6 +62,16 @@ OVERFLOW_PATTERNS: tuple[str, ...] = (
     "exceeds the context window",
     "context_length_exceeded",  # OpenAI-compatible error code
     "exceed context window",  # llama-cpp-python
+)
+
+# llama-server's words when a decode finds no room left in its KV cache: with slots sharing
+# one unified pool, the requests in flight together outgrew it (tools/server/server-context.cpp:
+# a 500 `server_error`, or the same object as an in-stream `data: {"error": ...}` line once
+# the answer streams). "Input prompt is too big compared to KV size" is the same place in
+# builds before 2025. Neither is the prompt-too-long refusal (`exceed_context_size_error`).
+POOL_EXHAUSTED_PATTERNS: tuple[str, ...] = (
+    "context size has been exceeded",
+    "too big compared to kv size",
 )
 
 MODEL_MISSING_PATTERNS: tuple[str, ...] = (
@@ -234,6 +245,14 @@ def looks_like_overflow(payload: Any) -> bool:
     return any(pattern in haystack for pattern in OVERFLOW_PATTERNS)
 
 
+def looks_like_pool_exhaustion(payload: Any) -> bool:
+    fields = error_fields(payload)
+    if fields.get("type") == "exceed_context_size_error":
+        return False
+    message = str(fields.get("message", "")).lower()
+    return any(pattern in message for pattern in POOL_EXHAUSTED_PATTERNS)
+
+
 def overflow_numbers(payload: Any) -> tuple[int | None, int | None]:
     """(prompt tokens, window) as the engine stated them, where it did."""
     fields = error_fields(payload)
@@ -263,6 +282,10 @@ def classify_payload(
     message = error_message(payload) or "no details"
     where = f"{engine} at {safe_url(url)}"
     http = f"HTTP {status}" if status and status != 200 else "mid-stream"
+    if looks_like_pool_exhaustion(payload) and (status is None or status in (200, 500)):
+        return KvPoolFull(
+            f"{where} ran out of the KV cache its slots share ({http}: {message})", status=status
+        )
     if looks_like_overflow(payload) and (status is None or status in (200, 400, 413, 422)):
         prompt, window = overflow_numbers(payload)
         return ContextOverflow(

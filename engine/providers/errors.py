@@ -6,6 +6,7 @@
      ├── ContextOverflow       the engine rejected the prompt as longer than its window
      ├── ToolsUnsupported      the engine refused the request because it carried tools
      ├── ServerError           the engine failed (HTTP 5xx, an error line mid-stream, a crash)
+     │    └── KvPoolFull       llama-server's shared KV pool ran out under the requests in flight
      └── ProtocolError         the engine answered something Brim cannot read
 
 `kind` is the stable name used in the headless `error` event.
@@ -63,6 +64,20 @@ class ToolsUnsupported(ProviderError):
 
 class ServerError(ProviderError):
     kind = "server_error"
+
+
+class KvPoolFull(ServerError):
+    """llama-server's slots share one KV pool (its default: four slots, unified), and the
+    requests in flight together outgrew it: the server fails every one of them at once, this
+    one among them, though each alone may fit. Another request of Brim's, or another client,
+    was drawing on the same pool. `partial` is an answer cut short by it, when one had begun
+    (kept only if no retry replaces it)."""
+
+    kind = "kv_pool_full"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.partial: object | None = None
 
 
 class ProtocolError(ProviderError):

@@ -8,14 +8,16 @@ guarantee); the automatic four-slot setting does, so that one is warned about.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
-from engine.providers.base import EngineReport, ModelInfo, Usage
+from engine.providers.base import ChatOptions, EngineReport, ModelInfo, StreamItem, Usage
 from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
 from engine.providers.http_base import as_int, as_window
 from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
+from engine.providers.server_gate import ServerGate
 
 
 def _ms_to_s(value: Any) -> float | None:
@@ -31,6 +33,18 @@ class LlamaCppProvider(OpenAICompatProvider):
     kind = "llamacpp"
     engine_name = "llama-server"
     owned_by = "llamacpp"
+
+    def __init__(self, base_url: str | None = None, **kw: Any) -> None:
+        super().__init__(base_url, **kw)
+        # Brim's own chat requests to this server never overlap (engine/providers/server_gate.py).
+        self.gate = ServerGate(self.base_url)
+
+    async def stream_chat(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[StreamItem]:
+        async with self.gate.held():
+            async for item in super().stream_chat(model, messages, options):
+                yield item
 
     async def ready(self) -> bool:
         """True once `/health` answers 200 (it answers 503 while the model loads). A build
@@ -128,8 +142,10 @@ class LlamaCppProvider(OpenAICompatProvider):
                 f"llama-server runs {slots} slots, its automatic setting when started without "
                 f"--parallel, in which the slots share one KV pool (--kv-unified): a request "
                 f"may use up to {per_slot} tokens, but concurrent requests draw on the same "
-                "pool and can starve this one. Start it with an explicit --parallel N for a "
-                "guaranteed per-slot window."
+                "pool and can starve this one (every request in flight then fails with "
+                '"Context size has been exceeded."). Brim sends its own requests one at a '
+                "time and retries when another client fills the pool. Start it with an "
+                "explicit --parallel N for a guaranteed per-slot window."
             )
         caps = props.get("chat_template_caps")
         tools = caps.get("supports_tools") if isinstance(caps, dict) else None

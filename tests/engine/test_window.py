@@ -21,6 +21,7 @@ PROBE_FIELDS = {
     "pinned",
     "ceiling",
     "slots",
+    "shared_pool",
     "warnings",
 }
 
@@ -312,6 +313,7 @@ def test_the_probe_json_carries_exactly_the_contract_fields():
         "pinned": None,
         "ceiling": None,
         "slots": 2,
+        "shared_pool": False,
         "warnings": [],
     }
 

@@ -76,6 +76,7 @@ class RecordedRequest:
     window: int | None = None  # the window in force for this request
     truncated: bool = False  # Ollama cut the prompt silently
     rejected: bool = False  # refused as longer than the window (an overflow error)
+    pool_failed: bool = False  # failed because the shared KV pool ran dry (llama-server)
     reply: Reply | None = None
 
 
@@ -396,14 +397,21 @@ def play(
     piece: Callable[[str], bytes],
     error_event: Callable[[], bytes],
     malformed: bytes,
+    stop: Callable[[], bytes | None] | None = None,
 ) -> bool:
     """Stream `pieces` (already started), injecting the reply's mid-stream failure. True when
-    every piece went out and the caller should finish the stream normally."""
+    every piece went out and the caller should finish the stream normally. `stop()`, asked
+    before each piece, gives the bytes of an engine's own failure to end the stream with."""
     delay = reply.token_delay if reply.token_delay is not None else server.token_delay
     failing = reply.fail in MIDSTREAM_FAILURES
     for index, text in enumerate(pieces):
         if failing and index == reply.fail_after:
             break
+        ending = stop() if stop is not None else None
+        if ending is not None:
+            exchange.write(ending)
+            exchange.end_stream()
+            return False
         if not exchange.write(piece(text)) or not exchange.pause(delay):
             return False
     else:

@@ -17,6 +17,7 @@ import time
 from typing import Any, Literal
 
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, Reply, play
+from tests.helpers.fake_kv_pool import POOL_MESSAGE, KvPool
 from tests.helpers.fake_tokenizer import (
     common_prefix,
     count_text,
@@ -38,6 +39,7 @@ class FakeOpenAIServer(FakeServer):
         # `Authorization: Bearer <key>` get the engine's 401.
         self.api_key: str | None = None
         self._last_prompt: list[int] = []
+        self.pool: KvPool | None = None  # llama-server's KV cells (tests/helpers/fake_kv_pool.py)
         self.route("GET", "/v1/models", self._models)
         self.route("POST", self.chat_path, self._chat)
 
@@ -145,7 +147,47 @@ class FakeOpenAIServer(FakeServer):
             self.send_overflow(ex, body, prompt, max_tokens, window)
             return
         cached = self.cached_tokens(tokens)
+        key = id(req)
+        if self.pool is not None and not self.pool.admit(key, prompt):
+            self.pool.release(key)
+            self.send_pool_error(ex, req, stream=bool(body.get("stream")))
+            return
+        try:
+            self._respond(ex, req, body, reply, prompt, window, max_tokens, cached)
+        finally:
+            if self.pool is not None:
+                self.pool.release(key)
 
+    def pool_error_event(self, req: RecordedRequest) -> bytes:
+        req.pool_failed = True
+        return (
+            b"data: "
+            + json.dumps(self.error_body(500, POOL_MESSAGE, "server_error")).encode()
+            + b"\n\n"
+        )
+
+    def send_pool_error(self, ex: Exchange, req: RecordedRequest, *, stream: bool) -> None:
+        """The shared pool ran dry: a 500, or (streaming) the error as the stream's event."""
+        if not stream:
+            req.pool_failed = True
+            ex.send_json(500, self.error_body(500, POOL_MESSAGE, "server_error"))
+            return
+        ex.start_stream("text/event-stream")
+        ex.write(self.pool_error_event(req))
+        ex.end_stream()
+
+    def _respond(
+        self,
+        ex: Exchange,
+        req: RecordedRequest,
+        body: dict[str, Any],
+        reply: Reply,
+        prompt: int,
+        window: int,
+        max_tokens: Any,
+        cached: int,
+    ) -> None:
+        key = id(req)
         pieces = split_reply(reply.text)
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         room = window - prompt
@@ -212,6 +254,9 @@ class FakeOpenAIServer(FakeServer):
             piece=lambda text: event(chunk({"content": text})),
             error_event=lambda: self.midstream_error(reply),
             malformed=b'data: {"choices": [\n\n',
+            stop=lambda: (
+                None if self.pool is None or self.pool.grow(key) else self.pool_error_event(req)
+            ),
         ):
             return
         for i, call in enumerate(calls):
@@ -242,12 +287,17 @@ class FakeOpenAIServer(FakeServer):
         ex.end_stream()
 
 
+AUTO_SLOTS = 4  # llama-server's slots when started without --parallel (then unified)
+
 OverflowStyle = Literal["http400", "legacy400", "sse_error_field", "sse_data_error"]
 
 
 class FakeLlamaServer(FakeOpenAIServer):
-    """llama-server. `n_ctx` is `-c`, `slots` is `-np`; without `kv_unified` each slot gets
-    n_ctx // slots, with it every slot may use all of n_ctx from one shared pool.
+    """llama-server. `n_ctx` is `-c`, `slots` is `-np`. The default is the real server's
+    without `--parallel`: 4 slots over one unified pool of n_ctx cells, each slot reporting
+    all of n_ctx, and every request in flight failing together when they outgrow the pool
+    (tests/helpers/fake_kv_pool.py). An explicit `slots` without `kv_unified` gives each slot
+    n_ctx // slots of its own.
 
     overflow_style (a prompt of at least the slot's window):
       "http400"          400 `exceed_context_size_error` with n_prompt_tokens / n_ctx (now)
@@ -276,13 +326,13 @@ class FakeLlamaServer(FakeOpenAIServer):
     def __init__(
         self,
         n_ctx: int = 4096,
-        slots: int = 1,
+        slots: int | None = None,  # None: the default, 4 slots sharing one pool
         *,
-        kv_unified: bool = False,
+        kv_unified: bool | None = None,  # None: unified exactly when `slots` is the default
         n_ctx_train: int = 8192,
         model: str = "SmolLM2-135M-Instruct-Q4_1",
         loading: bool = False,
-        meta_n_ctx: bool = True,  # 2026 builds also put the whole n_ctx in /v1/models meta
+        meta_n_ctx: bool = True,  # 2026 builds also put the slot's n_ctx in /v1/models meta
         cached_details: bool = True,  # 2026 builds: usage.prompt_tokens_details.cached_tokens
         default_system_prompt: str | None = None,
         overflow_style: OverflowStyle = "http400",
@@ -290,10 +340,6 @@ class FakeLlamaServer(FakeOpenAIServer):
         # /props `chat_template_caps`: None gives a tool-calling template's; {} leaves the
         # field out, as older builds do.
         template_caps: dict[str, bool] | None = None,
-        # The size it really rejects from, below what /props reports (slots sharing one KV
-        # pool run out before n_ctx); the rejection is the ordinary exceed_context_size_error
-        # naming the slot's n_ctx, as the server's own check would.
-        real_limit: int | None = None,
     ) -> None:
         super().__init__(model, token_delay=token_delay)
         self.template_caps = (
@@ -302,15 +348,15 @@ class FakeLlamaServer(FakeOpenAIServer):
             else template_caps
         )
         self.n_ctx = n_ctx
-        self.slots = slots
-        self.kv_unified = kv_unified
+        self.slots = AUTO_SLOTS if slots is None else slots
+        self.kv_unified = slots is None if kv_unified is None else kv_unified
+        self.pool = KvPool(n_ctx, shared=self.kv_unified and self.slots > 1)
         self.n_ctx_train = n_ctx_train
         self.loading = loading
         self.meta_n_ctx = meta_n_ctx
         self.cached_details = cached_details
         self.default_system_prompt = default_system_prompt
         self.overflow_style = overflow_style
-        self.real_limit = real_limit
         self.route("GET", "/health", self._health)
         self.route("GET", "/props", self._props)
         self.route("POST", "/tokenize", self._tokenize)
@@ -344,8 +390,6 @@ class FakeLlamaServer(FakeOpenAIServer):
         return tokenize(self.render(body), add_special=True)
 
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
-        if self.real_limit is not None and prompt >= self.real_limit:
-            return True
         return prompt >= window
 
     @property
@@ -454,8 +498,8 @@ class FakeLlamaServer(FakeOpenAIServer):
         meta: dict[str, Any] | None = None
         if not self.loading:
             meta = {"vocab_type": 2, "n_vocab": 49152, "n_ctx_train": self.n_ctx_train}
-            if self.meta_n_ctx:
-                meta["n_ctx"] = self.n_ctx
+            if self.meta_n_ctx:  # the slot's, as /props (seen on the real server, -np 2)
+                meta["n_ctx"] = self.per_slot
         ex.send_json(
             200,
             {

@@ -7,8 +7,8 @@ in the way. It is as hard as the engines where the loop and the ladder care:
 - it counts every request with the same content-sensitive BPE as the loopback fakes
   (`fake_tokenizer`: digits and JSON cost more per character than prose), and tells Brim
   the same counts through `segment_tokenizer`, as llama-server does through `/tokenize`;
-- it reports one window (`/props` says `window`) but rejects a prompt above `real_limit`
-  when that is smaller (slots sharing one KV pool), with llama-server's overflow message;
+- it reports one window (`/props` says `window`) and rejects a prompt above it, with
+  llama-server's overflow message;
 - it reuses its cache as a prefix cache does: `cached_tokens` is the prompt's common token
   prefix with the request before it.
 
@@ -93,10 +93,9 @@ class InProcessEngine(Provider):
 
     kind = "llamacpp"
 
-    def __init__(self, *, window: int = 4096, real_limit: int | None = None) -> None:
+    def __init__(self, *, window: int = 4096) -> None:
         super().__init__("http://in-process")
         self.window = window
-        self.real_limit = real_limit
         self.requests: list[Request] = []
         self.responder: Callable[[Request], Answer] = lambda _request: Answer()
         self._script: list[Answer] = []
@@ -141,7 +140,7 @@ class InProcessEngine(Provider):
         cached = common_prefix(tokens, self._cache)
         request = Request(list(messages), options, len(tokens), cached)
         self.requests.append(request)
-        limit = min(self.window, self.real_limit or self.window)
+        limit = self.window
         if len(tokens) > limit:  # llama-server weighs the prompt alone against n_ctx
             request.rejected = True
             raise ContextOverflow(

@@ -67,7 +67,7 @@ def start_llama_server(
     log_dir: Path,
     *,
     ctx: int = 4096,
-    parallel: int = 2,
+    parallel: int | None = 2,  # None: no -np, llama-server's default (4 slots, one shared pool)
     port: int | None = None,
     extra_args: list[str] | None = None,
     timeout: float = 60.0,
@@ -91,8 +91,7 @@ def start_llama_server(
         str(port),
         "-c",
         str(ctx),
-        "-np",
-        str(parallel),
+        *(["-np", str(parallel)] if parallel is not None else []),
         "--no-repack",
         "-t",
         "2",

@@ -75,24 +75,6 @@ def test_a_pin_above_the_slot_yields_to_the_slot_so_the_ladder_compacts_before_a
     assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13
 
 
-def test_one_rejection_below_the_reported_window_compacts_and_the_retry_succeeds(tmp_path: Path):
-    """/props says 8192 but the server runs out at 1,500 (slots sharing one KV pool): the
-    first over-long request is rejected, Brim learns the real bound, compacts, retries."""
-
-    def respond(request):  # type: ignore[no-untyped-def]
-        return Reply(text=SUMMARY if is_compaction(request.body) else "ok")
-
-    with FakeLlamaServer(n_ctx=8192, slots=1, real_limit=1500) as fake:
-        fake.responder = respond
-        events, _ = _run(fake, tmp_path, [*_long_history(), "And the final question?"])
-        rejected = fake.rejections
-    compactions = [e for e in events if isinstance(e, CompactionEvent)]
-    assert next(c.reason for c in compactions if c.phase == "finished") == "context_overflow"
-    assert len(rejected) == 1
-    assert [e for e in events if isinstance(e, ErrorEvent)] == []
-    assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13
-
-
 def test_an_engine_that_always_rejects_gives_a_clear_error_and_keeps_the_conversation(
     tmp_path: Path,
 ):

@@ -198,26 +198,6 @@ def _llama_agent(fake: FakeLlamaServer, **changes: Any) -> Any:
     )
 
 
-def test_a_server_that_rejects_above_3000_while_reporting_8192_costs_at_most_2_rejections_in_30_turns(  # noqa: E501
-    tmp_path: Path,
-):
-    with FakeLlamaServer(n_ctx=8192, slots=1, n_ctx_train=32768, real_limit=3000) as fake:
-        fake.responder = _answers
-        # ~250 tokens a turn: believing 8192 the history grows past 3000 again and again after
-        # each compaction (3 rejections on the code that never lowered the window).
-        turns = [f"Topic {i}: " + _prose(200, i) for i in range(30)]
-        events = _run(_llama_agent(fake), tmp_path, turns)
-        rejections = fake.rejections
-    assert len(rejections) <= 2, [r.prompt_tokens for r in rejections]
-    assert len(rejections) >= 1  # the report was believed until the server showed otherwise
-    assert _of(events, ErrorEvent) == []
-    assert len(_of(events, TurnEndEvent)) == 30
-    learned = _of(events, WindowLearnedEvent)
-    assert learned and learned[0].cause == "rejected_below_report"
-    # From the first rejection on, Brim accounts against at most what the server refused.
-    assert learned[0].new <= rejections[0].prompt_tokens
-
-
 def test_several_overflows_in_one_turn_each_retry_with_less_and_the_turn_succeeds(
     tmp_path: Path,
 ):

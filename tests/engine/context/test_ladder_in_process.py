@@ -93,18 +93,6 @@ def test_after_a_compaction_the_model_sees_its_checkpoint_as_condensed_history(t
         assert "Track the figures" in request.messages[0].content
 
 
-def test_a_server_that_rejects_below_its_report_is_learned_without_an_error(tmp_path):
-    engine = InProcessEngine(window=8192, real_limit=3000)
-    engine.responder = _answer
-    events: list[Event] = []
-    asyncio.run(_run(_session(engine, tmp_path, events), [_turn(i) for i in range(20)]))
-
-    assert not [e for e in events if isinstance(e, ErrorEvent)]
-    assert sum(r.rejected for r in engine.requests) <= 2
-    late = engine.answered[-5:]
-    assert all(r.prompt_tokens <= 3000 for r in late)
-
-
 def test_a_tool_call_runs_in_the_workspace_and_its_result_reaches_the_next_request(tmp_path):
     (tmp_path / "notes.md").write_text("The release is on Thursday.\n")
     engine = InProcessEngine(window=8192)
