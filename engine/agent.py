@@ -22,6 +22,7 @@ from engine.agent_texts import (
     iteration_limit_text,
     no_tools_text,
     overflow_failure_text,
+    repetition_notice,
     silent_cut_text,
 )
 from engine.agent_types import (
@@ -38,10 +39,7 @@ from engine.agent_window import WindowWatch
 from engine.answer_calls import calls_capped, not_run_result, take_calls
 from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
-from engine.context.constants import (
-    REASON_MANUAL,
-    REASON_SESSION_BUDGET,
-)
+from engine.context.constants import REASON_MANUAL, REASON_SESSION_BUDGET
 from engine.events import (
     NOTICE_ANSWER_CUT,
     NOTICE_CALLS_CAPPED,
@@ -71,7 +69,7 @@ from engine.messages import (
     notice,
     tool_result,
 )
-from engine.output_cap import LIMIT_IGNORED, OutputCap, client_limit, output_cap
+from engine.output_cap import LIMIT_IGNORED, LIMIT_ROOM, OutputCap, client_limit, output_cap
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -234,7 +232,7 @@ class AgentLoop:
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
             )
             try:
-                answer = await self._stream(request, out_cap.tokens, counted)
+                answer, out_cap = await self._answer(request, out_cap, counted)
             except ContextOverflow as exc:
                 overflows += 1
                 # Engines that reserve the answer's room weigh it against the window too.
@@ -395,6 +393,24 @@ class AgentLoop:
             text, details = calls_capped(not_run, ran=len(calls) - 1)
             self._mark(NOTICE_CALLS_CAPPED, text, details, level="warning")
 
+    async def _answer(
+        self, request: list[Message], cap: OutputCap, counted: int
+    ) -> tuple[Answer, OutputCap]:
+        """The answer and the cap it had. vLLM and SGLang refuse prompt + max_tokens above
+        their window: refused for the answer's room alone, the same request goes again
+        with the room left, and a prompt that fits is not compacted."""
+        try:
+            return await self._stream(request, cap.tokens, counted), cap
+        except ContextOverflow as exc:
+            tolerance = self.count_error.tolerance
+            schemas = self._schemas()
+            room = await self.watch.room_left(
+                exc, cap.tokens, request, schemas, sent=counted, tolerance=tolerance
+            )
+            if room is None:
+                raise
+        return await self._stream(request, room, counted), OutputCap(room, LIMIT_ROOM)
+
     async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> Answer:
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
@@ -451,20 +467,8 @@ class AgentLoop:
         (the user can ask for more) or stopped by the repetition guard."""
         message = assistant(answer.text, answer.calls)
         if answer.repetition is not None:
-            loop = answer.repetition
             self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
-            self._mark(
-                NOTICE_REPETITION,
-                f"Stopped the answer: it kept repeating the same {loop.block_chars:,}-character "
-                f"passage ({loop.repeats:,} times in a row). The repeats are left out of the "
-                "saved answer; ask again or rephrase.",
-                {
-                    "block_chars": loop.block_chars,
-                    "repeats": loop.repeats,
-                    "dropped_chars": loop.dropped_chars,
-                },
-                level="warning",
-            )
+            self._mark(NOTICE_REPETITION, *repetition_notice(answer.repetition), level="warning")
             return
         if answer.finish_reason != FINISH_LENGTH:
             self.conversation.append(message)

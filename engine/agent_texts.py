@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, LIMIT_IGNORED
 from engine.providers.errors import ContextOverflow, ToolsUnsupported
+from engine.repetition import Repetition
 
 
 def no_tools_text(refusal: ToolsUnsupported) -> str:
@@ -74,3 +75,18 @@ def budget_stop_text(budget: int) -> str:
         f"Token budget used up ({budget:,} tokens for this run): the run stops here with its "
         "progress saved. Type 'continue' to keep it going."
     )
+
+
+def repetition_notice(loop: Repetition) -> tuple[str, dict[str, int | str]]:
+    """The notice for an answer the repetition guard stopped, and its figures."""
+    text = (
+        f"Stopped the answer: it kept repeating the same {loop.block_chars:,}-character "
+        f"passage ({loop.repeats:,} times in a row). The repeats are left out of the "
+        "saved answer; ask again or rephrase."
+    )
+    details: dict[str, int | str] = {
+        "block_chars": loop.block_chars,
+        "repeats": loop.repeats,
+        "dropped_chars": loop.dropped_chars,
+    }
+    return text, details

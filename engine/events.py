@@ -159,6 +159,10 @@ NOTICE_CUT_TO_FIT = "cut_to_fit"
 NOTICE_WINDOW_LEARNED = "window_learned"
 NOTICE_WINDOW_DOUBTED = "window_not_believed"
 NOTICE_WINDOW_DROPPED = "window_dropped"
+# vLLM or SGLang refused prompt + max_tokens, the prompt alone fits: the same request went
+# again with the room the engine left (engine/output_cap.py): max_tokens, refused,
+# prompt_tokens (the engine's count), counted (Brim's), window.
+NOTICE_ANSWER_ROOM = "answer_room_lowered"
 
 
 @dataclass
