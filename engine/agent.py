@@ -23,7 +23,7 @@ from engine.agent_texts import (
     iteration_limit_text,
     no_tools_text,
     overflow_failure_text,
-    repetition_text,
+    repetition_notice,
     silent_cut_text,
 )
 from engine.agent_types import (
@@ -40,10 +40,7 @@ from engine.agent_window import WindowWatch
 from engine.answer_calls import calls_capped, not_run_result, take_calls
 from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
-from engine.context.constants import (
-    REASON_MANUAL,
-    REASON_SESSION_BUDGET,
-)
+from engine.context.constants import REASON_MANUAL, REASON_SESSION_BUDGET
 from engine.events import (
     NOTICE_ANSWER_CUT,
     NOTICE_CALLS_CAPPED,
@@ -73,7 +70,7 @@ from engine.messages import (
     notice,
     tool_result,
 )
-from engine.output_cap import LIMIT_IGNORED, OutputCap, client_limit, output_cap
+from engine.output_cap import LIMIT_IGNORED, LIMIT_ROOM, OutputCap, client_limit, output_cap
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -239,12 +236,7 @@ class AgentLoop:
                 self.agent.max_tokens, window=self.context.budget.window, prompt_tokens=counted
             )
             try:
-                answer = await self.pool.run(
-                    functools.partial(self._stream, request, out_cap.tokens, counted),
-                    needed=counted + out_cap.tokens,
-                    pool=self.context.budget.window,
-                    slots=self.window.slots,
-                )
+                answer, out_cap = await self._answer(request, out_cap, counted)
             except ContextOverflow as exc:
                 overflows += 1
                 # Engines that reserve the answer's room weigh it against the window too.
@@ -301,7 +293,7 @@ class AgentLoop:
         # Nothing is trimmed after the reply: what the answer took is made room for by the next
         # request's ladder, where compaction gets first refusal, so the user's earlier
         # messages are summarized rather than dropped to make room for the answer.
-        outcome = self._outcome(totals, started, iterations, stopped=stopped)
+        outcome = totals.outcome(time.monotonic() - started, iterations, stopped=stopped)
         self._record_receipt(outcome, totals)
         return outcome
 
@@ -402,6 +394,33 @@ class AgentLoop:
             text, details = calls_capped(not_run, ran=len(calls) - 1)
             self._mark(NOTICE_CALLS_CAPPED, text, details, level="warning")
 
+    async def _answer(
+        self, request: list[Message], cap: OutputCap, counted: int
+    ) -> tuple[Answer, OutputCap]:
+        """The answer and the cap it had. vLLM and SGLang refuse prompt + max_tokens above
+        their window: refused for the answer's room alone, the same request goes again
+        with the room left, and a prompt that fits is not compacted."""
+        try:
+            return await self._pooled(request, cap.tokens, counted), cap
+        except ContextOverflow as exc:
+            tolerance = self.count_error.tolerance
+            schemas = self._schemas()
+            room = await self.watch.room_left(
+                exc, cap.tokens, request, schemas, sent=counted, tolerance=tolerance
+            )
+            if room is None:
+                raise
+        return await self._pooled(request, room, counted), OutputCap(room, LIMIT_ROOM)
+
+    async def _pooled(self, request: list[Message], max_tokens: int, counted: int) -> Answer:
+        """The answer, sent again while a shared KV pool drains (engine/shared_pool.py)."""
+        return await self.pool.run(
+            functools.partial(self._stream, request, max_tokens, counted),
+            needed=counted + max_tokens,
+            pool=self.context.budget.window,
+            slots=self.window.slots,
+        )
+
     async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> Answer:
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
@@ -456,18 +475,8 @@ class AgentLoop:
         (the user can ask for more) or stopped by the repetition guard."""
         message = assistant(answer.text, answer.calls)
         if answer.repetition is not None:
-            loop = answer.repetition
             self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
-            self._mark(
-                NOTICE_REPETITION,
-                repetition_text(loop.block_chars, loop.repeats),
-                {
-                    "block_chars": loop.block_chars,
-                    "repeats": loop.repeats,
-                    "dropped_chars": loop.dropped_chars,
-                },
-                level="warning",
-            )
+            self._mark(NOTICE_REPETITION, *repetition_notice(answer.repetition), level="warning")
             return
         if answer.finish_reason != FINISH_LENGTH:
             self.conversation.append(message)
@@ -562,24 +571,12 @@ class AgentLoop:
         self.conversation.append(notice(text, level).with_meta(notice_kind=kind, **details))
         self.sink(NoticeEvent(level, text, kind=kind, details=details))
 
-    def _outcome(
-        self,
-        totals: Totals,
-        started: float,
-        iterations: int,
-        *,
-        error: ProviderError | None = None,
-        stopped: str | None = None,
-    ) -> TurnOutcome:
-        elapsed = time.monotonic() - started
-        return totals.outcome(elapsed, iterations, error=error, stopped=stopped)
-
     def _failed(
         self, totals: Totals, started: float, iterations: int, exc: ProviderError, text: str
     ) -> TurnOutcome:
         """The turn ends on `exc`. What it spent before (tool steps answered, an answer cut
         off) still gets its receipt, told before the error so the error is the last word."""
-        outcome = self._outcome(totals, started, iterations, error=exc)
+        outcome = totals.outcome(time.monotonic() - started, iterations, error=exc)
         if outcome.prompt_tokens or outcome.completion_tokens:
             self._record_receipt(outcome, totals)
         self.sink(ErrorEvent(exc.kind, text, retryable=exc.retryable))

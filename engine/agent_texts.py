@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, LIMIT_IGNORED
 from engine.providers.errors import ContextOverflow, ToolsUnsupported
+from engine.repetition import Repetition
 
 
 def no_tools_text(refusal: ToolsUnsupported) -> str:
@@ -25,15 +26,6 @@ def iteration_limit_text(iterations: int, cap: int) -> str:
 def answer_cut_text(written: int, limit: str, window: int) -> str:
     """An answer stopped at its output cap: at how many tokens, and whose cap it was."""
     return f"Cut at {written:,} tokens: {cut_reason(limit, window)}. Type 'continue' for the rest."
-
-
-def repetition_text(block_chars: int, repeats: int) -> str:
-    """The repetition guard stopped a looping answer."""
-    return (
-        f"Stopped the answer: it kept repeating the same {block_chars:,}-character passage "
-        f"({repeats:,} times in a row). The repeats are left out of the saved answer; ask "
-        "again or rephrase."
-    )
 
 
 def cut_reason(limit: str, window: int) -> str:
@@ -83,3 +75,18 @@ def budget_stop_text(budget: int) -> str:
         f"Token budget used up ({budget:,} tokens for this run): the run stops here with its "
         "progress saved. Type 'continue' to keep it going."
     )
+
+
+def repetition_notice(loop: Repetition) -> tuple[str, dict[str, int | str]]:
+    """The notice for an answer the repetition guard stopped, and its figures."""
+    text = (
+        f"Stopped the answer: it kept repeating the same {loop.block_chars:,}-character "
+        f"passage ({loop.repeats:,} times in a row). The repeats are left out of the "
+        "saved answer; ask again or rephrase."
+    )
+    details: dict[str, int | str] = {
+        "block_chars": loop.block_chars,
+        "repeats": loop.repeats,
+        "dropped_chars": loop.dropped_chars,
+    }
+    return text, details

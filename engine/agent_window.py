@@ -20,6 +20,7 @@ from typing import Any
 from engine.config import AgentConfig
 from engine.context import ContextManager
 from engine.events import (
+    NOTICE_ANSWER_ROOM,
     NOTICE_MODEL_RELOADED,
     NOTICE_WINDOW_DOUBTED,
     NOTICE_WINDOW_DROPPED,
@@ -28,6 +29,8 @@ from engine.events import (
     WindowEvent,
     WindowLearnedEvent,
 )
+from engine.messages import Message
+from engine.output_cap import room_after_refusal
 from engine.providers.base import LoadedModel, Provider
 from engine.providers.errors import ContextOverflow
 from engine.window import WindowResolution
@@ -176,6 +179,44 @@ class WindowWatch:
                 level="warning",
             )
         self.learn(lesson, sent=sent)
+
+    async def room_left(
+        self,
+        exc: ContextOverflow,
+        refused: int,
+        request: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        sent: int,
+        tolerance: float,
+    ) -> int | None:
+        """A refusal of prompt + `refused` tokens of answer room (vLLM, SGLang) where the
+        prompt alone fits: the max_tokens to send the same request with, told once and with
+        what the refusal says about the window learned. None where the prompt must shrink
+        (the ladder's business). Where the engine named only a floor for the prompt (vLLM
+        now), its own count of the request is asked, if it can count."""
+        prompt = None
+        if exc.prompt_floor is not None and exc.output_tokens:
+            prompt = await self.provider.count_prompt(self.agent.model, request, tools)
+        room = room_after_refusal(exc, refused, prompt)
+        if room is None or exc.window is None:
+            return None
+        await self.overflow(exc, sent=sent, needed=sent + refused, tolerance=tolerance)
+        engine_count = exc.window - room - 1
+        self.mark(
+            NOTICE_ANSWER_ROOM,
+            f"{self.engine} counts this request at {engine_count:,} tokens (Brim counted "
+            f"{sent:,}), so {refused:,} more for the answer would pass its {exc.window:,}-token "
+            f"window: the answer gets the {room:,} tokens left, and nothing is compacted.",
+            {
+                "max_tokens": room,
+                "refused": refused,
+                "prompt_tokens": engine_count,
+                "counted": sent,
+                "window": exc.window,
+            },
+        )
+        return room
 
     def truncated(self, reported: int, sent: int) -> None:
         """Ollama cut a prompt silently: what it kept is about what it holds."""

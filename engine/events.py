@@ -167,6 +167,10 @@ NOTICE_MODEL_RELOADED = "model_reloaded"
 # and retries (engine/shared_pool.py). Said once per conversation: pool (tokens), slots (0:
 # not reported), needed (what Brim's request asked the pool to hold), retries (at most).
 NOTICE_SHARED_POOL = "shared_kv_pool"
+# vLLM or SGLang refused prompt + max_tokens, the prompt alone fits: the same request went
+# again with the room the engine left (engine/output_cap.py): max_tokens, refused,
+# prompt_tokens (the engine's count), counted (Brim's), window.
+NOTICE_ANSWER_ROOM = "answer_room_lowered"
 
 
 @dataclass

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from engine.providers.errors import ContextOverflow
+
 DEFAULT_SHARE = 4  # the default cap is window // DEFAULT_SHARE ...
 DEFAULT_MIN = 512  # ... kept at least this
 DEFAULT_MAX = 4096  # ... and at most this
@@ -77,3 +79,28 @@ def client_limit(max_tokens: int) -> int:
     """How many tokens (by Brim's count) an answer capped at `max_tokens` may reach before
     Brim stops it."""
     return CLIENT_FACTOR * max_tokens + CLIENT_MARGIN
+
+
+# vLLM and SGLang refuse prompt + max_tokens above their window. When the prompt alone fits,
+# the same request with a smaller cap is answered: nothing needs compacting. Below this room
+# (or half the cap refused, if less) the answer would be cut short, so the ladder makes room
+# instead.
+MIN_LOWERED_ROOM = 256
+
+
+def room_after_refusal(exc: ContextOverflow, refused: int, prompt: int | None = None) -> int | None:
+    """The max_tokens the engine takes for the prompt it refused with `refused` tokens of
+    answer room: its window less the prompt as it counted it (`prompt`: its count asked
+    afterwards, where the refusal gave only a floor), less one, as SGLang refuses a total
+    equal to its window (vLLM only one above it). None when the prompt itself must shrink:
+    the refusal weighed no answer room, the prompt alone fills the window, the engine did
+    not say how long the prompt is, or the room left is too small for a useful answer."""
+    counted = exc.prompt_tokens if exc.prompt_tokens is not None else prompt
+    if exc.window is None or counted is None or not exc.output_tokens:
+        return None
+    if exc.prompt_floor is not None and counted < exc.prompt_floor:
+        return None  # a count the engine's own refusal contradicts
+    room = exc.window - counted - 1
+    if room >= refused or room < min(MIN_LOWERED_ROOM, refused // 2):
+        return None
+    return room

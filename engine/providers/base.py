@@ -190,6 +190,15 @@ class Provider(ABC):
         """Exact per-message counts through the engine's own endpoints, where it has them."""
         return None
 
+    async def count_texts(self, model: str, texts: list[str]) -> list[int] | None:
+        """The tokens of each text by the model's own tokenizer (no chat template), where
+        the engine tokenizes text but cannot count a chat; None where it cannot."""
+        return None
+
+    def counts_texts(self, model: str) -> str:
+        """How `count_texts` counts, for `/context` ("" where this engine does not)."""
+        return ""
+
     def counting_source(self, model: str) -> str:
         """How `segment_tokenizer` counts, for `/context` ("" when it does not)."""
         return ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -83,18 +83,50 @@ MODEL_MISSING_PATTERNS: tuple[str, ...] = (
 
 _MAX_MESSAGE_CHARS = 300
 
-# (regex, which group is the prompt size, which is the window) for the numbers engines print.
-_NUMBER_PATTERNS: tuple[tuple[re.Pattern[str], int | None, int | None], ...] = (
-    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+)"), 1, 2),
-    (re.compile(r"input \((\d+) tokens\) is longer than the model's context length \((\d+)"), 1, 2),
-    (re.compile(r"prompt \(length (\d+)\) is longer than the maximum model length of (\d+)"), 1, 2),
-    (re.compile(r"maximum context length is (\d+) tokens"), None, 1),
-    (re.compile(r"your request has (\d+) input tokens"), 1, None),
-    (re.compile(r"\((\d+) in the messages"), 1, None),
-    (re.compile(r"messages resulted in (\d+) tokens"), 1, None),
-    (re.compile(r"context length is only (\d+)"), None, 1),
-    (re.compile(r"You passed (\d+) input tokens"), 1, None),  # vLLM, current builds
+# The numbers engines print in their refusals, as named groups: `prompt` (the prompt's size
+# as the engine counted it), `window`, `output` (the max_tokens it weighed with the prompt)
+# and `floor` (a size the prompt is at least: the engine stopped counting there).
+_NUMBER_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern)
+    for pattern in (
+        # llama-server
+        r"request \((?P<prompt>\d+) tokens\) exceeds the available context size \((?P<window>\d+)",
+        # SGLang, the prompt alone (refused from prompt >= window)
+        r"input \((?P<prompt>\d+) tokens\) is longer than the model's context length "
+        r"\((?P<window>\d+)",
+        # SGLang, prompt + max_tokens (refused from a total >= window)
+        r"maximum context length of (?P<window>\d+) tokens\. You requested a total of \d+ "
+        r"tokens: (?P<prompt>\d+) tokens from the input messages and (?P<output>\d+) tokens "
+        r"for the completion",
+        # vLLM v1 engine
+        r"prompt \(length (?P<prompt>\d+)\) is longer than the maximum model length of "
+        r"(?P<window>\d+)",
+        r"maximum context length is (?P<window>\d+) tokens",  # vLLM, OpenAI-style servers
+        # vLLM 0.10-0.11: "'max_tokens' or 'max_completion_tokens' is too large: M. ..."
+        r"max_completion_tokens' is too large: (?P<output>\d+)",
+        r"your request has (?P<prompt>\d+) input tokens",
+        # vLLM before 0.10: "you requested T tokens (P in the messages, M in the completion)"
+        r"\((?P<prompt>\d+) in the messages(?:, (?P<output>\d+) in the completion)?",
+        r"you requested (?P<prompt>\d+) tokens in the messages",
+        r"messages resulted in (?P<prompt>\d+) tokens",
+        r"context length is only (?P<window>\d+)",
+        # vLLM now: it tokenizes at most one token past what fits (window - max_tokens + 1),
+        # so the count it names is where it stopped, not the prompt's size.
+        r"You passed (?P<floor>\d+) input tokens and requested (?P<output>\d+) output tokens",
+        # vLLM 0.2x: "... requested M output tokens and your prompt contains [at least] P ..."
+        r"requested (?P<output>\d+) output tokens and your prompt contains "
+        r"(?:at least (?P<floor>\d+)|(?P<prompt>\d+)) input tokens",
+    )
 )
+
+
+class OverflowNumbers(NamedTuple):
+    """What an overflow refusal says in figures (None: it did not say)."""
+
+    prompt: int | None = None
+    window: int | None = None
+    output: int | None = None
+    floor: int | None = None
 
 
 def safe_url(url: str) -> str:
@@ -253,21 +285,24 @@ def looks_like_pool_exhaustion(payload: Any) -> bool:
     return any(pattern in message for pattern in POOL_EXHAUSTED_PATTERNS)
 
 
-def overflow_numbers(payload: Any) -> tuple[int | None, int | None]:
-    """(prompt tokens, window) as the engine stated them, where it did."""
+def overflow_numbers(payload: Any) -> OverflowNumbers:
+    """The figures of an overflow refusal, as the engine stated them, where it did."""
     fields = error_fields(payload)
-    prompt = as_int(fields.get("n_prompt_tokens"))
-    window = as_int(fields.get("n_ctx"))
+    found: dict[str, int | None] = {
+        "prompt": as_int(fields.get("n_prompt_tokens")),
+        "window": as_int(fields.get("n_ctx")),
+        "output": None,
+        "floor": None,
+    }
     message = str(fields.get("message", ""))
-    for pattern, prompt_group, window_group in _NUMBER_PATTERNS:
+    for pattern in _NUMBER_PATTERNS:
         match = pattern.search(message)
         if not match:
             continue
-        if prompt is None and prompt_group is not None:
-            prompt = int(match.group(prompt_group))
-        if window is None and window_group is not None:
-            window = int(match.group(window_group))
-    return prompt, window
+        for name, value in match.groupdict().items():
+            if value is not None and found[name] is None:
+                found[name] = int(value)
+    return OverflowNumbers(**found)
 
 
 def classify_payload(
@@ -287,12 +322,14 @@ def classify_payload(
             f"{where} ran out of the KV cache its slots share ({http}: {message})", status=status
         )
     if looks_like_overflow(payload) and (status is None or status in (200, 400, 413, 422)):
-        prompt, window = overflow_numbers(payload)
+        numbers = overflow_numbers(payload)
         return ContextOverflow(
             f"{where} rejected the prompt as longer than its context window ({message})",
             status=status,
-            prompt_tokens=prompt,
-            window=window,
+            prompt_tokens=numbers.prompt,
+            window=numbers.window,
+            output_tokens=numbers.output,
+            prompt_floor=numbers.floor if numbers.prompt is None else None,
         )
     lowered = message.lower()
     for pattern, hint in TOOLS_REFUSALS:

@@ -44,10 +44,18 @@ class ContextOverflow(ProviderError):
         status: int | None = None,
         prompt_tokens: int | None = None,
         window: int | None = None,
+        output_tokens: int | None = None,
+        prompt_floor: int | None = None,
     ) -> None:
+        """`prompt_tokens` and `window` as the engine stated them; `output_tokens` the answer's
+        room (max_tokens) it weighed with the prompt, where it said so; `prompt_floor` a size
+        the prompt is at least, where the engine stopped counting there (current vLLM stops
+        one token past what would fit, so it never says how long the prompt is)."""
         super().__init__(message, status=status)
         self.prompt_tokens = prompt_tokens
         self.window = window
+        self.output_tokens = output_tokens
+        self.prompt_floor = prompt_floor
 
 
 class ToolsUnsupported(ProviderError):

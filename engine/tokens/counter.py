@@ -36,6 +36,7 @@ from engine.tokens.calibration import (
     smooth,
 )
 from engine.tokens.encodings import load_encoding, openai_encoding_name
+from engine.tokens.text_segments import TextSegments
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class TokenCounter:
         model: str = "",
         *,
         tokenizer: SegmentTokenizer | None = None,
-        engine: EngineSegments | None = None,
+        engine: EngineSegments | TextSegments | None = None,
         encoding: str | None = None,
         cache_limit: int = 100_000,
         source: str = "",
@@ -69,6 +70,8 @@ class TokenCounter:
         self.model = model
         self._tokenizer = tokenizer
         self._engine = engine if tokenizer is None else None
+        # The engine counts each message's text, not its chat framing (SGLang).
+        self._text_only = bool(getattr(self._engine, "text_only", False))
         self._encoding: tiktoken.Encoding | None = None
         self.encoding_name: str | None = None
         self.source = source
@@ -109,7 +112,7 @@ class TokenCounter:
     @property
     def estimate_is_exact(self) -> bool:
         """True when counts come from the engine's own tokenizer and template."""
-        return self.strategy == "exact" and self._engine_failed is None
+        return self.strategy == "exact" and self._engine_failed is None and not self._text_only
 
     @property
     def counts_through_engine(self) -> bool:
@@ -120,6 +123,11 @@ class TokenCounter:
         """Whether the count is exact or estimated, and how or why: `/context` says it."""
         if self.estimate_is_exact:
             return f"exact: {self.source or 'the engine' + chr(39) + 's own tokenizer'}"
+        if self._text_only and self._engine_failed is None:
+            return (
+                f"exact text: {self.source}; the chat template's framing is learned from "
+                "each answer's prompt tokens"
+            )
         why = self._engine_failed or self.note or "this engine cannot count tokens for Brim"
         if self._engine is not None:
             how = "o200k tokens scaled to this engine's own counts"
@@ -461,4 +469,11 @@ def counter_for(provider: Provider, model: str) -> TokenCounter:
     note = provider.counting_note(model)
     if engine is not None:
         return TokenCounter(model, engine=engine, source=engine.engine, note=note)
+    texts = provider.counts_texts(model)
+    if texts:
+
+        async def count_texts(items: list[str]) -> list[int] | None:
+            return await provider.count_texts(model, items)
+
+        return TokenCounter(model, engine=TextSegments(count_texts, texts), source=texts, note=note)
     return TokenCounter(model, note=note)

@@ -3,6 +3,7 @@ when set, and never more than the window has left after the prompt."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,7 +14,9 @@ from engine.output_cap import (
     LIMIT_ROOM,
     default_output_cap,
     output_cap,
+    room_after_refusal,
 )
+from engine.providers.errors import ContextOverflow
 
 
 def test_the_default_cap_is_a_quarter_of_the_window_between_512_and_4096():
@@ -58,3 +61,32 @@ def test_the_default_agent_file_says_what_a_blank_output_cap_means():
     assert "Unset: a quarter of the context window, at least 512 and at most 4096" in said
     assert parse_agent_text(text).max_tokens is None
     assert parse_agent_text('name = "a"\nmax_tokens = 0\n').max_tokens == 0
+
+
+def _refusal(**figures: int | None) -> ContextOverflow:
+    return ContextOverflow("refused", status=400, **figures)
+
+
+@pytest.mark.parametrize(
+    ("refusal", "refused", "asked", "room"),
+    [
+        # SGLang named the prompt: the room is the window less it, less one.
+        (_refusal(prompt_tokens=3300, window=4096, output_tokens=1024), 1024, None, 795),
+        # The prompt alone fills the window, or the refusal weighed no answer room.
+        (_refusal(prompt_tokens=4096, window=4096, output_tokens=1024), 1024, None, None),
+        (_refusal(prompt_tokens=5000, window=4096), 1024, None, None),
+        (_refusal(window=4096, output_tokens=0, prompt_floor=4097), 1024, None, None),
+        # vLLM named only where it stopped counting: its count asked afterwards decides.
+        (_refusal(window=4096, output_tokens=1024, prompt_floor=3073), 1024, None, None),
+        (_refusal(window=4096, output_tokens=1024, prompt_floor=3073), 1024, 3343, 752),
+        (_refusal(window=4096, output_tokens=1024, prompt_floor=3073), 1024, 3000, None),
+        # Too little left for a useful answer: the ladder makes room instead.
+        (_refusal(prompt_tokens=3900, window=4096, output_tokens=1024), 1024, None, None),
+        # A room no smaller than what was refused: the refusal was not about the room.
+        (_refusal(prompt_tokens=1000, window=4096, output_tokens=512), 512, None, None),
+    ],
+)
+def test_the_room_after_a_refusal_is_only_where_the_prompt_alone_fits(
+    refusal: ContextOverflow, refused: int, asked: int | None, room: int | None
+):
+    assert room_after_refusal(refusal, refused, asked) == room

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from tests.helpers import fake_llama3
 from tests.helpers.fake_http import Exchange, RecordedRequest, Reply
 from tests.helpers.fake_openai import FakeOpenAIServer
 from tests.helpers.fake_tokenizer import (
@@ -82,7 +83,8 @@ class FakeVllm(FakeOpenAIServer):
 
     def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
         """vLLM's 400 for prompt + max_tokens > max_model_len, word for word: the flat
-        envelope's older message, or the one current builds send (`param: input_tokens`)."""
+        envelope's older message (the prompt's whole count), or the one current builds send
+        (`param: input_tokens`, the count where its tokenizer stopped)."""
         requested = max_tokens or 0
         if self.error_envelope == "flat":
             message = (
@@ -91,11 +93,14 @@ class FakeVllm(FakeOpenAIServer):
                 "in the completion). Please reduce the length of the messages or completion."
             )
             return self.error_body(400, message, "BadRequestError")
+        # vLLM tokenizes the prompt only up to one token past what fits (its renderer
+        # truncates at window - max_tokens + 1), so the count it names is that bound.
+        passed = min(prompt, window - requested + 1)
         message = (
-            f"You passed {prompt} input tokens and requested {requested} output tokens. "
+            f"You passed {passed} input tokens and requested {requested} output tokens. "
             f"However, the model's context length is only {window} tokens, resulting in a "
             f"maximum input length of {max(0, window - requested)} tokens. Please reduce the "
-            f"length of the input prompt. (parameter=input_tokens, value={prompt})"
+            f"length of the input prompt. (parameter=input_tokens, value={passed})"
         )
         body = self.error_body(400, message, "BadRequestError")
         body["error"]["param"] = "input_tokens"
@@ -154,7 +159,11 @@ class FakeVllm(FakeOpenAIServer):
 
 class FakeSglang(FakeOpenAIServer):
     """SGLang: flat errors, cached tokens reported only when > 0 (with --enable-cache-report),
-    and a `/get_server_info` that holds an API key (Brim must never ask for it)."""
+    a `/get_server_info` that holds an API key (Brim must never ask for it), its two
+    refusals (the prompt alone, and prompt + max_tokens, each from a total equal to the
+    window), and `/v1/tokenize` of text. It serves a Llama 3.1 model: prompts are counted
+    with `fake_llama3` (cl100k under Llama 3.1's template), not the other doubles' o200k.
+    `tokenize=False` is a build without `/v1/tokenize` (404)."""
 
     name = "fake-sglang"
     owned_by = "sglang"
@@ -167,14 +176,26 @@ class FakeSglang(FakeOpenAIServer):
         *,
         cache_report: bool = False,
         token_delay: float = 0.0,
+        tokenize: bool = True,
     ) -> None:
         super().__init__(model, token_delay=token_delay)
         self.context_length = context_length
         self.cache_report = cache_report
         self.route("GET", "/get_server_info", self._server_info)
+        if tokenize:
+            self.route("POST", "/v1/tokenize", self._tokenize)
 
     def window_for(self, body: dict[str, Any]) -> int:
         return self.context_length
+
+    def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
+        return fake_llama3.tokenize(
+            fake_llama3.render_chat(body.get("messages") or [], body.get("tools"))
+        )
+
+    def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
+        # TokenizerManager._validate_one_request: `>=` on both checks.
+        return prompt >= window or (isinstance(max_tokens, int) and prompt + max_tokens >= window)
 
     def usage_details(self, cached: int) -> dict[str, Any] | None:
         return {"cached_tokens": cached} if self.cache_report and cached > 0 else None
@@ -183,12 +204,38 @@ class FakeSglang(FakeOpenAIServer):
         return {"object": "error", "message": message, "type": type_, "param": None, "code": status}
 
     def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
-        return self.error_body(
-            400,
-            f"The input ({prompt} tokens) is longer than the model's context length "
-            f"({window} tokens).",
-            "BadRequestError",
-        )
+        if prompt >= window or not isinstance(max_tokens, int):
+            message = (
+                f"The input ({prompt} tokens) is longer than the model's context length "
+                f"({window} tokens)."
+            )
+        else:
+            message = (
+                f"Requested token count exceeds the model's maximum context length of {window} "
+                f"tokens. You requested a total of {prompt + max_tokens} tokens: {prompt} "
+                f"tokens from the input messages and {max_tokens} tokens for the completion. "
+                "Please reduce the number of tokens in the input messages or the completion "
+                "to fit within the limit."
+            )
+        return self.error_body(400, message, "BadRequestError")
+
+    def _tokenize(self, ex: Exchange, req: RecordedRequest) -> None:
+        """`{"model", "prompt": str | [str], "add_special_tokens"}` to `{"tokens", "count",
+        "max_model_len"}`: one count per text for a list (serving_tokenize.py)."""
+        body = req.body if isinstance(req.body, dict) else {}
+        prompt = body.get("prompt")
+        special = body.get("add_special_tokens", True) is not False
+        if isinstance(prompt, str):
+            tokens: Any = fake_llama3.tokenize(prompt, add_special=special)
+            count: Any = len(tokens)
+        elif isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+            tokens = [fake_llama3.tokenize(p, add_special=special) for p in prompt]
+            count = [len(t) for t in tokens]
+        else:
+            message = "Exactly one of 'prompt' or 'messages' must be provided."
+            ex.send_json(400, self.error_body(400, message, "BadRequestError"))
+            return
+        ex.send_json(200, {"tokens": tokens, "count": count, "max_model_len": self.context_length})
 
     def _models(self, ex: Exchange, req: RecordedRequest) -> None:
         ex.send_json(

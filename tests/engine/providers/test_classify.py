@@ -182,3 +182,72 @@ async def test_sse_events_join_data_lines_skip_comments_and_keep_llama_error_lin
         SseEvent("error", '{"message":"bad"}'),
         SseEvent("message", "[DONE]"),
     ]
+
+
+# Each engine's words for prompt + max_tokens above the window (and the prompt alone), from
+# their sources: SGLang's TokenizerManager._validate_one_request, and vLLM's across versions
+# (serving_engine.py before the renderer, renderers/params.py after it).
+SGLANG_TOTAL = (
+    "Requested token count exceeds the model's maximum context length of 4096 tokens. You "
+    "requested a total of 4324 tokens: 3300 tokens from the input messages and 1024 tokens for "
+    "the completion. Please reduce the number of tokens in the input messages or the "
+    "completion to fit within the limit."
+)
+VLLM_PASSED = (
+    "You passed 3073 input tokens and requested 1024 output tokens. However, the model's "
+    "context length is only 4096 tokens, resulting in a maximum input length of 3072 tokens. "
+    "Please reduce the length of the input prompt. (parameter=input_tokens, value=3073)"
+)
+VLLM_AT_LEAST = (
+    "This model's maximum context length is 8192 tokens. However, you requested 64 output "
+    "tokens and your prompt contains at least 8129 input tokens, for a total of at least 8193 "
+    "tokens. Please reduce the length of the input prompt or the number of requested output "
+    "tokens."
+)
+VLLM_CONTAINS = VLLM_AT_LEAST.replace("at least ", "").replace("8129", "8150")
+VLLM_CHARACTERS = (
+    "You passed 100000 input characters and requested 64 output tokens. However, the model's "
+    "context length is only 8192 tokens, resulting in a maximum input length of 8128 tokens "
+    "(at most 81280 characters). Please reduce the length of the input prompt."
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "numbers"),
+    [
+        (SGLANG_TOTAL, (3300, 4096, 1024, None)),
+        (
+            "The input (5000 tokens) is longer than the model's context length (4096 tokens).",
+            (5000, 4096, None, None),
+        ),
+        (VLLM_PASSED, (None, 4096, 1024, 3073)),  # where vLLM stopped counting, not the size
+        (VLLM_AT_LEAST, (None, 8192, 64, 8129)),
+        (VLLM_CONTAINS, (8150, 8192, 64, None)),
+        (VLLM_CHARACTERS, (None, 8192, None, None)),  # characters are no token count
+        (
+            "This model's maximum context length is 2048 tokens. However, you requested 2723 "
+            "tokens (1699 in the messages, 1024 in the completion). Please reduce the length "
+            "of the messages or completion.",
+            (1699, 2048, 1024, None),
+        ),
+        (
+            "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum "
+            "context length is 4096 tokens and your request has 2778 input tokens "
+            "(8000 > 4096 - 2778).",
+            (2778, 4096, 8000, None),
+        ),
+        (
+            "This model's maximum context length is 8192 tokens. However, you requested 9000 "
+            "tokens in the messages, Please reduce the length of the messages.",
+            (9000, 8192, None, None),
+        ),
+    ],
+)
+def test_a_refusal_of_prompt_and_answer_room_carries_each_figure_the_engine_named(message, numbers):
+    body = {"object": "error", "message": message, "type": "BadRequestError", "code": 400}
+
+    error = classify_payload(body, engine="engine", url=URL, status=400)
+
+    assert isinstance(error, ContextOverflow)
+    figures = (error.prompt_tokens, error.window, error.output_tokens, error.prompt_floor)
+    assert figures == numbers

@@ -165,20 +165,31 @@ async def test_vllm_overflow_in_either_envelope_carries_the_numbers(envelope, an
 
     assert caught.value.status == 400
     assert caught.value.window == 4096
-    assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
+    counted = fake.chat_requests[0].prompt_tokens
+    if envelope == "flat":
+        assert caught.value.prompt_tokens == counted
+    else:  # current builds stop tokenizing one token past the room: a floor, not a size
+        assert caught.value.prompt_tokens is None
+        assert caught.value.prompt_floor is not None and caught.value.prompt_floor <= counted
 
 
-async def test_vllm_rejects_a_completion_that_would_not_fit_as_an_overflow(anyio_backend):
-    with FakeVllm(QWEN, max_model_len=4096) as fake:
+@pytest.mark.parametrize("envelope", ["new", "flat"])
+async def test_vllm_rejects_a_completion_that_would_not_fit_as_an_overflow_naming_its_room(
+    envelope, anyio_backend
+):
+    with FakeVllm(QWEN, max_model_len=4096, error_envelope=envelope) as fake:
         provider = VllmProvider(fake.url)
         try:
             with pytest.raises(ContextOverflow) as caught:
-                await chat(provider, QWEN, options=ChatOptions(max_tokens=8000))
+                await chat(provider, QWEN, options=ChatOptions(max_tokens=4090))
         finally:
             await provider.aclose()
 
-    assert caught.value.window == 4096
-    assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
+    assert (caught.value.window, caught.value.output_tokens) == (4096, 4090)
+    if envelope == "flat":
+        assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
+    else:
+        assert (caught.value.prompt_tokens, caught.value.prompt_floor) == (None, 4096 - 4090 + 1)
 
 
 async def test_sglang_overflow_is_a_context_overflow_with_the_numbers(anyio_backend):

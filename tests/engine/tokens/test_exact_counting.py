@@ -8,14 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from engine.config import default_agent
+from engine.events import ContextReportEvent
 from engine.messages import Message, ToolCall, assistant, system, tool_result, user
+from engine.paths import BrimPaths
 from engine.providers.embedded import default_model_path
 from engine.providers.llamacpp import LlamaCppProvider
 from engine.providers.ollama import OllamaProvider
 from engine.providers.sglang import SglangProvider
 from engine.providers.vllm import VllmProvider
+from engine.session import ChatSession
 from engine.tokens import TokenCounter, counter_for
-from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, FakeVllm, OllamaModel
+from engine.tokens.calibration import heuristic_framing, message_text
+from tests.helpers import fake_llama3
+from tests.helpers.fake_engines import (
+    FakeLlamaServer,
+    FakeOllama,
+    FakeSglang,
+    FakeVllm,
+    OllamaModel,
+)
 from tests.helpers.fake_tokenizer import render_chat, tokenize
 
 TOOLS = [
@@ -142,10 +154,75 @@ def test_context_says_llama_server_and_vllm_count_exactly_and_how():
         assert _describe(VllmProvider(vllm.url), vllm.model).startswith("exact: vLLM's /tokenize")
 
 
-def test_context_says_sglang_is_estimated_and_why():
-    text = _describe(SglangProvider("http://127.0.0.1:30000"), "meta-llama/Llama-3.1-8B")
-    assert text.startswith("estimated (characters ÷")
-    assert "SGLang's /tokenize takes text, not chat messages" in text
+def test_on_sglang_each_messages_text_is_counted_exactly_through_v1_tokenize():
+    """SGLang's /v1/tokenize counts text with the model's tokenizer (the double's is cl100k
+    under Llama 3.1's template, not o200k): each message's text is counted exactly, once,
+    and the template's framing is learned from the prompt tokens the answers report."""
+    messages = [*_conversation(3), user("And the total?")]
+    with FakeSglang(context_length=32768) as fake:
+        provider = SglangProvider(fake.url)
+        counter = counter_for(provider, fake.model)
+
+        async def go() -> None:
+            try:
+                await counter.prime(messages, TOOLS)
+                await counter.prime(messages, TOOLS)  # nothing new: nothing asked
+            finally:
+                await provider.aclose()
+
+        asyncio.run(go())
+        asked = fake.requests_to("/v1/tokenize")
+    texts = {m.content_hash: m for m in messages}
+    assert len(asked) == 1 + len(texts) + 1  # the probe, each message once, the schemas
+    assert all(r.body["add_special_tokens"] is False for r in asked)
+    for message in messages:
+        own = sum(len(fake_llama3.tokenize(p)) for p in message_text(message) if p)
+        assert counter.count_message(message) == own + heuristic_framing(message)
+    engine = fake_llama3.count_chat(_to_wire(messages), TOOLS)
+    for _ in range(12):  # answers landing: the residual is learned
+        counter.calibrate(messages, TOOLS, engine)
+    assert abs(counter.count_request(messages, TOOLS) - engine) <= 0.01 * engine
+    assert not counter.estimate_is_exact  # the framing is learned, not counted
+
+
+def test_context_says_sglang_counts_exact_text_and_how(tmp_path: Path):
+    events: list = []
+    with FakeSglang(context_length=32768) as fake:
+        fake.script_reply("ok")
+        agent = default_agent().with_changes(
+            name="chat", provider="sglang", base_url=fake.url, model=fake.model
+        )
+
+        async def go() -> None:
+            session = ChatSession(agent, BrimPaths.resolve(tmp_path), events.append)
+            await session.start()
+            await session.send("hello")
+            await session.send("/context")
+            await session.close()
+
+        asyncio.run(go())
+    (snapshot,) = [e for e in events if isinstance(e, ContextReportEvent) and e.snapshot]
+    assert snapshot.report.counting == (
+        "sglang: exact text: SGLang's /v1/tokenize of each message's text; the chat "
+        "template's framing is learned from each answer's prompt tokens"
+    )
+
+
+def test_an_sglang_without_v1_tokenize_is_estimated_and_says_why():
+    with FakeSglang(tokenize=False) as fake:
+        provider = SglangProvider(fake.url)
+        counter = counter_for(provider, fake.model)
+
+        async def go() -> None:
+            try:
+                await counter.prime(_conversation(1), [])
+            finally:
+                await provider.aclose()
+
+        asyncio.run(go())
+
+    text = counter.describe()
+    assert text.startswith("estimated (") and "SGLang's /v1/tokenize did not answer" in text
 
 
 def test_context_says_an_ollama_on_another_machine_is_estimated_as_its_model_file_is_not_here():
