@@ -461,10 +461,16 @@ class ChatSession:
             self._append(text, emit=True)
 
     def _write_system_prompt(self) -> None:
-        """A new conversation's system message, once it is known whether tools go out."""
+        """A new conversation's system message, once it is known whether tools go out; a
+        saved one's changed stable prompt (the agent edited since), once the window is the
+        engine's."""
         parts = offer.PromptParts(self.agent.system_prompt, self.workspace, self._memory.line)
         if opening := offer.opening_system_message(self._messages, parts, self._window):
             self._append(opening)
+        elif self._window is not None and (
+            changed := offer.changed_system_message(self._messages, parts, self._window)
+        ):
+            self._append(changed)
 
     # -- the conversation (engine/session/conversation.py) -----------------------------
 
