@@ -87,9 +87,12 @@ ITERATION_PRESSURE_THRESHOLDS = (0.5, 0.7, 0.9)
 ITERATION_WARN_RATIO = 0.7
 ITERATION_CRITICAL_RATIO = 0.9
 
-# Work state: the journal is folded back in as a ~2k-token preamble on resume, and is
-# capped per conversation (pruned oldest-first).
+# Work state: the journal is folded back in as a preamble on resume, and is capped per
+# conversation (pruned oldest-first). The preamble is a share of the free space, at most
+# ~2k tokens (the seed's bound), and never more than keeps the resumed request under the
+# warn rung: on a small window it must not push out the recent messages it stands beside.
 JOURNAL_PREAMBLE_TOKENS = 2_000
+JOURNAL_FREE_SHARE = 0.25
 JOURNAL_MAX_ENTRIES = 100
 
 # Compaction reasons, as the headless `compaction` event names them.

@@ -91,6 +91,17 @@ def changed_system_message(
     return system(CHANGED_PROMPT.format(prompt=text).strip(), meta=((PROMPT_META, text),))
 
 
+def system_message_due(
+    messages: list[Message], parts: PromptParts, window: WindowResolution | None
+) -> Message | None:
+    """The system message to write now: a new conversation's opening one (once it is known
+    whether tools go out), or a saved one's changed stable prompt (once the window is the
+    engine's, so a guess about tools writes no change); None when there is none."""
+    if opening := opening_system_message(messages, parts, window):
+        return opening
+    return changed_system_message(messages, parts, window) if window is not None else None
+
+
 def no_tool_calls_notice(model: str, workspace: Path) -> str:
     """A folder was given for the agent to work in, but the model cannot call tools."""
     return (
