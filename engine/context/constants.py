@@ -122,11 +122,16 @@ COVERED_SECTION = "Covered So Far"
 # outgrew their budget (engine/context/stated.py).
 STATED_SECTION = "Stated by the User"
 STORED_STATEMENTS_SECTION = "Stored Statements"
+# Where the files and steps that outgrew the checkpoint's cap were stored (Covered So Far and
+# Done entries), so a long pass does not redo them (engine/context/stored_progress.py).
+STORED_PROGRESS_SECTION = "Stored Progress"
 CHECKPOINT_SCHEMA: tuple[tuple[int, str], ...] = (
     SUMMARY_SCHEMA[0],
     (2, STATED_SECTION),
     (2, STORED_STATEMENTS_SECTION),
-    *SUMMARY_SCHEMA[1:],
+    *SUMMARY_SCHEMA[1:3],
+    (2, STORED_PROGRESS_SECTION),
+    *SUMMARY_SCHEMA[3:],
 )
 # The user's statements carried by every checkpoint: a share of the summary's own budget
 # (which comes from the window); the oldest beyond it go to a stored file.
