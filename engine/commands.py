@@ -31,7 +31,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/usage", "requests and tokens this conversation has spent"),
     SlashCommand("/new", "start a new conversation with this agent"),
     SlashCommand("/work", "the agent's work state (goal, todos) for this conversation"),
-    SlashCommand("/work clear", "forget the work state of this conversation"),
+    SlashCommand("/work clear", "forget the work state and journal of this conversation"),
     SlashCommand("/learn", "suggest memories from this conversation, then review them"),
     SlashCommand("/memory", "browse memory: scopes, entries and their receipts"),
     SlashCommand("/memory review", "accept or reject the waiting memory suggestions"),

@@ -137,7 +137,8 @@ def model_messages(messages: list[Message]) -> list[Message]:
 
 def alternating(messages: list[Message]) -> list[Message]:
     """The request as it goes on the wire: consecutive user messages joined into one, and a
-    compaction summary joined into the leading system message.
+    compaction summary (or a later system message: a changed stable prompt) joined into the
+    leading system message.
 
     Strict chat templates (Gemma's, Mistral's) refuse two user turns in a row, and Brim
     makes them: the ephemeral pressure nudge after the user's message, the journal preamble
@@ -148,7 +149,7 @@ def alternating(messages: list[Message]) -> list[Message]:
     a stable prefix: the system prompt's own text still leads the request."""
     out: list[Message] = []
     for message in messages:
-        if message.kind == "summary":
+        if message.kind == "summary" or (message.role == "system" and out):
             if out and out[0].role == "system":
                 out[0] = replace(out[0], content=out[0].content + "\n\n" + message.content)
             else:

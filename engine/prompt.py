@@ -2,7 +2,9 @@
 
 The system message is written at the head of the conversation and never rewritten, so with
 the (deterministically ordered) tool schemas it forms a byte-identical prefix that engines
-reuse from their KV cache. Anything that changes per run goes after the history instead.
+reuse from their KV cache. Anything that changes per run goes after the history instead; a
+stable prompt that changed (an edited agent) is kept as a new system message
+(engine/session/tools_offer.py).
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ from engine.context.constants import (
     CONTEXT_CRITICAL_RATIO,
     CONTEXT_WARN_RATIO,
     DEFAULT_COMPACTION_RATIO,
+    JOURNAL_FREE_SHARE,
+    JOURNAL_PREAMBLE_TOKENS,
     OVERFLOW_TRIM_RATIO,
     POST_COMPACTION_RATIO,
     RECENT_TAIL_MAX_TOKENS,
@@ -156,6 +158,14 @@ class ContextBudget:
         page): it must fit the recent tail, so the next compaction keeps it verbatim."""
         share = int(self.tail_tokens * TOOL_RESULT_TAIL_SHARE)
         return max(TOOL_RESULT_MIN_TOKENS, min(TOOL_RESULT_MAX_TOKENS, share))
+
+    def journal_tokens(self, used: int) -> int:
+        """The resumed journal preamble's budget beside a history of `used` tokens (the
+        request as it stands): a share of the free space, at most JOURNAL_PREAMBLE_TOKENS,
+        and no more than leaves the request under the warn rung, so folding the journal in
+        never makes the next turn compact or trim what it was resumed with."""
+        share = min(JOURNAL_PREAMBLE_TOKENS, int(self.free_tokens * JOURNAL_FREE_SHARE))
+        return max(0, min(share, self.warn_threshold - used))
 
     def headroom(self, used: int) -> int:
         """Tokens available before auto-compact (the rail's headroom line)."""

@@ -20,9 +20,14 @@ from engine.context.checkpoint import (
     render_checkpoint,
     summarizer_words,
 )
-from engine.context.constants import STATED_SECTION, STORED_STATEMENTS_SECTION
-from engine.context.progress import paths_read
+from engine.context.constants import (
+    STATED_SECTION,
+    STORED_PROGRESS_SECTION,
+    STORED_STATEMENTS_SECTION,
+)
+from engine.context.progress import paths_read, span_progress
 from engine.context.stated import Stated
+from engine.context.stored_progress import stored_progress, with_stored_progress
 from engine.context.summarizer import SummaryResult
 from engine.context.summary_checks import unusable_reason
 from engine.messages import Message
@@ -55,14 +60,27 @@ def reference_text(
 
 
 def assemble_checkpoint(
-    text: str, priors: Sequence[str], summarized: Sequence[Message], stated: Stated
+    text: str,
+    priors: Sequence[str],
+    summarized: Sequence[Message],
+    stated: Stated,
+    *,
+    progress: bool = False,
 ) -> str:
     """The new checkpoint: what the summarizer wrote (may be ""), its mechanical sections
-    put in by Brim (the user's statements, the files the `summarized` messages read), the
-    earlier checkpoints' task sections carried forward."""
+    put in by Brim (the user's statements, the files the `summarized` messages read, the
+    stored files the earlier checkpoints named), the earlier checkpoints' task sections
+    carried forward. With `progress` (a summarizer that was not asked for Done and In
+    Progress, or wrote nothing) those two come from the summarized tool calls."""
     _, sections = parse_checkpoint(normalize_checkpoint(text) if text.strip() else "")
-    for title in (STATED_SECTION, STORED_STATEMENTS_SECTION):
+    for title in (STATED_SECTION, STORED_STATEMENTS_SECTION, STORED_PROGRESS_SECTION):
         sections.pop(title, None)  # Brim's to write, never the summarizer's
     sections.update(stated.sections())
+    if progress:
+        for title, lines in span_progress(summarized).items():
+            sections[title] = [*sections.get(title, []), *lines]
     checkpoint = merge_covered(render_checkpoint(sections), priors, paths_read(summarized))
+    refs = [ref for prior in priors for ref in stored_progress(prior)]
+    if refs:
+        checkpoint = with_stored_progress(checkpoint, refs)
     return carry_forward(checkpoint, priors)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from engine.context.budget import recent_tail_tokens, summary_max_tokens
-from engine.context.checkpoint import cap_checkpoint, checkpoint_entries, stored_checkpoint
+from engine.context.checkpoint import checkpoint_entries, stored_checkpoint
 from engine.context.checkpoint_answer import (
     assemble_checkpoint,
     reference_text,
@@ -51,6 +51,7 @@ from engine.context.history import CountMessage, Unit, group_units, is_fixed, is
 from engine.context.model_face import render_for_model, summary_message
 from engine.context.progress import extract_run_progress
 from engine.context.stated import StoreText, carry_statements
+from engine.context.stored_progress import cap_keeping_progress
 from engine.context.summarizer import (
     GUIDED_SYSTEM,
     SUMMARIZER_SYSTEM,
@@ -445,7 +446,8 @@ async def compact(
     hook); it is best-effort, its failures are logged and never block compaction. The
     summary is appended to `journal` before it enters the context; a journal that cannot
     be written is reported in `journal_error` and does not stop the compaction.
-    `store_result` keeps the oldest user statements that outgrow their budget.
+    `store_result` keeps the oldest user statements that outgrow their budget, and the
+    files and steps the checkpoint's cap leaves out.
     """
     tail_budget = tail_tokens if tail_tokens is not None else recent_tail_tokens(window)
     plan = plan_compaction(messages, count_message=count_message, tail_tokens=tail_budget)
@@ -534,7 +536,9 @@ async def compact(
             )
         text, source = (guided, "guided") if guided is not None else ("", "mechanical")
 
-    checkpoint = assemble_checkpoint(text, plan.prior_checkpoints, plan.middle, stated)
+    checkpoint = assemble_checkpoint(
+        text, plan.prior_checkpoints, plan.middle, stated, progress=source != "freeform"
+    )
     if not checkpoint_entries(checkpoint):
         # Nothing the summarizer wrote survived and nothing mechanical is there to carry:
         # no checkpoint at all is better than an empty one.
@@ -542,9 +546,10 @@ async def compact(
             "refused", reason, original, original, count_message, detail=refusal or "",
             plan=plan, freeform_refused=freeform_refused,
         )  # fmt: skip
-    checkpoint = cap_checkpoint(
-        checkpoint, out_tokens, face_tokens, lambda t: _text_tokens(t, count_message)
-    )
+    checkpoint = cap_keeping_progress(
+        checkpoint, out_tokens, face_tokens, lambda t: _text_tokens(t, count_message),
+        store_result,
+    )  # fmt: skip
     summary = summary_message(checkpoint)
     continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")
     rebuilt = [*plan.head, summary, continuation, *plan.tail]

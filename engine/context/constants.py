@@ -87,9 +87,12 @@ ITERATION_PRESSURE_THRESHOLDS = (0.5, 0.7, 0.9)
 ITERATION_WARN_RATIO = 0.7
 ITERATION_CRITICAL_RATIO = 0.9
 
-# Work state: the journal is folded back in as a ~2k-token preamble on resume, and is
-# capped per conversation (pruned oldest-first).
+# Work state: the journal is folded back in as a preamble on resume, and is capped per
+# conversation (pruned oldest-first). The preamble is a share of the free space, at most
+# ~2k tokens (the seed's bound), and never more than keeps the resumed request under the
+# warn rung: on a small window it must not push out the recent messages it stands beside.
 JOURNAL_PREAMBLE_TOKENS = 2_000
+JOURNAL_FREE_SHARE = 0.25
 JOURNAL_MAX_ENTRIES = 100
 
 # Compaction reasons, as the headless `compaction` event names them.
@@ -119,11 +122,16 @@ COVERED_SECTION = "Covered So Far"
 # outgrew their budget (engine/context/stated.py).
 STATED_SECTION = "Stated by the User"
 STORED_STATEMENTS_SECTION = "Stored Statements"
+# Where the files and steps that outgrew the checkpoint's cap were stored (Covered So Far and
+# Done entries), so a long pass does not redo them (engine/context/stored_progress.py).
+STORED_PROGRESS_SECTION = "Stored Progress"
 CHECKPOINT_SCHEMA: tuple[tuple[int, str], ...] = (
     SUMMARY_SCHEMA[0],
     (2, STATED_SECTION),
     (2, STORED_STATEMENTS_SECTION),
-    *SUMMARY_SCHEMA[1:],
+    *SUMMARY_SCHEMA[1:3],
+    (2, STORED_PROGRESS_SECTION),
+    *SUMMARY_SCHEMA[3:],
 )
 # The user's statements carried by every checkpoint: a share of the summary's own budget
 # (which comes from the window); the oldest beyond it go to a stored file.

@@ -23,6 +23,7 @@ from engine.context.checkpoint import (
 from engine.context.constants import (
     COVERED_SECTION,
     STATED_SECTION,
+    STORED_PROGRESS_SECTION,
     STORED_STATEMENTS_SECTION,
     SUMMARY_ROLE,
 )
@@ -51,6 +52,10 @@ STORED_LINE = (
     'tool_call_id "{}".'
 )
 COVERED_LINE = "You already read or looked at: {} (no need to read them again)."
+STORED_PROGRESS_LINE = (
+    "More of what you already did and read is stored: read it with retrieve_tool_result, "
+    'tool_call_id "{}", before you redo any of it.'
+)
 
 _MARKUP = re.compile(r"^\s*(?:#+\s*|[-*+•]\s+|\d+[.)]\s+|>\s*)+")
 _EMPHASIS = re.compile(r"\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)")
@@ -100,6 +105,8 @@ def render_for_model(checkpoint: str) -> str:
     if covered:
         grouped = [line.removeprefix("- ") for line in render_covered(covered)]
         lines.append(COVERED_LINE.format("; ".join(grouped)))
+    for ref in entries.get(STORED_PROGRESS_SECTION, []):
+        lines.append(STORED_PROGRESS_LINE.format(ref.strip("`")))
     for title, template in LINES[1:]:
         text = _joined(entries.get(title, []))
         if text:

@@ -90,3 +90,19 @@ def extract_run_progress(messages: Sequence[Message]) -> str:
         lines.append(f"- Commands run: {_listing([f'`{c}`' for c in commands])}")
     lines.append(f"- Most recent action: {_describe(calls[-1])}")
     return "\n".join(lines)
+
+
+def span_progress(messages: Sequence[Message]) -> dict[str, list[str]]:
+    """Done and In Progress of a summarized span, read from its own tool calls: the files it
+    edited and the commands it ran, and its last step. For a checkpoint whose summarizer
+    was not asked for them (the guided questions) or wrote nothing (the mechanical one)."""
+    calls = _answered_calls(messages)
+    if not calls:
+        return {}
+    written = _unique([p for c in calls if c.name in WRITE_TOOLS and (p := call_path(c))])
+    commands = _unique([cmd for c in calls if c.name in COMMAND_TOOLS and (cmd := _command(c))])
+    done = [f"- edited `{p}`" for p in written] + [f"- ran `{c}`" for c in commands]
+    out = {"In Progress": [f"- the last step was {_describe(calls[-1])}"]}
+    if done:
+        out["Done"] = done
+    return out

@@ -227,7 +227,7 @@ def journal_preamble(
 ) -> str:
     """The journal folded back in on resume, bounded to `budget_tokens`: the newest records
     first (they say where the task is), shown oldest to newest; the newest is cut to fit
-    when it alone is too long. Empty when the journal is."""
+    when it alone is too long. Empty when the journal is, or when no record fits."""
     count = count_text or _approx_tokens
     # Each record as the model was shown it at its compaction ("shown"); a record an older
     # Brim wrote has the stored checkpoint only.
@@ -255,6 +255,8 @@ def journal_preamble(
             if keep > 0:
                 chosen.append(block[:keep].rstrip() + " …")
         break
+    if not chosen:
+        return ""  # no record fits: the head alone would say nothing
     return PREAMBLE_HEAD + "\n\n" + "\n\n".join(reversed(chosen))
 
 

@@ -138,3 +138,14 @@ def oversized_for_loop(text: str, messages: list[Message], loop: AgentLoop) -> E
     schemas = loop.tools.schemas() if loop.tools is not None else []
     window = loop.context.budget.window
     return oversized_message(text, messages, counter=loop.counter, schemas=schemas, window=window)
+
+
+async def journal_room(loop: AgentLoop, messages: list[Message]) -> int:
+    """The resumed journal preamble's budget beside `messages` (engine/context/budget.py),
+    the history counted as the loop's preflight counts it: through the engine first, where
+    it counts, so the preamble is sized from what will be sent."""
+    history = model_messages(messages)
+    schemas = loop.tools.schemas() if loop.tools is not None else []
+    await loop.counter.prime(history, schemas, within=2 * loop.context.budget.window)
+    used = loop.context.usage(history, loop.overhead_tokens()).used
+    return loop.context.budget.journal_tokens(used)

@@ -49,7 +49,7 @@ from engine.providers.errors import ProviderError
 from engine.report import ContextReport
 from engine.session.adapters import AnnouncingApprover, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
-from engine.session.budget import oversized_for_loop
+from engine.session.budget import journal_room, oversized_for_loop
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
     LoadProgress,
@@ -330,6 +330,7 @@ class ChatSession:
             )
             self._say_tools_are_unavailable(self._window)
             self._rewire()
+            await self._fold_in_journal()
         self.ledger.emit_report()
         self._emit(StateEvent("ready"))
 
@@ -455,6 +456,13 @@ class ChatSession:
             self._append(message, emit=told)
         self._say_tools_are_unavailable(resolution)
         self._rewire()
+        await self._fold_in_journal()
+
+    async def _fold_in_journal(self) -> None:
+        """A resumed conversation's journal, sized from the window and the history it joins."""
+        if (loop := self._loop) is not None:
+            room = lambda: journal_room(loop, self._messages)  # noqa: E731
+            await self.conversation.fold_in_journal(room, self._ensure_counter().count_text)
 
     def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
         """A folder was given to a model that cannot call tools: said once per conversation."""
@@ -462,10 +470,10 @@ class ChatSession:
             self._append(text, emit=True)
 
     def _write_system_prompt(self) -> None:
-        """A new conversation's system message, once it is known whether tools go out."""
+        """A new conversation's system message, or a saved one's changed stable prompt."""
         parts = offer.PromptParts(self.agent.system_prompt, self.workspace, self._memory.line)
-        if opening := offer.opening_system_message(self._messages, parts, self._window):
-            self._append(opening)
+        if message := offer.system_message_due(self._messages, parts, self._window):
+            self._append(message)
 
     # -- the conversation (engine/session/conversation.py) -----------------------------
 
@@ -477,7 +485,6 @@ class ChatSession:
         if found is not None:
             self.conversation.load(found)
             self.ledger.restore_timeline(self.conversation.store, self.conversation_id)
-            self.conversation.fold_in_journal()
             self._memory.open_saved(self._messages)
             return
         self.conversation.create(self.workspace)
@@ -515,7 +522,7 @@ class ChatSession:
 
     def _answer_command(self, command: str, argument: str = "") -> None:
         """`/context`, `/usage`, `/work` answered with their report; `/work clear` forgets
-        the work state first (the journal of compactions stays); `/compaction` (`show N`)."""
+        the work state and the journal of compactions first; `/compaction` (`show N`)."""
         if command == "/compaction":
             self._compactions.answer(argument)
             return

@@ -11,12 +11,13 @@ is stored.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
 from engine.context import Journal, journal_preamble
 from engine.context.restore import compaction_span
+from engine.context.work_state import PREAMBLE_HEAD, CountText
 from engine.conversation_claim import ConversationClaim
 from engine.messages import Message
 from engine.paths import BrimPaths
@@ -26,6 +27,10 @@ log = logging.getLogger(__name__)
 
 # A conversation shows at most this many receipts when it is opened again.
 RECEIPTS_SHOWN = 10_000
+
+
+def _is_preamble(message: Message) -> bool:
+    return message.kind == "continuation" and message.content.startswith(PREAMBLE_HEAD)
 
 
 class Conversation:
@@ -49,6 +54,7 @@ class Conversation:
         self.claim: ConversationClaim | None = None  # no other process writes it
         self._messages: list[Message] = []
         self._on_replaced = on_replaced
+        self._journal_due = False  # loaded, its journal not folded in yet
 
     # -- the store and the claim ---------------------------------------------------------
 
@@ -93,6 +99,7 @@ class Conversation:
         assert self.store is not None
         self.id = conversation_id
         self._messages = self.store.messages(conversation_id)
+        self._journal_due = True
 
     def create(self, workspace: Path | None) -> None:
         """Start a new, empty conversation of this agent and claim it."""
@@ -102,14 +109,23 @@ class Conversation:
         )
         self._take_claim(self.id)
         self._messages = []
+        self._journal_due = False
 
     def work_folder(self) -> Path:
         """The conversation's own folder: its journal, work state and tool results."""
         return self.paths.conversation_dir(self.agent_name, self.id)
 
-    def fold_in_journal(self) -> None:
+    async def fold_in_journal(
+        self, budget: Callable[[], Awaitable[int]], count_text: CountText | None
+    ) -> None:
         """Resuming: what compaction dropped is absent, so the journal comes back as a
-        bounded preamble, framed as claims to verify rather than fact."""
+        bounded preamble, framed as claims to verify rather than fact. `budget` (asked only
+        when there is a record to show) is its size in tokens, from the window; the record
+        of a checkpoint the history still carries is left out (it is there in full). Once
+        per load: the session calls it whenever the window becomes known."""
+        if not self._journal_due:
+            return
+        self._journal_due = False
         try:
             entries = Journal(self.work_folder() / "journal.jsonl").read()
         except Exception:
@@ -118,13 +134,14 @@ class Conversation:
         # A compaction the user restored replaced nothing any more: its record stays out.
         records = self.store.compactions(self.id) if self.store is not None else []
         restored = {r.id for r in records if r.is_restored}
-        entries = [e for e in entries if e.get("checkpoint") not in restored]
-        if not entries:
-            return
-        preamble = journal_preamble(entries)
-        # Opened again with no compaction since: the history already carries this preamble,
+        live = {m.id for m in self._messages if m.kind == "summary"}
+        entries = [e for e in entries if e.get("checkpoint") not in restored | live]
+        # Opened again with no compaction since: the history already carries a preamble,
         # and a second copy would only cost tokens (it stays bounded, as the seed says).
-        if preamble and not any(m.content == preamble for m in self._messages):
+        if not entries or any(_is_preamble(m) for m in self._messages):
+            return
+        preamble = journal_preamble(entries, await budget(), count_text)
+        if preamble:
             # Brim's words, not the user's: not a row in the transcript, never a source of
             # memory, and like compaction's continuation note it goes at the next compaction
             # (whose summary carries what it said).

@@ -139,6 +139,8 @@ def work_state_text(work_folder: Path) -> str:
 
 
 def clear_work_state(work_folder: Path) -> None:
-    """`/work clear`: forget the work state (the journal of compactions stays)."""
-    _, state = work_folder_files(work_folder)
+    """`/work clear`: forget the work state and the journal of compactions (a resumed
+    conversation no longer folds it back in)."""
+    journal, state = work_folder_files(work_folder)
     state.clear()
+    journal.clear()

@@ -15,6 +15,7 @@ from pathlib import Path
 from engine.events import NOTICE_TOOLS_UNAVAILABLE, TOOLS_REASON_MODEL, NoticeEvent
 from engine.messages import Message, model_messages, system
 from engine.prompt import system_prompt
+from engine.resources import prompt
 from engine.session.conversation import Conversation
 from engine.session.ledger import notice_message
 from engine.window import WindowResolution
@@ -35,6 +36,21 @@ class PromptParts:
     memory_line: str
 
 
+# A changed stable prompt's message keeps the prompt itself here; its content frames it.
+PROMPT_META = "system_prompt"
+CHANGED_PROMPT = prompt("system_changed")
+
+
+def _prompt_text(parts: PromptParts, window: WindowResolution | None) -> str:
+    workspace = parts.workspace
+    return system_prompt(
+        parts.agent_prompt,
+        workspace=workspace.resolve() if workspace is not None else None,
+        memory_line=parts.memory_line,
+        tools=tools_offered(workspace, window),
+    )
+
+
 def opening_system_message(
     messages: list[Message], parts: PromptParts, window: WindowResolution | None
 ) -> Message | None:
@@ -43,14 +59,47 @@ def opening_system_message(
     anything for the model (a saved conversation keeps the prompt it was started with)."""
     if model_messages(messages):
         return None
-    workspace = parts.workspace
-    text = system_prompt(
-        parts.agent_prompt,
-        workspace=workspace.resolve() if workspace is not None else None,
-        memory_line=parts.memory_line,
-        tools=tools_offered(workspace, window),
-    )
-    return system(text)
+    return system(_prompt_text(parts, window))
+
+
+def prompt_in_effect(messages: list[Message]) -> str | None:
+    """The stable prompt the conversation follows: the latest change's, else the opening
+    system message's (None when there is none)."""
+    for message in reversed(model_messages(messages)):
+        if message.role == "system" and message.kind == "chat":
+            return str(message.meta_value(PROMPT_META) or message.content)
+    return None
+
+
+def changed_system_message(
+    messages: list[Message], parts: PromptParts, window: WindowResolution
+) -> Message | None:
+    """The new system message a saved conversation gets when its stable prompt changed
+    since it was written (an edited agent prompt, project instructions, another working
+    directory, tools no longer sent), else None.
+
+    Seed 003: the change is retained as a new system message, after the history; the
+    messages before it stay byte for byte as they were. On the wire it joins the leading
+    system message (messages.alternating), as templates with one system message need.
+    Asked only once `window` is the engine's, so a guess about tools writes no change."""
+    before = prompt_in_effect(messages)
+    if before is None:
+        return None
+    text = _prompt_text(parts, window)
+    if text == before:
+        return None
+    return system(CHANGED_PROMPT.format(prompt=text).strip(), meta=((PROMPT_META, text),))
+
+
+def system_message_due(
+    messages: list[Message], parts: PromptParts, window: WindowResolution | None
+) -> Message | None:
+    """The system message to write now: a new conversation's opening one (once it is known
+    whether tools go out), or a saved one's changed stable prompt (once the window is the
+    engine's, so a guess about tools writes no change); None when there is none."""
+    if opening := opening_system_message(messages, parts, window):
+        return opening
+    return changed_system_message(messages, parts, window) if window is not None else None
 
 
 def no_tool_calls_notice(model: str, workspace: Path) -> str:

@@ -3,6 +3,7 @@ engine and no session)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -89,8 +90,15 @@ def test_the_journal_is_folded_in_once_as_a_continuation(tmp_path: Path):
     conversation.create(None)
     conversation.append(system("You help."))
     Journal(conversation.work_folder() / "journal.jsonl").append({"summary": "## Goal\nShip."})
-    conversation.fold_in_journal()
-    conversation.fold_in_journal()  # opened again with no compaction since: no second copy
+
+    async def budget() -> int:
+        return 2_000
+
+    asyncio.run(conversation.fold_in_journal(budget, None))  # a new one: nothing to fold
+    assert not [m for m in conversation.live() if m.content.startswith(PREAMBLE_HEAD)]
+    for _ in range(2):  # opened again with no compaction since: no second copy
+        conversation.load(conversation.id)
+        asyncio.run(conversation.fold_in_journal(budget, None))
     folded = [m for m in conversation.live() if m.content.startswith(PREAMBLE_HEAD)]
     assert len(folded) == 1 and folded[0].kind == "continuation"
     assert "Ship." in folded[0].content
