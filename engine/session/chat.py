@@ -55,8 +55,8 @@ from engine.session.engine_calls import (
     LoadProgress,
     probe_window_telling,
     provider_for,
-    record_request_usage,
     start_notices,
+    usage_recorder,
 )
 from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
@@ -553,16 +553,9 @@ class ChatSession:
     # -- memory (engine/session/memory_link.py) ----------------------------------------
 
     def _usage_recorder(self, purpose: str) -> Callable[[str, StreamDone], None]:
-        """What records one request of `purpose` beside the agent's, for `/usage`."""
-        return lambda model, done: record_request_usage(
-            self.conversation.store,
-            self._provider,
-            agent=self.agent.name,
-            conversation_id=self.conversation_id,
-            model=model,
-            done=done,
-            purpose=purpose,
-        )
+        store, provider = (lambda: self.conversation.store), (lambda: self._provider)
+        conversation = lambda: self.conversation_id  # noqa: E731
+        return usage_recorder(store, provider, conversation, agent=self.agent.name, purpose=purpose)
 
     async def _extract_memory(self, plan: CompactionPlan) -> None:
         """The compaction hook (not for `/compact`): suggest facts from what is about to go."""

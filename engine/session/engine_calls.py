@@ -249,3 +249,28 @@ def record_request_usage(
         )
     except Exception:
         log.exception("could not record the usage of a %s request", purpose)
+
+
+def usage_recorder(
+    store: Callable[[], Store | None],
+    provider: Callable[[], Provider | None],
+    conversation_id: Callable[[], str],
+    *,
+    agent: str,
+    purpose: str,
+) -> Callable[[str, StreamDone], None]:
+    """What records each request of `purpose` beside the agent's, for `/usage`: its
+    `(model, done)` as the request ends."""
+
+    def record(model: str, done: StreamDone) -> None:
+        record_request_usage(
+            store(),
+            provider(),
+            agent=agent,
+            conversation_id=conversation_id(),
+            model=model,
+            done=done,
+            purpose=purpose,
+        )
+
+    return record
