@@ -28,7 +28,7 @@ from engine.context.summarizer import (
     SummaryRequest,
     is_compaction_request,
 )
-from engine.context.summary_checks import scaffold_reason, unusable_reason
+from engine.context.summary_checks import echo_reason, scaffold_reason, unusable_reason
 from engine.messages import Message
 from engine.resources import prompt_table
 
@@ -103,7 +103,11 @@ async def guided_checkpoint(
             continue  # incomplete answers are dropped, never used
         if answer.lower() in NONE_ANSWERS or answer.lower().strip(" .!") in ACKNOWLEDGEMENTS:
             continue
-        refusal = scaffold_reason(answer) or unusable_reason(answer, reference or transcript_prompt)
+        refusal = (
+            scaffold_reason(answer)
+            or echo_reason(answer, question)
+            or unusable_reason(answer, reference or transcript_prompt)
+        )
         if refusal is not None:
             log.info("a guided answer for %s was refused: %s", section, refusal)
             continue

@@ -246,6 +246,25 @@ def scaffold_reason(answer: str) -> str | None:
     return None
 
 
+_DANGLING = re.compile(r"(?:\bthe answer is\b[\s.:]*|:\s*)$", re.IGNORECASE)
+_ASKED = re.compile(r"^\s*question:\s*|\?.*$", re.IGNORECASE | re.DOTALL)
+
+
+def echo_reason(answer: str, question: str) -> str | None:
+    """Why a guided answer only echoes its question ("What was decided so far? The answer
+    is."): it repeats the question's words in order, or adds no content word of its own,
+    or stops where the answer should begin."""
+    asked = words(_ASKED.sub("", question))  # the question itself, not its instructions
+    said = words(answer)
+    if asked and any(said[i : i + len(asked)] == asked for i in range(len(said))):
+        return "the answer repeats its question"
+    if not set(_content(said)) - set(_content(asked)):
+        return "the answer adds nothing to its question"
+    if _DANGLING.search(answer):
+        return "the answer stops where it should begin"
+    return None
+
+
 def unusable_reason(text: str, reference: str) -> str | None:
     """Both checks: why `text` may not enter a checkpoint, or None."""
     return leak_reason(text) or degenerate_reason(text, reference)

@@ -80,6 +80,25 @@ def test_a_degenerate_guided_answer_is_refused_and_never_becomes_the_goal():
     assert "- Lisbon, May, 1200 euros" in checkpoint and "- List three museums." in checkpoint
 
 
+def test_a_guided_answer_that_only_echoes_its_question_is_refused():
+    """Seen on the bundled model: "Decided: What was decided so far? The answer is." reached
+    the model as what had been decided."""
+    summarize = _answering(
+        {
+            "trying to get done": "Plan a trip to Lisbon in May.",
+            "requirements or preferences": "Which requirements or preferences did the user state?",
+            "what was decided": "What was decided so far? The answer is.",
+            "happen next": "The answer is",
+            "exact names": "Lisbon, May, 1200 euros",
+        }
+    )
+    checkpoint = asyncio.run(guided_checkpoint(CONVERSATION, summarize))
+    assert checkpoint is not None
+    assert "so far" not in checkpoint and "The answer is" not in checkpoint
+    assert "requirements" not in checkpoint
+    assert "- Plan a trip to Lisbon in May." in checkpoint
+
+
 def _trip() -> list:
     msgs = [system("You are Brim."), user("I am planning a trip to Lisbon with my sister in May.")]
     for i in range(10):
