@@ -3,11 +3,12 @@
     python -m tests.desktop.make_small_model_screenshot [OUT_DIR]   # minutes, real model
 
 Writes small-model-after-compaction.png (default folder docs/screenshots) and, beside it,
-small-model-after-compaction.txt: the transcript as the window shows it, then what the model
-was sent with the last question. The real app on a temporary data folder, the default agent
-on the embedded engine with SmolLM2 and `num_ctx = 1024`: the user states three facts, asks
-short questions about the trip until the window has compacted twice, then asks about each
-fact and an ordinary question. Nothing in it is scripted but the user's lines.
+small-model-after-compaction.txt: the transcript as the window shows it, then the live
+conversation as the model is sent it. The real app on a temporary data folder, the default
+agent on the embedded engine with SmolLM2, `num_ctx = 1024` and answers capped at 96 tokens
+(the engine's own sampling): the user states three facts, asks short questions about the
+trip until the window has compacted twice, then asks about each fact and an ordinary
+question. Nothing in it is scripted but the user's lines.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ TRIP = [
     "What is a good first dinner?",
     "Which viewpoint has the best sunset?",
     "How many days are enough?",
+    "Which market is worth a morning?",
+    "Where do locals eat pastries?",
+    "Is Sintra better by train or bus?",
+    "What is a quiet beach near the city?",
+    "Which church should we not miss?",
+    "Where is a good place for coffee?",
+    "What is a good gift to bring home?",
+    "Which bookshop is the oldest?",
 ]
 ASKED = [
     "Which city am I planning to visit, and with whom?",
@@ -72,7 +81,7 @@ def send(app: DesktopApp, text: str) -> None:
 def _agent_file() -> str:
     return (
         'name = "default"\nprovider = "embedded"\nmodel = ""\n'
-        f"num_ctx = {WINDOW}\nmax_tokens = 96\ntemperature = 0.0\n"
+        f"num_ctx = {WINDOW}\nmax_tokens = 96\n"  # the engine's own sampling, as a user gets
     )
 
 

@@ -14,7 +14,7 @@ from engine.providers.classify import classify_http, classify_payload
 from engine.providers.errors import ContextOverflow, KvPoolFull
 from engine.providers.llamacpp import LlamaCppProvider
 from engine.session import probe_window, provider_for
-from tests.helpers.fake_engines import FakeLlamaServer
+from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 REAL_500 = (
     '{"error":{"code":500,"message":"Context size has been exceeded.","type":"server_error"}}'
@@ -71,6 +71,8 @@ def test_a_pool_error_mid_answer_reaches_brim_as_one():
 
     with FakeLlamaServer(n_ctx=2048) as fake:
         assert fake.pool is not None
+        # An answer long and slow enough to be still streaming when the pool runs dry.
+        fake.default_reply = Reply(text="word " * 200, token_delay=0.01)
         error = asyncio.run(go())
     assert isinstance(error, KvPoolFull) and error.status == 200
 
