@@ -48,6 +48,8 @@ _CONCRETE = _split("""
     plans planning planned going visit visiting travel traveling travelling trip live
     lives living moved moving work works working study studying born name named called
     use uses using speak speaks have has own owns married allowed afford deadline due
+    arrive arrives arriving arrived leave leaves leaving fly flying drive driving stay
+    staying booked
     """)
 _MONTHS_DAYS = _split("""
     january february march april may june july august september october november december

@@ -23,6 +23,7 @@ from engine.messages import Message, ToolCall, assistant, tool_result, user
         "We prefer trains to buses.",
         "I don't eat pork.",
         "Actually, my sister is vegetarian.",
+        "I am arriving by train.",  # how the user travels: lost at 1,024 tokens before
     ],
 )
 def test_a_first_person_statement_of_a_fact_or_preference_is_carried(sentence):
