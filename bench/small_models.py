@@ -24,6 +24,7 @@ a window large enough that nothing compacts (the model's own floor).
     SMALL_MODELS_WINDOWS=1024 python -m bench small_models      # one window
     SMALL_MODELS_MODELS=gemma-3-270m-q4_k_m python -m bench small_models   # one model
     SMALL_MODELS_PLAIN=0 python -m bench small_models           # skip the 20 questions
+    SMALL_MODELS_WINDOWS=none python -m bench small_models      # the 20 questions only
 
 Answers are greedy (temperature 0) and capped at MAX_TOKENS, so runs repeat.
 """
@@ -64,12 +65,15 @@ from engine.providers.embedded import EmbeddedProvider
 from engine.session import ChatSession
 
 WINDOWS = (1024, 2048)
-PLAIN_WINDOW = 2048  # the 20 ordinary questions after a compaction
+# The 20 ordinary questions after a compaction: on 2,048 tokens the setup below never
+# outgrew the tail a compaction keeps, so `/compact` had nothing to do and the questions
+# came after none; on 1,024 the window compacts in the setup, or `/compact` can.
+PLAIN_WINDOW = 1024
 FLOOR_WINDOW = 8192  # the same 20 where nothing compacts
 MAX_TOKENS = 96
 SLIDING_SHARE = 0.75  # the sliding window keeps the newest messages under this share
 MIN_COMPACTIONS = 2
-PLAIN_SETUP = 8  # turns of the script (facts among them) before the 20 ordinary questions
+PLAIN_SETUP = 14  # the script's turns before its first question: facts and passages
 
 
 @dataclass
@@ -337,7 +341,8 @@ def _chosen(variable: str, default: list[str]) -> list[str]:
 def main() -> list[dict[str, Any]]:
     """The figures per model and window, then one row per question (marked `detail`)."""
     models = _chosen("SMALL_MODELS_MODELS", [m.name for m in bundled_models.available()])
-    windows = [int(w) for w in _chosen("SMALL_MODELS_WINDOWS", [str(w) for w in WINDOWS])]
+    chosen = _chosen("SMALL_MODELS_WINDOWS", [str(w) for w in WINDOWS])
+    windows = [] if chosen == ["none"] else [int(w) for w in chosen]  # none: the 20 only
     plain = os.environ.get("SMALL_MODELS_PLAIN", "1") != "0"
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []

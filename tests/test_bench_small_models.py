@@ -13,7 +13,15 @@ from bench._small_models_score import (
     statements_queued,
     summary_voice,
 )
-from bench.small_models import Asked, Run, Sent, answering_request, fact_rows, plain_rows
+from bench.small_models import (
+    PLAIN_SETUP,
+    Asked,
+    Run,
+    Sent,
+    answering_request,
+    fact_rows,
+    plain_rows,
+)
 from engine.messages import system, user
 
 
@@ -111,7 +119,7 @@ def test_the_figures_set_brim_beside_the_sliding_window():
     assert rows["answers in summary voice"]["brim"] == 1
     explicit = rows["suggestions queued quoting the 2 explicit statements"]
     assert (explicit["brim"], explicit["baseline"]) == (1, 2)
-    setup = [Asked("s", None, [], "ok")] * 8
+    setup = [Asked("s", None, [], "ok")] * PLAIN_SETUP
     after = Run("brim", setup + [Asked(q, None, [], "## Goal") for q in PLAIN_QUESTIONS[:3]])
     floor = Run("brim", setup + [Asked(q, None, [], "144") for q in PLAIN_QUESTIONS[:3]])
     (row,) = plain_rows("m", after, floor)
