@@ -1,4 +1,5 @@
-# The two commands of the quick start: `make run` and `make test`.
+# The two commands of the quick start: `make run` and `make test`; before a commit, `make lint`
+# and `make typecheck` (CI runs both before the tests).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ PACKAGE_STAMP := $(VENV)/.pyinstaller-installed
 PYINSTALLER := pyinstaller==6.22.3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: run test lint bench setup package
+.PHONY: run test lint typecheck bench setup package
 
 setup: $(STAMP)
 
@@ -39,6 +40,10 @@ test: $(STAMP) $(SERVER_STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check engine desktop launcher tests bench packaging
 	$(BIN)/ruff format --check engine desktop launcher tests bench packaging
+
+# mypy over engine/ (its settings: [tool.mypy] in pyproject.toml).
+typecheck: $(STAMP)
+	$(BIN)/mypy engine
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -55,6 +55,7 @@ from engine.events import (
     ErrorEvent,
     Event,
     NoticeEvent,
+    NoticeLevel,
     StateEvent,
     StepEvent,
     ToolCallEvent,
@@ -162,9 +163,7 @@ class AgentLoop:
 
     def _options(self, max_tokens: int | None) -> ChatOptions:
         return ChatOptions(
-            max_tokens=max_tokens,
-            temperature=self.agent.temperature,
-            tools=self._schemas(),
+            max_tokens=max_tokens, temperature=self.agent.temperature, tools=self._schemas()
         )
 
     def overhead_tokens(self) -> int:
@@ -559,12 +558,12 @@ class AgentLoop:
         budget = self._budget()
         return budget is not None and totals.spent >= budget
 
-    def _notice(self, text: str, level: str = "info") -> None:
+    def _notice(self, text: str, level: NoticeLevel = "info") -> None:
         self.conversation.append(notice(text, level))
         self.sink(NoticeEvent(level, text))
 
     def _mark(
-        self, kind: str, text: str, details: dict[str, int | str], *, level: str = "info"
+        self, kind: str, text: str, details: dict[str, int | str], *, level: NoticeLevel = "info"
     ) -> None:
         """A notice a program can act on: its kind and figures travel with it (and with the
         saved row), never to be parsed back out of the text."""

@@ -228,13 +228,13 @@ def _ollama(
         return _pin(facts, pin)
 
     if facts.served is not None:
-        window, source = facts.served, "server"
+        window = facts.served
         how = f"loaded now with {facts.served} tokens"
         if modelfile is not None:
             how += f"; its Modelfile sets num_ctx {modelfile}"
     elif modelfile is not None:
         # Unpinned requests carry no num_ctx, and the Modelfile outranks every server default.
-        window, source = modelfile, "server"
+        window = modelfile
         how = f"not loaded; its Modelfile sets num_ctx {modelfile}"
     else:
         window = min(OLLAMA_ASSUMED_WINDOW, facts.model_max or OLLAMA_ASSUMED_WINDOW)
@@ -251,7 +251,7 @@ def _ollama(
         "tokens. Pin num_ctx in the agent to make it exact (Ollama reloads the model whenever "
         "num_ctx changes)."
     )
-    return window, source
+    return window, "server"
 
 
 def _llamacpp(facts: _Facts, pin: int | None, report: EngineReport) -> tuple[int, WindowSource]:

@@ -276,7 +276,7 @@ def build_summary_request(
     frame = cost(system_text) + cost(assemble([], 0))
     room = prompt_budget - frame
 
-    def newest(cap: int, text_cap: int | None) -> tuple[list[str], int, bool]:
+    def newest(cap: int | None, text_cap: int | None) -> tuple[list[str], int, bool]:
         """The newest messages rendered at `cap` that fit the room (at least one), how
         many older ones are left out, and whether all fit. Rendered newest first, so a
         history of 20,000 messages costs what fits, not 20,000 renderings per cap."""

@@ -8,6 +8,8 @@ summarizing could not bring the run under budget.
 
 from __future__ import annotations
 
+from engine.messages import Role
+
 # The rungs, as shares of the window.
 CONTEXT_CLEAR_THRESHOLD_RATIO = 0.5
 CONTEXT_WARN_RATIO = 0.7
@@ -41,8 +43,8 @@ SMALL_WINDOW_TOKENS = 32_000
 # parrots it. On the wire it joins the leading system message (messages.alternating), so
 # templates that take one system message only still work. The continuation after it is a
 # user-role nudge.
-SUMMARY_ROLE = "system"
-CONTINUATION_ROLE = "user"
+SUMMARY_ROLE: Role = "system"
+CONTINUATION_ROLE: Role = "user"
 
 # A middle smaller than this is not worth a summarizer call: the checkpoint's own headings
 # cost about as much as it would free.

@@ -57,7 +57,8 @@ def tool_pairing_problems(messages: Sequence[Message]) -> list[str]:
     for unit in group_units(messages):
         head = messages[unit[0]]
         if head.role == "assistant" and head.tool_calls:
-            answered = [messages[i].tool_call_id for i in unit[1:]]
+            # group_units takes in only results whose id answers one of these calls.
+            answered = [cid for i in unit[1:] if (cid := messages[i].tool_call_id) is not None]
             for call in head.tool_calls:
                 if call.id not in answered:
                     problems.append(f"message {unit[0]}: tool call {call.id} has no result")

@@ -22,7 +22,7 @@ import hashlib
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from engine.memory.entries import content_hash
@@ -219,9 +219,9 @@ class ObservingProvider(Provider):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-    async def stream_chat(  # type: ignore[override]
+    async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         receipts = self.observer.service.receipts
         try:
             tickets = self.observer.tickets_for(messages)

@@ -28,6 +28,8 @@ TOOLS_SHARE = 0.4  # the tools are offered only when the whole frame takes at mo
 CountText = Callable[[str], int]
 # The prompt tokens of a request (messages, tool schemas), as the engine counts them.
 CountRequest = Callable[[list[Message], list[dict[str, Any]]], "int | Awaitable[int]"]
+# The same count where the engine is asked: always awaited.
+EngineCount = Callable[[list[Message], list[dict[str, Any]]], Awaitable[int]]
 
 
 def margin(window: int) -> int:
@@ -45,7 +47,7 @@ def approximate(count_text: CountText) -> CountRequest:
     return count
 
 
-def counting_with(counter: TokenCounter) -> CountRequest:
+def counting_with(counter: TokenCounter) -> EngineCount:
     """The session counter's count of a whole request; an engine that counts for Brim is
     asked first (the messages and schemas it has not counted yet)."""
 

@@ -7,7 +7,7 @@ desktop) speaks only these types, so one small fake per engine protocol tests al
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -152,7 +152,7 @@ class Provider(ABC):
     @abstractmethod
     def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[StreamItem]: ...
+    ) -> AsyncGenerator[StreamItem, None]: ...
 
     async def count_prompt(
         self, model: str, messages: list[Message], tools: list[dict[str, Any]]

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,7 +38,13 @@ from engine.providers.base import (
     ToolCallsReady,
     Usage,
 )
-from engine.providers.bundled_models import SMOLLM2, BundledModelBroken, model_file, named
+from engine.providers.bundled_models import (
+    SMOLLM2,
+    BundledModel,
+    BundledModelBroken,
+    model_file,
+    named,
+)
 from engine.providers.chat_template import template_messages
 from engine.providers.embedded_protocol import LOAD_ID, ChildConfig, read_message, write_message
 from engine.providers.engine_text import StreamText, clean, clean_arguments
@@ -70,21 +76,27 @@ def resolve_model_path(model_path: str | None) -> str:
     """A usable GGUF path: the given one, the default model for None, "" or "default", or a
     bundled model by its name (engine/providers/bundled_models.py). Raises ModelNotFound
     naming the path, or the package to install, when there is no such file."""
-    bundled = SMOLLM2 if not model_path or model_path == "default" else named(model_path)
+    if not model_path or model_path == "default":
+        return _bundled_path(SMOLLM2)
+    bundled = named(model_path)
     if bundled is not None:
-        try:
-            path = model_file(bundled)
-        except BundledModelBroken as exc:
-            raise ModelNotFound(str(exc)) from exc
-        if path is None:
-            raise ModelNotFound(
-                f"the bundled model {bundled.title} is not installed (package "
-                f"{bundled.package}, file {bundled.file})"
-            )
-        return str(path)
+        return _bundled_path(bundled)
     path = Path(model_path).expanduser()
     if not path.is_file():
         raise ModelNotFound(f"no model file at {path}")
+    return str(path)
+
+
+def _bundled_path(bundled: BundledModel) -> str:
+    try:
+        path = model_file(bundled)
+    except BundledModelBroken as exc:
+        raise ModelNotFound(str(exc)) from exc
+    if path is None:
+        raise ModelNotFound(
+            f"the bundled model {bundled.title} is not installed (package "
+            f"{bundled.package}, file {bundled.file})"
+        )
     return str(path)
 
 
@@ -147,8 +159,9 @@ class _Child:
         with contextlib.suppress(Exception):  # EOF, a broken pipe, an unreadable frame
             while True:
                 message = read_message(self._from_child)
+                rid = message.get("id")
                 with self._routes_lock:
-                    route = self._routes.get(message.get("id"))
+                    route = self._routes.get(rid) if isinstance(rid, str) else None
                 if route is not None:
                     _deliver(route, message)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -400,7 +413,7 @@ class EmbeddedProvider(Provider):
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         self._check_model(model)
         async with self._guard():
             child = await self._ensure_child()

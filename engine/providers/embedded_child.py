@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypedDict
 
 from engine.providers.chat_template import ChatTemplate, prompt_tokens
 from engine.providers.embedded_protocol import (
@@ -37,8 +37,18 @@ from engine.providers.tool_call_text import ToolCallText
 
 Send = Callable[[dict[str, Any]], None]
 
+
+class Sampling(TypedDict):
+    """The sampler settings `Llama.generate` takes by keyword."""
+
+    top_k: int
+    top_p: float
+    min_p: float
+    repeat_penalty: float
+
+
 # create_chat_completion's defaults, so answers read as they would through the library.
-SAMPLING = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
+SAMPLING: Sampling = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
 DEFAULT_TEMPERATURE = 0.2
 EVERYTHING = "*"  # in the cancelled set: the child is stopping, end whatever runs
 

@@ -20,7 +20,7 @@ from engine.providers.classify import (
     protocol_error,
     safe_url,
 )
-from engine.providers.errors import EngineUnreachable
+from engine.providers.errors import EngineUnreachable, ProtocolError
 from engine.providers.routes import engine_route, no_redirects
 from engine.providers.wire import WireError, answer_limit, guard_hooks, read_capped
 
@@ -103,7 +103,7 @@ class HttpProvider(Provider):
         """How messages name this engine: its name and its URL without credentials."""
         return f"{self.engine_name} at {safe_url(self.base_url)}"
 
-    def _protocol_error(self, what: str) -> Exception:
+    def _protocol_error(self, what: str) -> ProtocolError:
         return protocol_error(what, engine=self.engine_name, url=self.base_url)
 
     async def _request_json(

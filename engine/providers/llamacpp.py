@@ -8,7 +8,7 @@ guarantee); the automatic four-slot setting does, so that one is warned about.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
@@ -41,7 +41,7 @@ class LlamaCppProvider(OpenAICompatProvider):
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         async with self.gate.held():
             async for item in super().stream_chat(model, messages, options):
                 yield item
@@ -102,7 +102,7 @@ class LlamaCppProvider(OpenAICompatProvider):
         cards = await self._model_cards()
         out = []
         for card in cards:
-            meta = card.get("meta") if isinstance(card.get("meta"), dict) else {}
+            meta = found if isinstance(found := card.get("meta"), dict) else {}
             out.append(
                 ModelInfo(
                     id=str(card["id"]),
@@ -129,7 +129,7 @@ class LlamaCppProvider(OpenAICompatProvider):
             per_slot = as_window(props.get("n_ctx"))  # some older builds put it at the top level
         slots = as_window(props.get("total_slots"))
         card = self._pick_card(await self._cards_or_empty(), model)
-        meta = card.get("meta") if card and isinstance(card.get("meta"), dict) else {}
+        meta = found if card and isinstance(found := card.get("meta"), dict) else {}
         model_max = as_window(meta.get("n_ctx_train"))
         warnings: list[str] = []
         # No field says whether the slots share one KV pool: a real server reports the same

@@ -13,10 +13,10 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -275,7 +275,7 @@ class OllamaProvider(HttpProvider):
             name = entry.get("name") or entry.get("model")
             if not isinstance(name, str) or not name:
                 continue
-            details = entry.get("details") if isinstance(entry.get("details"), dict) else {}
+            details = found if isinstance(found := entry.get("details"), dict) else {}
             out.append(ModelInfo(id=name, model_max=as_window(details.get("context_length"))))
         return out
 
@@ -473,16 +473,19 @@ class OllamaProvider(HttpProvider):
             body["shift"] = False
         return body
 
-    async def _chat_stream(self, body: dict[str, Any]) -> AsyncIterator[ollama.ChatResponse]:
+    async def _chat_stream(self, body: dict[str, Any]) -> AsyncGenerator[ollama.ChatResponse, None]:
         """The official client's streaming request with Brim's own body: its `chat()` has no
         `truncate` or `shift` (ollama-python 0.6), its reader and errors are the same."""
-        return await self.client._request(
+        stream = await self.client._request(
             ollama.ChatResponse, "POST", "/api/chat", json=body, stream=True
         )
+        # The client returns its `inner()` async generator (ollama/_client.py), which its
+        # stubs call an AsyncIterator; stream_chat closes it (aclose) when it stops early.
+        return cast(AsyncGenerator[ollama.ChatResponse, None], stream)
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         body = self.chat_body(model, messages, options)
         calls: list[ToolCall] = []
         taken = CallBytes()

@@ -51,6 +51,13 @@ RESOLVE_TIMEOUT_S = 1.0
 _IPV4_NUMBERS = re.compile(r"[0-9a-fx.]+")
 
 
+def _bypassed_by(no_proxy: str, host: str) -> bool:
+    """Whether the no_proxy list skips the proxy for `host` (host or host:port), by Python's
+    own matcher: in urllib.request since 3.0 but undocumented, so typeshed leaves it out."""
+    matches = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    return bool(matches(host, {"no": no_proxy}))
+
+
 @dataclass(frozen=True)
 class Route:
     """How requests to one engine URL travel. `proxy` holds the proxy's URL as the user
@@ -196,7 +203,7 @@ def engine_route(url: str) -> Route:
         return Route(None, "no proxy configured")
     no_proxy = _variable("no_proxy")
     target = f"{host}:{port}" if port else host
-    if no_proxy and urllib.request.proxy_bypass_environment(target, {"no": no_proxy[1]}):
+    if no_proxy and _bypassed_by(no_proxy[1], target):
         return Route(None, "no_proxy", no_proxy[0])
     if not from_env and urllib.request.proxy_bypass(host):
         return Route(None, "no_proxy", "the system's proxy exceptions")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import engine.session.reports as reports
 import engine.session.tools_offer as offer
-from engine.agent import AgentLoop, ToolRunner, TurnOutcome
+from engine.agent import AgentLoop, TurnOutcome
 from engine.commands import (
     VIEW_AGENT_EDITOR,
     VIEW_NEW_CONVERSATION,
@@ -41,13 +41,12 @@ from engine.events import (
     WindowEvent,
     WithdrawnEvent,
 )
-from engine.memory import provider_complete
 from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
 from engine.providers.base import Provider, StreamDone
 from engine.providers.errors import ProviderError
 from engine.report import ContextReport
-from engine.session.adapters import AnnouncingApprover, view_fallback_notice
+from engine.session.adapters import AnnouncingApprover, RegistryRunner, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
 from engine.session.budget import journal_room, oversized_for_loop
 from engine.session.conversation import Conversation
@@ -105,7 +104,7 @@ class ChatSession:
         self._learn_task: asyncio.Task[None] | None = None  # /learn, cancelled like a turn
         self._admission = Admission()  # one submission at a time; waits for the start
         self._loop: AgentLoop | None = None
-        self._tools: ToolRunner | None = None
+        self._tools: RegistryRunner | None = None
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
         self.conversation = Conversation(  # the rail shows a rewritten history at once
@@ -567,9 +566,7 @@ class ChatSession:
         return MemoryInputs(
             reflect_on_close=lambda: self.reflect_on_close,
             emit=self._emit,
-            complete=lambda: provider_complete(
-                self._provider, self._summarizer.model(), self._usage_recorder("memory")
-            ),
+            complete=lambda: self._summarizer.completion(self._usage_recorder("memory")),
             counter=self._ensure_counter,
         )
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from engine.config import AgentConfig
 from engine.context import ContextManager, SummaryRequest, SummaryResult
+from engine.memory import Complete, provider_complete
 from engine.providers.base import Provider, StreamDone
 from engine.providers.errors import ModelNotFound, ProviderError
 from engine.session.engine_calls import probe_window, summarize
@@ -81,6 +82,13 @@ class Summarizer:
             f"({exc.message}); {self.agent.model or 'the agent model'} writes the "
             "checkpoints instead. Fix summarizer_model in the agent to use another."
         )
+
+    def completion(self, on_done: Callable[[str, StreamDone], None]) -> Complete:
+        """Memory's completion on the summarizer model. Memory asks for it only with the
+        window known, and the window is learned from the engine, so the session started."""
+        provider = self._provider()
+        assert provider is not None
+        return provider_complete(provider, self.model(), on_done)
 
     async def prepare(self) -> None:
         """Once per session, for a separate summarizer model: ask the engine for its

@@ -229,8 +229,8 @@ def write_bytes(workspace: Path, real: Path, shown: str, data: bytes) -> None:
         return
     with _parent_for_write(workspace, real, shown) as (parent, name):
         try:
-            keep_mode: int | None = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
-            keep_mode = keep_mode & 0o7777 if stat.S_ISREG(keep_mode) else None
+            mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
+            keep_mode = mode & 0o7777 if stat.S_ISREG(mode) else None
         except FileNotFoundError:
             keep_mode = None
         tmp = f".{name}.{uuid.uuid4().hex[:12]}.tmp"

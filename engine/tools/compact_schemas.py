@@ -50,12 +50,11 @@ def _compact_parameters(schema: Any) -> Any:
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """One OpenAI function schema with compact descriptions (a new copy)."""
     out = copy.deepcopy(schema)
-    function = out.get("function") if isinstance(out.get("function"), dict) else out
+    function = inner if isinstance(inner := out.get("function"), dict) else out
     description = function.get("description")
     if isinstance(description, str):
         function["description"] = _clip(description, TOOL_DESCRIPTION_CHARS, _SENTENCE_END)
-    if isinstance(function.get("parameters"), dict):
-        parameters = function["parameters"]
+    if isinstance(parameters := function.get("parameters"), dict):
         properties = parameters.get("properties")
         if isinstance(properties, dict):
             parameters["properties"] = {

@@ -96,10 +96,9 @@ def shape_result(
     continue from. The content stays within `budget_chars` unless the budget is smaller
     than the notice itself."""
     text = clean_text(raw)
-    fits_tokens = budget_tokens is None or count_tokens is None
-    if not fits_tokens and len(text) <= budget_chars:
-        fits_tokens = count_tokens(text) <= budget_tokens  # type: ignore[misc]
-    if len(text) <= budget_chars and fits_tokens:
+    if len(text) <= budget_chars and (
+        budget_tokens is None or count_tokens is None or count_tokens(text) <= budget_tokens
+    ):
         return text, False
     if budget_tokens is not None and count_tokens is not None:
         budget_chars = _chars_within(text, budget_chars, budget_tokens, count_tokens)
