@@ -57,7 +57,7 @@ def _saved_history(home: BrimPaths, conversation: str, extra: list[Message]) -> 
 def test_a_4096_window_resume_keeps_every_recent_message(tmp_path: Path):
     home = BrimPaths.resolve(tmp_path / "home")
     events: list[Event] = []
-    with FakeLlamaServer(n_ctx=WINDOW) as fake:
+    with FakeLlamaServer(n_ctx=WINDOW, slots=1) as fake:
         run = _session(_agent(fake), home, events)
         first = asyncio.run(run(None, ["Migrate the routes."]))
         # The history as a compaction on this window leaves it (about half the window),
