@@ -71,6 +71,11 @@ class SessionMemory:
         except Exception:
             log.warning("memory: could not snapshot memory for this run", exc_info=True)
 
+    def waiting_here(self) -> int:
+        """The suggestions from the open conversation that wait for review."""
+        conversation = self._conversation()
+        return sum(1 for s in self.service.pending() if s.conversation == conversation)
+
     def note_statements(self, message: Message) -> list[str]:
         """The deterministic pass over one user message as it is sent: the user's explicit
         statements ("My name is Alex.", "I always use tabs") wait for review at once, on any

@@ -114,12 +114,21 @@ async def learn(
         raise
     else:
         queued = len(report.queued) if report is not None else 0
-        emit(NoticeEvent("info", f"Learn: {queued} new suggestions for review."))
+        emit(NoticeEvent("info", learned_text(queued, memory.waiting_here())))
     finally:
         pending = suggestions_event(memory, always=True)
         if pending is not None:
             emit(pending)
         emit(StateEvent("ready"))
+
+
+def learned_text(queued: int, waiting: int) -> str:
+    """`/learn`'s answer: what it queued, and what waits from this conversation in all (the
+    user's own statements wait from the moment they were sent)."""
+    text = f"Learn: {queued} new suggestions for review."
+    if waiting > queued:
+        text += f" {waiting} from this conversation wait in all."
+    return text
 
 
 class Reflections:

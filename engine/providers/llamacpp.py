@@ -8,6 +8,7 @@ guarantee); the automatic four-slot setting does, so that one is warned about.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -36,13 +37,18 @@ class LlamaCppProvider(OpenAICompatProvider):
 
     def __init__(self, base_url: str | None = None, **kw: Any) -> None:
         super().__init__(base_url, **kw)
-        # Brim's own chat requests to this server never overlap (engine/providers/server_gate.py).
+        # Brim's own chat requests to this server never overlap (engine/providers/server_gate.py)
+        # while its slots may share one KV pool: until /props says how many slots it runs,
+        # and from then on when they are the automatic, unified four. Slots of their own
+        # (an explicit --parallel N) serve two conversations at once, as they should.
         self.gate = ServerGate(self.base_url)
+        self.serialised = True
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncGenerator[StreamItem, None]:
-        async with self.gate.held():
+        gate = self.gate.held() if self.serialised else contextlib.nullcontext()
+        async with gate:
             async for item in super().stream_chat(model, messages, options):
                 yield item
 
@@ -147,6 +153,7 @@ class LlamaCppProvider(OpenAICompatProvider):
                 "time and retries when another client fills the pool. Start it with an "
                 "explicit --parallel N for a guaranteed per-slot window."
             )
+        self.serialised = slots is None or unified
         caps = props.get("chat_template_caps")
         tools = caps.get("supports_tools") if isinstance(caps, dict) else None
         return EngineReport(

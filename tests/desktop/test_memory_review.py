@@ -248,7 +248,9 @@ def test_the_review_says_so_when_nothing_waits(memory_desktop: Any, qtbot: Any, 
 
 
 def test_the_link_opens_the_conversation_the_quote_came_from(qtbot: Any, real_desktop: Any):
-    said = "Hello. I always indent with tabs, never spaces."
+    # Worded so that the deterministic pass, which queues "I always …" as it is sent, leaves
+    # it to the suggestion this test queues.
+    said = "Hello. Tabs are what I indent with."
     with FakeLlamaServer(n_ctx=4096) as fake:
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
         _type_command(d, qtbot, said)
@@ -264,7 +266,7 @@ def test_the_link_opens_the_conversation_the_quote_came_from(qtbot: Any, real_de
         finally:
             store.close()
         service = d.app.memory.service
-        _quoting(service, first, messages, "indentation", "I always indent with tabs")
+        _quoting(service, first, messages, "indentation", "Tabs are what I indent with")
 
         dialog = d.app.memory.open_review()
         qtbot.waitUntil(lambda: len(dialog.items()) == 1, timeout=5000)
@@ -273,7 +275,7 @@ def test_the_link_opens_the_conversation_the_quote_came_from(qtbot: Any, real_de
         qtbot.waitUntil(lambda: d.app.navigator.conversation_id == first, timeout=10000)
         transcript = d.window.transcript
         qtbot.waitUntil(
-            lambda: transcript.textCursor().selectedText() == "I always indent with tabs",
+            lambda: transcript.textCursor().selectedText() == "Tabs are what I indent with",
             timeout=5000,
         )
         assert dialog.isVisible()  # the review goes on over the conversation it opened
