@@ -340,7 +340,14 @@ def _chosen(variable: str, default: list[str]) -> list[str]:
 
 def main() -> list[dict[str, Any]]:
     """The figures per model and window, then one row per question (marked `detail`)."""
-    models = _chosen("SMALL_MODELS_MODELS", [m.name for m in bundled_models.available()])
+    installed = [m.name for m in bundled_models.available()]
+    models = _chosen("SMALL_MODELS_MODELS", installed)
+    unknown = [m for m in models if m not in installed]
+    if unknown:  # every turn would fail, and the figures would read as a clean run
+        raise SystemExit(
+            f"small_models: not installed: {', '.join(unknown)} (installed: "
+            f"{', '.join(installed) or 'none'})"
+        )
     chosen = _chosen("SMALL_MODELS_WINDOWS", [str(w) for w in WINDOWS])
     windows = [] if chosen == ["none"] else [int(w) for w in chosen]  # none: the 20 only
     plain = os.environ.get("SMALL_MODELS_PLAIN", "1") != "0"
