@@ -4,7 +4,7 @@ engine says about them before they are saved.
 Every field is described by the schema (engine/config/schema.py): its label, its tooltip,
 what a blank means, and the check a value must pass, so the dialog refuses exactly what the
 loader would refuse, with the same reason, next to the field. Probe asks the engine on the
-engine thread (engine/agent_probe.py) and shows its answer for the agent as saved and as
+engine thread (engine/agent/probe.py) and shows its answer for the agent as saved and as
 edited, side by side, with every warning; the rules behind the figures are the engine's.
 Save rewrites the agent's file keeping its comments and layout, and refuses to overwrite an
 edit another program made meanwhile. The fields are built in desktop/agent_fields.py and the

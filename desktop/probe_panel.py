@@ -1,7 +1,7 @@
 """The agent editor's "What the engine says" panel: the engine's answer for the agent as saved
 and as edited, side by side, with every warning and the legend of where a window comes from.
 
-Kept apart from the dialog because it only draws an answer (engine/agent_probe.py decides the
+Kept apart from the dialog because it only draws an answer (engine/agent/probe.py decides the
 figures and the warnings); asking the engine, and when, stays with the dialog.
 """
 

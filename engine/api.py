@@ -11,7 +11,7 @@ from __future__ import annotations
 
 # -- the session the desktop drives, and what opens one -------------------------------------
 from engine.session.protocol import SessionControl
-from engine.session import ChatSession, open_default_session
+from engine.session import ChatSession
 from engine.paths import BrimPaths
 
 # -- events: what the engine says, one typed stream -----------------------------------------
@@ -65,7 +65,7 @@ from engine.commands import (
 # -- what a conversation shows: messages, saved receipts, the rail's and overlays' reports --
 from engine.messages import Message
 from engine.store.records import Receipt
-from engine.report import ContextReport, TimelineMarker, UsageReport, format_tokens
+from engine.report.context_report import ContextReport, TimelineMarker, UsageReport, format_tokens
 
 # -- agents: their files, the settings schema, the window, the probe the editor runs -------
 from engine.config import (
@@ -78,9 +78,9 @@ from engine.config import (
     load_agent,
     save_agent,
 )
-from engine.window import WindowResolution
-from engine.agent_probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
-from engine.output_cap import default_output_cap
+from engine.window.resolution import WindowResolution
+from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
+from engine.window.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
 from engine.providers.embedded import default_model_path
 
@@ -113,7 +113,6 @@ __all__ = [
     # the session
     "SessionControl",
     "ChatSession",
-    "open_default_session",
     "BrimPaths",
     # events
     "NOTICE_COMPACTED",

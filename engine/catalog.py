@@ -4,8 +4,8 @@ The catalog knows hosted listings, not local servers: there is no Ollama, llama-
 or SGLang provider in it. A local model therefore only matches a hosted listing of the same
 weights by name, and those listings disagree (the same model appears at 262144 on most hosts
 and 120000 on one). That is why its figure only ever caps a pin the server has not confirmed
-(see engine/window.py), and why the figure is the largest any host lists: a cap must not cut
-a window that some host really serves.
+(see engine/window/resolution.py), and why the figure is the largest any host lists: a cap
+must not cut a window that some host really serves.
 """
 
 from __future__ import annotations

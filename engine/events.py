@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:  # the report module imports the ladder, which imports this module
-    from engine.report import ContextReport, UsageReport
+    from engine.report.context_report import ContextReport, UsageReport
 
 
 @dataclass
@@ -127,7 +127,7 @@ class NoticeEvent(Event):
 
 NOTICE_ANSWER_CUT = "answer_cut"
 NOTICE_REPETITION = "repetition"
-# More tool calls in one answer than run (engine/answer_calls.py): calls, run, not_run.
+# More tool calls in one answer than run (engine/agent/answer_calls.py): calls, run, not_run.
 NOTICE_CALLS_CAPPED = "tool_calls_capped"
 # The agent has no tools in this conversation although it was given a folder: `reason` says
 # why (the model cannot call tools, so its engine reports; or the engine refused them).
@@ -151,7 +151,7 @@ NOTICE_OVERFLOW = "overflow"
 # The fit rung cut the newest step so the request fits the window (engine/context/fitting.py):
 # results_cut, arguments_cut, calls_left_out, tokens_before, tokens_after, window.
 NOTICE_CUT_TO_FIT = "cut_to_fit"
-# The window the engine revealed (engine/agent_window.py): NOTICE_WINDOW_LEARNED (window,
+# The window the engine revealed (engine/agent/window.py): NOTICE_WINDOW_LEARNED (window,
 # old, source, cause, compacts_at), NOTICE_WINDOW_DOUBTED (an overflow error's window not
 # believed: window, source, cause, reason, evidence, kept) and NOTICE_WINDOW_DROPPED (a
 # provisional window a larger answered request contradicted: window, cause, answered,
@@ -159,16 +159,16 @@ NOTICE_CUT_TO_FIT = "cut_to_fit"
 NOTICE_WINDOW_LEARNED = "window_learned"
 NOTICE_WINDOW_DOUBTED = "window_not_believed"
 NOTICE_WINDOW_DROPPED = "window_dropped"
-# An Ollama model reloaded between Brim's requests (engine/window_reloads.py): cause
+# An Ollama model reloaded between Brim's requests (engine/window/reloads.py): cause
 # (expired | another_client), model, window (now), old, load_ms (0: Brim's request did not
 # load it), compacts_at.
 NOTICE_MODEL_RELOADED = "model_reloaded"
 # llama-server's slots share one KV pool and the requests in flight outgrew it; Brim waits
-# and retries (engine/shared_pool.py). Said once per conversation: pool (tokens), slots (0:
+# and retries (engine/agent/shared_pool.py). Said once per conversation: pool (tokens), slots (0:
 # not reported), needed (what Brim's request asked the pool to hold), retries (at most).
 NOTICE_SHARED_POOL = "shared_kv_pool"
 # vLLM or SGLang refused prompt + max_tokens, the prompt alone fits: the same request went
-# again with the room the engine left (engine/output_cap.py): max_tokens, refused,
+# again with the room the engine left (engine/window/output_cap.py): max_tokens, refused,
 # prompt_tokens (the engine's count), counted (Brim's), window.
 NOTICE_ANSWER_ROOM = "answer_room_lowered"
 
@@ -361,8 +361,8 @@ class LearnProgressEvent(Event):
 
 @dataclass
 class ContextReportEvent(Event):
-    """The rail's numbers (engine/report.py), after every request that lands and whenever
-    the ladder changes the history; `snapshot` marks the answer to `/context`."""
+    """The rail's numbers (engine/report/context_report.py), after every request that lands
+    and whenever the ladder changes the history; `snapshot` marks the answer to `/context`."""
 
     type: ClassVar[str] = "context_report"
     report: ContextReport

@@ -1,9 +1,9 @@
 """The context rail: how full the window is, where the ladder's marks sit, what fills it.
 
-It draws an `engine.report.ContextReport` and computes nothing of its own: the percentages,
-marks, headroom, categories and cache lines all come from the engine. The same widget shows
-the live rail beside the conversation and the frozen snapshot in the `/context` overlay.
-"""
+It draws an `engine.report.context_report.ContextReport` and computes nothing of its own: the
+percentages, marks, headroom, categories and cache lines all come from the engine. The same
+widget shows the live rail beside the conversation and the frozen snapshot in the `/context`
+overlay. """
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ threshold, and the user is told once. A summarizer failure never fails the
 run. Nothing is trimmed after a reply: trimming then would drop the user's earlier messages
 to make room for the answer just written, before compaction had its first refusal; the
 next request's ladder makes the room (and every answer's output cap leaves room for the
-prompt it answered, engine/output_cap.py). A context-overflow rejection from the engine
+prompt it answered, engine/window/output_cap.py). A context-overflow rejection from the engine
 compacts regardless of the estimate (or trims to 70% of the history's size when compaction
 cannot run), with a recent tail halved at every attempt; the caller retries up to four times
 in a turn and gives up sooner when a pass does not shrink the history (docs/design/context.md).

@@ -1,7 +1,7 @@
 """One chat request at a time from Brim to one llama-server, whoever in Brim sends it.
 
 llama-server's default slots share one KV pool, so two requests in flight together can make
-both fail though each alone fits (engine/shared_pool.py). Brim's own requests must never be
+both fail though each alone fits (engine/agent/shared_pool.py). Brim's own requests must never be
 the two: the agent's turn, the summarizer, memory's extraction and reflection (a separate
 process), and every open conversation of the desktop on the same server, each with its own
 provider. So a request holds an exclusive lock on a file named after the server for as long

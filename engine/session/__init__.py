@@ -6,7 +6,6 @@ The names the desktop, the CLI and the tests import from `engine.session`.
 from engine.session.budget import RESERVES_OUTPUT, output_reserve, pin_advice
 from engine.session.chat import ChatSession, EventSink
 from engine.session.conversation import RECEIPTS_SHOWN, Conversation
-from engine.session.defaults import open_default_session
 from engine.session.engine_calls import (
     LOAD_POLL_S,
     LOAD_WAIT_LIMIT_S,
@@ -36,7 +35,6 @@ __all__ = [
     "UnknownConversation",
     "WiredLoop",
     "describe_outcome",
-    "open_default_session",
     "output_reserve",
     "pin_advice",
     "probe_window",

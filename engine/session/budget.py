@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any, Protocol
 
-from engine.agent import AgentLoop
+from engine.agent.loop import AgentLoop
 from engine.config import AgentConfig
 from engine.context.constants import FIXED_PREFIX_MAX_RATIO, FIXED_PREFIX_UNWORKABLE_RATIO
 from engine.context.history import is_fixed

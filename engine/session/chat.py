@@ -21,7 +21,7 @@ from pathlib import Path
 
 import engine.session.reports as reports
 import engine.session.tools_offer as offer
-from engine.agent import AgentLoop, TurnOutcome
+from engine.agent.loop import AgentLoop, TurnOutcome
 from engine.commands import (
     VIEW_AGENT_EDITOR,
     VIEW_NEW_CONVERSATION,
@@ -45,7 +45,7 @@ from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
 from engine.providers.base import Provider, StreamDone
 from engine.providers.errors import ProviderError
-from engine.report import ContextReport
+from engine.report.context_report import ContextReport
 from engine.session.adapters import AnnouncingApprover, RegistryRunner, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
 from engine.session.budget import journal_room, oversized_for_loop
@@ -67,7 +67,7 @@ from engine.session.wiring import LoopHooks, LoopSetting, decide_tool_schemas, w
 from engine.store import Receipt, StoreError, UnknownConversation
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import Approver, ConversationApprover, DenyAll
-from engine.window import WindowResolution
+from engine.window.resolution import WindowResolution
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class ChatSession:
         self.conversation = Conversation(  # the rail shows a rewritten history at once
             paths, agent.name, on_replaced=lambda: self.ledger.emit_report()
         )
-        # What the context rail shows (engine/report.py), fed from this session's events.
+        # What the rail shows (engine/report/context_report.py), fed from this session's events.
         self.ledger = ContextLedger(
             LedgerInputs(
                 report=self.context_report,

@@ -3,7 +3,7 @@ keeps other Brim processes out of it, and the two ways the history changes (appe
 replace the model history after the ladder rewrote it).
 
 The agent loop reads and changes the conversation through this object (it meets the loop's
-`Conversation` protocol in engine/agent.py): a message is persisted before it is kept in
+`Conversation` protocol in engine/agent/loop.py): a message is persisted before it is kept in
 memory, so a crash never loses a committed message, and nothing reaches the model before it
 is stored.
 """

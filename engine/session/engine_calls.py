@@ -32,7 +32,7 @@ from engine.providers.errors import ProviderError, ServerError
 from engine.providers.registry import make_provider
 from engine.session.ledger import notice_message
 from engine.store import Store
-from engine.window import WindowResolution, resolve_window
+from engine.window.resolution import WindowResolution, resolve_window
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from engine.events import (
     UsageEvent,
 )
 from engine.messages import Message, notice
-from engine.report import (
+from engine.report.context_report import (
     MARKER_CLEAR,
     MARKER_COMPACTION,
     MARKER_TRIM,

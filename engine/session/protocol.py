@@ -16,7 +16,7 @@ from typing import Protocol
 from engine.config import AgentConfig
 from engine.messages import Message
 from engine.store.records import Receipt
-from engine.window import WindowResolution
+from engine.window.resolution import WindowResolution
 
 
 class SessionControl(Protocol):

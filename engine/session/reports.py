@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.agent import AgentLoop, ToolRunner
+from engine.agent.loop import AgentLoop, ToolRunner
 from engine.context import render_work_state
 from engine.context.work_state import work_folder_files
 from engine.events import ContextReportEvent, Event, UsageReportEvent, WorkStateEvent
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
-from engine.report import (
+from engine.report.context_report import (
     ContextReport,
     RequestTracker,
     UsageReport,
@@ -40,7 +40,7 @@ def context_report(
     memory_line: str,
     max_iterations: int | None,
 ) -> ContextReport:
-    """The rail's numbers now (engine/report.py); cheap: every message count is cached.
+    """The rail's numbers now (engine/report/context_report.py); every message count is cached.
     Without a wired loop (the window is not known yet) only the tracker's figures."""
     if loop is None or counter is None:
         return build_context_report(budget=None, source="", estimate=0, tracker=tracker)

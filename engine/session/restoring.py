@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.agent import AgentLoop
+from engine.agent.loop import AgentLoop
 from engine.commands import COMPACTION_RESTORE, COMPACTION_SHOW, RESTORE_CONFIRMED
 from engine.context.restore import checkpoint_is_live, restored_history
 from engine.events import (
@@ -33,7 +33,7 @@ from engine.events import (
     NoticeEvent,
 )
 from engine.messages import Message, alternating, model_messages, notice
-from engine.report import format_tokens
+from engine.report.context_report import format_tokens
 from engine.session.conversation import Conversation
 from engine.session.ledger import notice_event
 from engine.store import CompactionRecord, Store

@@ -18,7 +18,7 @@ from engine.prompt import system_prompt
 from engine.resources import prompt
 from engine.session.conversation import Conversation
 from engine.session.ledger import notice_message
-from engine.window import WindowResolution
+from engine.window.resolution import WindowResolution
 
 
 def tools_offered(workspace: Path | None, window: WindowResolution | None) -> bool:

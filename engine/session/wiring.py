@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.agent import AgentLoop
+from engine.agent.loop import AgentLoop
 from engine.config import AgentConfig, load_agents
 from engine.config.credentials import Credentials, known_credentials
 from engine.context import (
@@ -36,7 +36,7 @@ from engine.session.conversation import Conversation
 from engine.session.tools_offer import tools_offered
 from engine.tokens import TokenCounter
 from engine.tools import Approver, ToolResultStore
-from engine.window import WindowResolution
+from engine.window.resolution import WindowResolution
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,6 @@ from engine.tokens.counter import (
     counter_for,
 )
 from engine.tokens.encodings import TokenCountError, load_encoding, openai_encoding_name
-from engine.tokens.truncation import detect_silent_truncation
 
 __all__ = [
     "DEFAULT_RATIO",
@@ -67,7 +66,6 @@ __all__ = [
     "TokenCountError",
     "TokenCounter",
     "counter_for",
-    "detect_silent_truncation",
     "family_ratio",
     "load_encoding",
     "openai_encoding_name",

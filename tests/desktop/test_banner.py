@@ -15,7 +15,7 @@ from engine.providers.errors import (
     ServerError,
     ToolsUnsupported,
 )
-from engine.window import AbsurdWindow
+from engine.window.resolution import AbsurdWindow
 from tests.helpers.fake_session import FakeTurn
 
 

@@ -11,7 +11,7 @@ from desktop.format import format_tokens
 from desktop.widgets.context_rail import ContextRail
 from engine.context.budget import ContextBudget
 from engine.events import ContextEvent, Event
-from engine.report import CacheShare, RequestTracker, build_context_report
+from engine.report.context_report import CacheShare, RequestTracker, build_context_report
 from tests.desktop.conftest import agent_toml
 from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.fake_engines import FakeLlamaServer, FakeToolCall, Reply

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from engine.agent_probe import (
+from engine.agent.probe import (
     EMBEDDED_NOT_PROBED,
     ProbeComparison,
     ProbeFailure,

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.config import default_agent, parse_agent_text, render_agent
-from engine.output_cap import (
+from engine.providers.errors import ContextOverflow
+from engine.window.output_cap import (
     LIMIT_AGENT,
     LIMIT_DEFAULT,
     LIMIT_ROOM,
@@ -16,7 +17,6 @@ from engine.output_cap import (
     output_cap,
     room_after_refusal,
 )
-from engine.providers.errors import ContextOverflow
 
 
 def test_the_default_cap_is_a_quarter_of_the_window_between_512_and_4096():

@@ -7,7 +7,7 @@ from engine.context.budget import ContextBudget
 from engine.context.notices import trim_notice
 from engine.messages import ToolCall, assistant, notice, system, tool_result, user
 from engine.prompt import ProjectInstructions
-from engine.report import (
+from engine.report.context_report import (
     CATEGORY_MEMORY,
     CATEGORY_MESSAGES,
     CATEGORY_PROJECT,
@@ -218,7 +218,7 @@ def test_the_session_cache_share_counts_every_request_sent_not_only_those_that_r
 
 def test_a_checkpoint_in_the_system_role_counts_as_messages_not_as_the_system_prompt():
     from engine.messages import Message, system
-    from engine.report import CATEGORY_MESSAGES, CATEGORY_SYSTEM, categories
+    from engine.report.context_report import CATEGORY_MESSAGES, CATEGORY_SYSTEM, categories
 
     rows = categories(
         [system("You are Brim."), Message(role="system", content="x " * 40, kind="summary")],

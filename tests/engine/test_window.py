@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.providers.base import EngineReport
-from engine.window import FALLBACK_WINDOW, AbsurdWindow, WindowResolution, resolve_window
+from engine.window.resolution import FALLBACK_WINDOW, AbsurdWindow, WindowResolution, resolve_window
 
 PROBE_FIELDS = {
     "provider",

@@ -9,15 +9,15 @@ from hypothesis import strategies as st
 
 from engine.providers.errors import ContextOverflow
 from engine.providers.ollama import counts_whole_prompt, parse_version
-from engine.truncation import CountError, silently_truncated
-from engine.window import WindowResolution
-from engine.window_learning import (
+from engine.window.learning import (
     apply,
     from_loaded,
     from_overflow,
     from_truncation,
     learned_text,
 )
+from engine.window.resolution import WindowResolution
+from engine.window.truncation import CountError, silently_truncated
 
 
 def resolution(

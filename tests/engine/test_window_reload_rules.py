@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.providers.base import LoadedModel
-from engine.window_reloads import RELOAD_MIN_S, Reload, reload_seen, reload_text
+from engine.window.reloads import RELOAD_MIN_S, Reload, reload_seen, reload_text
 
 SENT = 1_000.0  # when the request went out (epoch seconds)
 WARM = 0.0013  # a loaded model's load_duration: Ollama's bookkeeping

@@ -1,5 +1,5 @@
 """The rules that decide whether a window drawn from an overflow error is believed, from a
-table (engine/window_vetting.py): the floor, the request's own count, a window no model has,
+table (engine/window/vetting.py): the floor, the request's own count, a window no model has,
 what the engine reports when asked again, and a later answer that contradicts the lesson."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from engine.providers.errors import ContextOverflow
-from engine.window_learning import WindowLesson
-from engine.window_vetting import against_report, contradicted, doubt_overflow, doubt_text
+from engine.window.learning import WindowLesson
+from engine.window.vetting import against_report, contradicted, doubt_overflow, doubt_text
 
 EXACT = 0.03
 

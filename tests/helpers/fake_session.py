@@ -41,7 +41,7 @@ from engine.events import (
     WorkStateEvent,
 )
 from engine.messages import Message, ToolCall, assistant, notice, tool_result, user
-from engine.report import (
+from engine.report.context_report import (
     Category,
     ContextReport,
     RequestTracker,
@@ -53,7 +53,7 @@ from engine.report import (
 from engine.session.adapters import view_fallback_notice
 from engine.session.admission import busy_refusal
 from engine.store.records import Receipt, UsageSummary
-from engine.window import WindowResolution
+from engine.window.resolution import WindowResolution
 
 
 @dataclass
@@ -293,7 +293,7 @@ class FakeSession:
     def turn_receipts(self) -> list[Receipt]:
         return []  # the fake saves none
 
-    # -- what the real session also answers (engine/report.py builds the values) ----------
+    # -- what the real session also answers (engine/report/context_report.py builds them) --
 
     def context_report(self) -> ContextReport:
         messages = max(0, self._used - self._base)

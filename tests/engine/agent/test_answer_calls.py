@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from engine.answer_calls import MAX_CALLS_PER_ANSWER
+from engine.agent.answer_calls import MAX_CALLS_PER_ANSWER
 from engine.config import default_agent
 from engine.events import NOTICE_CALLS_CAPPED, Event, NoticeEvent, ToolResultEvent
 from engine.paths import BrimPaths

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from engine.agent.shared_pool import SharedPoolWatch
 from engine.config import default_agent
 from engine.events import (
     NOTICE_SHARED_POOL,
@@ -27,7 +28,6 @@ from engine.messages import assistant, user
 from engine.paths import BrimPaths
 from engine.providers.errors import ContextOverflow, KvPoolFull
 from engine.session import ChatSession
-from engine.shared_pool import SharedPoolWatch
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 OTHER = "another client's question"

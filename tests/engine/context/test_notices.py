@@ -6,7 +6,7 @@ from engine.context.notices import (
     preflight_notice,
     trim_notice,
 )
-from engine.report import compaction_row
+from engine.report.context_report import compaction_row
 
 
 def test_the_preflight_notice_reads_exactly_as_the_seed_prints_it():

@@ -22,7 +22,7 @@ from engine.events import (
     TrimEvent,
 )
 from engine.messages import Message
-from engine.report import MARKER_COMPACTION, MARKER_TRIM, build_context_report
+from engine.report.context_report import MARKER_COMPACTION, MARKER_TRIM, build_context_report
 from engine.session import ContextLedger, LedgerInputs
 from engine.session.ledger import notice_event, notice_message
 

@@ -11,7 +11,7 @@ from engine.config import default_agent
 from engine.events import NOTICE_COMPACTED, ContextReportEvent, Event, NoticeEvent, TurnEndEvent
 from engine.messages import ToolCall, assistant, notice, tool_result, user
 from engine.paths import BrimPaths
-from engine.report import MARKER_CLEAR, MARKER_COMPACTION, ContextReport, saved_marks
+from engine.report.context_report import MARKER_CLEAR, MARKER_COMPACTION, ContextReport, saved_marks
 from engine.session import ChatSession
 from engine.store import Store
 from tests.helpers.compaction_requests import is_compaction

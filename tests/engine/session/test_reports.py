@@ -24,7 +24,7 @@ from engine.events import (
     WorkStateEvent,
 )
 from engine.paths import BrimPaths
-from engine.report import MARKER_COMPACTION, TOOL_RESULTS_PREFIX
+from engine.report.context_report import MARKER_COMPACTION, TOOL_RESULTS_PREFIX
 from engine.session import ChatSession
 from engine.tools import ApprovalRequest, Decision
 from tests.helpers.compaction_requests import is_compaction

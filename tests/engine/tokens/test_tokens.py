@@ -29,7 +29,6 @@ from engine.tokens import (
     TOOL_RESULT_OVERHEAD,
     TokenCounter,
     counter_for,
-    detect_silent_truncation,
     family_ratio,
     openai_encoding_name,
 )
@@ -364,28 +363,6 @@ def test_tiktoken_counts_text_exactly_and_learns_only_the_framing():
 def test_a_tokenizer_from_the_engine_wins_over_tiktoken():
     counter = TokenCounter("gpt-oss:20b", tokenizer=WordTemplate())
     assert counter.strategy == "exact"
-
-
-# --- silent truncation ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("counted", "reported", "window", "truncated"),
-    [
-        (12000, 4096, 4096, True),  # Ollama cut a long prompt to its 4K window
-        (12000, 3900, None, True),
-        (5000, 4000, None, True),  # 20% short and 1000 tokens: cut
-        (5000, 4400, None, False),  # 12% short: estimate drift, not a cut
-        (150, 100, None, False),  # a third short but only 50 tokens: framing on a tiny prompt
-        (400, 300, None, True),  # 25% and over 64 tokens
-        (12000, 12100, None, False),  # more than counted is never a truncation
-        (12000, None, None, False),  # not reported
-        (12000, 8000, 4096, False),  # above the window Brim believes: the window is wrong
-        (0, 0, None, False),
-    ],
-)
-def test_silent_truncation_is_a_report_well_below_the_count(counted, reported, window, truncated):
-    assert detect_silent_truncation(counted, reported, window=window) is truncated
 
 
 # --- choosing a counter for an engine ---------------------------------------------------------

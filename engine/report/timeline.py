@@ -1,5 +1,5 @@
 """The rail's fill timeline: its points and markers, and the timeline of a saved
-conversation rebuilt from the store (engine/report.py builds the rest of the report).
+conversation rebuilt from the store (engine/report/context_report.py builds the rest of the report).
 
 A saved conversation's ladder acts are read from its saved notices: their meta carries
 what the ladder did and its figures (`marker`, `notice_kind`, `messages_before` /

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from engine.agent_types import Conversation
+from engine.agent.types import Conversation
 from engine.events import NOTICE_SHARED_POOL
 from engine.messages import Message, assistant
 from engine.providers.errors import ContextOverflow, KvPoolFull

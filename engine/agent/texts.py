@@ -1,11 +1,11 @@
-"""The words the agent loop (engine/agent.py) says when a run stops, is cut short or loses
+"""The words the agent loop (engine/agent/loop.py) says when a run stops, is cut short or loses
 something: kept apart so the loop reads as what it does, and the wording in one place."""
 
 from __future__ import annotations
 
-from engine.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, LIMIT_IGNORED
 from engine.providers.errors import ContextOverflow, ToolsUnsupported
 from engine.repetition import Repetition
+from engine.window.output_cap import LIMIT_AGENT, LIMIT_DEFAULT, LIMIT_IGNORED
 
 
 def no_tools_text(refusal: ToolsUnsupported) -> str:

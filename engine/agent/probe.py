@@ -1,11 +1,11 @@
 """What the agent editor's Probe button shows: the engine's answer next to the agent's settings.
 
 A user pinning `num_ctx` needs to know, before saving, whether the engine will honour it. So
-the probe asks the engine once and resolves the window twice through `engine/window.py` — for
-the agent as saved and for the edits in the dialog — and hands back plain data: every figure
-side by side and every warning that applies. The rules live in `resolve_window`; this module
-only chooses what to ask and how to lay the answer out, so the editor, `brim probe` and the
-running session can never disagree about a window.
+the probe asks the engine once and resolves the window twice through
+`engine/window/resolution.py` — for the agent as saved and for the edits in the dialog — and
+hands back plain data: every figure side by side and every warning that applies. The rules live
+in `resolve_window`; this module only chooses what to ask and how to lay the answer out, so the
+editor, `brim probe` and the running session can never disagree about a window.
 
 An engine that cannot be reached is an answer too (`ProbeFailure`), never an exception: the
 dialog shows it in place of the table.
@@ -25,7 +25,7 @@ from engine.providers import bundled_models
 from engine.providers.base import EngineReport, ModelInfo, Provider
 from engine.providers.errors import ProviderError
 from engine.session import provider_for
-from engine.window import WindowResolution, resolve_window
+from engine.window.resolution import WindowResolution, resolve_window
 
 log = logging.getLogger(__name__)
 

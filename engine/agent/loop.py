@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.agent_records import record_receipt, record_usage, turn_end_event
-from engine.agent_texts import (
+from engine.agent.answer_calls import calls_capped, not_run_result, take_calls
+from engine.agent.records import record_receipt, record_usage, turn_end_event
+from engine.agent.shared_pool import SharedPoolWatch, keep_partial
+from engine.agent.texts import (
     answer_cut_text,
     budget_stop_text,
     iteration_limit_text,
@@ -26,7 +28,7 @@ from engine.agent_texts import (
     repetition_notice,
     silent_cut_text,
 )
-from engine.agent_types import (
+from engine.agent.types import (
     FINISH_LENGTH,
     FINISH_REPETITION,
     Answer,
@@ -36,8 +38,7 @@ from engine.agent_types import (
     Totals,
     TurnOutcome,
 )
-from engine.agent_window import WindowWatch
-from engine.answer_calls import calls_capped, not_run_result, take_calls
+from engine.agent.window import WindowWatch
 from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
 from engine.context.constants import REASON_MANUAL, REASON_SESSION_BUDGET
@@ -71,7 +72,6 @@ from engine.messages import (
     notice,
     tool_result,
 )
-from engine.output_cap import LIMIT_IGNORED, LIMIT_ROOM, OutputCap, client_limit, output_cap
 from engine.providers.base import (
     ChatOptions,
     Provider,
@@ -82,12 +82,12 @@ from engine.providers.base import (
 )
 from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
 from engine.repetition import Repetition, RepetitionGuard
-from engine.shared_pool import SharedPoolWatch, keep_partial
 from engine.store import Store
 from engine.tokens import TokenCounter
 from engine.tokens.growing import GrowingCount
-from engine.truncation import CountError, at_window_edge, silently_truncated
-from engine.window import WindowResolution
+from engine.window.output_cap import LIMIT_IGNORED, LIMIT_ROOM, OutputCap, client_limit, output_cap
+from engine.window.resolution import WindowResolution
+from engine.window.truncation import CountError, at_window_edge, silently_truncated
 
 log = logging.getLogger(__name__)
 
@@ -412,7 +412,7 @@ class AgentLoop:
         return await self._pooled(request, room, counted), OutputCap(room, LIMIT_ROOM)
 
     async def _pooled(self, request: list[Message], max_tokens: int, counted: int) -> Answer:
-        """The answer, sent again while a shared KV pool drains (engine/shared_pool.py)."""
+        """The answer, sent again while a shared KV pool drains (engine/agent/shared_pool.py)."""
         return await self.pool.run(
             functools.partial(self._stream, request, max_tokens, counted),
             needed=counted + max_tokens,

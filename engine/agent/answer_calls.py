@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine.agent_types import ToolRun
+from engine.agent.types import ToolRun
 from engine.messages import ToolCall
 from engine.providers.openai_compat import new_call_id
 

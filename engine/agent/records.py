@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from engine.agent_types import Totals, TurnOutcome
+from engine.agent.types import Totals, TurnOutcome
 from engine.events import TurnEndEvent
 from engine.providers.base import Usage
 from engine.store import Store

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.providers.base import LoadedModel
-from engine.window_learning import article
+from engine.window.learning import article
 
 # A request whose model was loaded waits milliseconds; one that loads it, a second or more
 # (the smallest models load in about half of one). Between the two: a reload.

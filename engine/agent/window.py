@@ -1,10 +1,10 @@
 """The agent loop's window as the engine reveals it: learned, checked, and dropped again.
 
 The loop accounts against one window (thresholds, tail, header). Engines reveal more as
-they run (engine/window_learning.py): Ollama's /api/ps after every answer (a reload between
-two requests is told with its cause, engine/window_reloads.py), an overflow error, a silent
+they run (engine/window/learning.py): Ollama's /api/ps after every answer (a reload between
+two requests is told with its cause, engine/window/reloads.py), an overflow error, a silent
 cut. A lesson from an engine's report is applied at once. One drawn from an
-error is checked first (engine/window_vetting.py): against the fixed prefix, Brim's own
+error is checked first (engine/window/vetting.py): against the fixed prefix, Brim's own
 count of the rejected request and what the engine reports when asked again; a doubted one
 is told and not applied. One that passes stays provisional, and a later request larger than
 it that the engine answered drops it, back to the window in force before it. Each step is
@@ -30,11 +30,9 @@ from engine.events import (
     WindowLearnedEvent,
 )
 from engine.messages import Message
-from engine.output_cap import room_after_refusal
 from engine.providers.base import LoadedModel, Provider
 from engine.providers.errors import ContextOverflow
-from engine.window import WindowResolution
-from engine.window_learning import (
+from engine.window.learning import (
     ENGINE_NAMES,
     WindowLesson,
     apply,
@@ -43,8 +41,10 @@ from engine.window_learning import (
     from_truncation,
     learned_text,
 )
-from engine.window_reloads import reload_seen, reload_text
-from engine.window_vetting import (
+from engine.window.output_cap import room_after_refusal
+from engine.window.reloads import reload_seen, reload_text
+from engine.window.resolution import WindowResolution
+from engine.window.vetting import (
     PROVISIONAL_CAUSES,
     against_report,
     contradicted,

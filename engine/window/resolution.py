@@ -72,7 +72,9 @@ class WindowResolution:
     ceiling: int | None
     slots: int | None
     warnings: list[str] = field(default_factory=list)
-    shared_pool: bool = False  # llama-server's slots draw on one KV pool (engine/shared_pool.py)
+    shared_pool: bool = (
+        False  # llama-server's slots draw on one KV pool (engine/agent/shared_pool.py)
+    )
     tool_calls: bool | None = None  # from the engine's report; None: not known
     notices: list[EngineNotice] = field(default_factory=list)  # the report's, with data
 

@@ -1,11 +1,12 @@
 """What an engine's behaviour teaches about its window, after the start-up probe.
 
-The probe (engine/window.py) says what the engine reports before any request. Engines reveal
-more as they run: Ollama loads an unpinned model only on the first chat and shows its window
-in /api/ps only then; llama-server names its per-slot `n_ctx` in an overflow error, and may
-reject below what /props says when its slots share one KV pool; Ollama's `prompt_eval_count`
-after a silent cut sits at the window it really served. Each of those is a lesson, and the
-loop applies it at once: the thresholds, the tail and the header follow the learned window.
+The probe (engine/window/resolution.py) says what the engine reports before any request.
+Engines reveal more as they run: Ollama loads an unpinned model only on the first chat and
+shows its window in /api/ps only then; llama-server names its per-slot `n_ctx` in an overflow
+error, and may reject below what /props says when its slots share one KV pool; Ollama's
+`prompt_eval_count` after a silent cut sits at the window it really served. Each of those is a
+lesson, and the loop applies it at once: the thresholds, the tail and the header follow the
+learned window.
 
 The functions here are pure (a resolution and a piece of evidence in, a lesson or None out),
 so every rule can be checked from a table.
@@ -17,7 +18,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from engine.providers.errors import ContextOverflow
-from engine.window import MAX_SANE_WINDOW, MIN_SANE_WINDOW, WindowResolution, WindowSource
+from engine.window.resolution import (
+    MAX_SANE_WINDOW,
+    MIN_SANE_WINDOW,
+    WindowResolution,
+    WindowSource,
+)
 
 LessonCause = Literal["loaded", "overflow", "rejected_below_report", "truncation", "reported"]
 

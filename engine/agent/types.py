@@ -1,4 +1,4 @@
-"""What the agent loop (engine/agent.py) works with and hands back: the conversation and the
+"""What the agent loop (engine/agent/loop.py) works with and hands back: the conversation and the
 tool runner it is given (protocols the session meets), a tool's run, a turn's outcome, and
 the answer and running totals of a turn as the loop keeps them.
 """

@@ -20,7 +20,7 @@ from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO,
 from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions
-from engine.report_timeline import (  # noqa: F401 (the timeline's names, importable here too)
+from engine.report.timeline import (  # noqa: F401 (the timeline's names, importable here too)
     MARKER_CLEAR,
     MARKER_COMPACTION,
     MARKER_TRIM,

@@ -3,7 +3,7 @@
 An overflow error is one message from an engine, and one absurd message must not rule the
 session: a llama-server error naming `n_ctx: 300` while its `/props` says 8,192 refused 5 of
 the next 6 lines, and an error with `n_prompt_tokens` 2,000 beside a window of a trillion
-became a 2,000-token window. So a lesson drawn from an error (engine/window_learning.py) is
+became a 2,000-token window. So a lesson drawn from an error (engine/window/learning.py) is
 checked first, against three things Brim knows without the error:
 
 - the floor: a window no larger than the fixed prefix every request carries (system prompt,
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from engine.providers.errors import ContextOverflow
-from engine.window_learning import WindowLesson, sane
+from engine.window.learning import WindowLesson, sane
 
 DoubtReason = Literal[
     "absurd_window",  # the error names a window no model has

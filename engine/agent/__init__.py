@@ -1,0 +1,1 @@
+"""The agent loop and what it works with: the loop, its window, its records and words."""

@@ -1,0 +1,1 @@
+"""What the rail, `/context` and `/usage` show, and the fill timeline."""
