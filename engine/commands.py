@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 from engine.events import AcceptedEvent
 
@@ -111,7 +112,7 @@ VIEWS: tuple[str, ...] = (
 # NoticeEvent.kind of the words a front end without the view is told instead (the headless
 # chat's "Review memory with `brim memory review`."); a front end that opens the view
 # need not show them.
-NOTICE_VIEW_FALLBACK = "view_fallback"
+NOTICE_VIEW_FALLBACK: Final = "view_fallback"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, get_args
 
 if TYPE_CHECKING:  # the report module imports the ladder, which imports this module
     from engine.report.context_report import ContextReport, UsageReport
@@ -108,6 +108,39 @@ class AnswerProgressEvent(Event):
 NoticeLevel = Literal["info", "warning"]
 
 
+# Every kind a notice may carry ("" for a plain notice); the constants below name them.
+NoticeKind = Literal[
+    "",
+    "answer_cut",
+    "repetition",
+    "tool_calls_capped",
+    "tools_unavailable",
+    "auto_compacting",
+    "compacted",
+    "trimmed",
+    "compaction_fallback",
+    "nothing_to_compact",
+    "overflow",
+    "cut_to_fit",
+    "window_learned",
+    "window_not_believed",
+    "window_dropped",
+    "model_reloaded",
+    "shared_kv_pool",
+    "answer_room_lowered",
+    "compaction_restored",
+    "restore_unconfirmed",
+    "ollama_openai_endpoint",
+    "view_fallback",
+    "secret_redacted",
+]
+
+
+def notice_kind(value: object) -> NoticeKind:
+    """A saved notice's kind read back: one of NoticeKind, or "" for anything else."""
+    return value if isinstance(value, str) and value in get_args(NoticeKind) else ""  # type: ignore[return-value]
+
+
 @dataclass
 class NoticeEvent(Event):
     type: ClassVar[str] = "notice"
@@ -121,17 +154,17 @@ class NoticeEvent(Event):
     # figures in `details`: NOTICE_ANSWER_CUT (the engine stopped the answer at its output
     # cap: max_tokens, completion_tokens, limit) or NOTICE_REPETITION (the repetition guard
     # stopped a looping answer: block_chars, repeats, dropped_chars) or NOTICE_CALLS_CAPPED.
-    kind: str = ""
+    kind: NoticeKind = ""
     details: dict[str, int | str] = field(default_factory=dict)
 
 
-NOTICE_ANSWER_CUT = "answer_cut"
-NOTICE_REPETITION = "repetition"
+NOTICE_ANSWER_CUT: Final = "answer_cut"
+NOTICE_REPETITION: Final = "repetition"
 # More tool calls in one answer than run (engine/agent/answer_calls.py): calls, run, not_run.
-NOTICE_CALLS_CAPPED = "tool_calls_capped"
+NOTICE_CALLS_CAPPED: Final = "tool_calls_capped"
 # The agent has no tools in this conversation although it was given a folder: `reason` says
 # why (the model cannot call tools, so its engine reports; or the engine refused them).
-NOTICE_TOOLS_UNAVAILABLE = "tools_unavailable"
+NOTICE_TOOLS_UNAVAILABLE: Final = "tools_unavailable"
 TOOLS_REASON_MODEL = "model_cannot_call_tools"
 TOOLS_REASON_ENGINE = "engine_refused"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
@@ -142,35 +175,35 @@ TOOLS_REASON_ENGINE = "engine_refused"
 # without a summary: messages_dropped), NOTICE_COMPACTION_FALLBACK (compaction could not
 # run, the history was trimmed instead or left: messages_dropped), NOTICE_NOTHING_TO_COMPACT
 # and NOTICE_OVERFLOW (the engine refused the request as too long: compacting to retry).
-NOTICE_AUTO_COMPACTING = "auto_compacting"
-NOTICE_COMPACTED = "compacted"
-NOTICE_TRIMMED = "trimmed"
-NOTICE_COMPACTION_FALLBACK = "compaction_fallback"
-NOTICE_NOTHING_TO_COMPACT = "nothing_to_compact"
-NOTICE_OVERFLOW = "overflow"
+NOTICE_AUTO_COMPACTING: Final = "auto_compacting"
+NOTICE_COMPACTED: Final = "compacted"
+NOTICE_TRIMMED: Final = "trimmed"
+NOTICE_COMPACTION_FALLBACK: Final = "compaction_fallback"
+NOTICE_NOTHING_TO_COMPACT: Final = "nothing_to_compact"
+NOTICE_OVERFLOW: Final = "overflow"
 # The fit rung cut the newest step so the request fits the window (engine/context/fitting.py):
 # results_cut, arguments_cut, calls_left_out, tokens_before, tokens_after, window.
-NOTICE_CUT_TO_FIT = "cut_to_fit"
+NOTICE_CUT_TO_FIT: Final = "cut_to_fit"
 # The window the engine revealed (engine/agent/window.py): NOTICE_WINDOW_LEARNED (window,
 # old, source, cause, compacts_at), NOTICE_WINDOW_DOUBTED (an overflow error's window not
 # believed: window, source, cause, reason, evidence, kept) and NOTICE_WINDOW_DROPPED (a
 # provisional window a larger answered request contradicted: window, cause, answered,
 # restored, source).
-NOTICE_WINDOW_LEARNED = "window_learned"
-NOTICE_WINDOW_DOUBTED = "window_not_believed"
-NOTICE_WINDOW_DROPPED = "window_dropped"
+NOTICE_WINDOW_LEARNED: Final = "window_learned"
+NOTICE_WINDOW_DOUBTED: Final = "window_not_believed"
+NOTICE_WINDOW_DROPPED: Final = "window_dropped"
 # An Ollama model reloaded between Brim's requests (engine/window/reloads.py): cause
 # (expired | another_client), model, window (now), old, load_ms (0: Brim's request did not
 # load it), compacts_at.
-NOTICE_MODEL_RELOADED = "model_reloaded"
+NOTICE_MODEL_RELOADED: Final = "model_reloaded"
 # llama-server's slots share one KV pool and the requests in flight outgrew it; Brim waits
 # and retries (engine/agent/shared_pool.py). Said once per conversation: pool (tokens), slots (0:
 # not reported), needed (what Brim's request asked the pool to hold), retries (at most).
-NOTICE_SHARED_POOL = "shared_kv_pool"
+NOTICE_SHARED_POOL: Final = "shared_kv_pool"
 # vLLM or SGLang refused prompt + max_tokens, the prompt alone fits: the same request went
 # again with the room the engine left (engine/window/output_cap.py): max_tokens, refused,
 # prompt_tokens (the engine's count), counted (Brim's), window.
-NOTICE_ANSWER_ROOM = "answer_room_lowered"
+NOTICE_ANSWER_ROOM: Final = "answer_room_lowered"
 
 
 @dataclass
@@ -185,10 +218,37 @@ class TurnEndEvent(Event):
     finish_reason: str | None = None
 
 
+# Every kind an error may carry: the engine's (engine/providers/errors.py and the window's
+# absurd report), the store's, and the session's refusals.
+ErrorKind = Literal[
+    "provider_error",
+    "unreachable",
+    "model_not_found",
+    "context_overflow",
+    "tools_unsupported",
+    "server_error",
+    "kv_pool_full",
+    "protocol_error",
+    "absurd_window",
+    "disk_full",
+    "store_error",
+    "busy",
+    "no_session",
+    "unknown_conversation",
+    "conversation_busy",
+    "memory",
+    "message_too_large",
+    "startup",
+    "bad_command",
+    "not_restorable",
+    "unknown_compaction",
+]
+
+
 @dataclass
 class ErrorEvent(Event):
     type: ClassVar[str] = "error"
-    kind: str
+    kind: ErrorKind
     message: str
     # Figures behind the error, for a front end that acts on them (e.g. message_too_large:
     # {"tokens": ..., "window": ..., "fixed_tokens": ...}).
@@ -270,8 +330,8 @@ class CompactionEvent(Event):
 # NOTICE_RESTORED (the saved row: compaction, number, messages_restored, tokens, window,
 # compact_at) and NOTICE_RESTORE_UNCONFIRMED (not done: the history would reach the
 # auto-compact mark; the same figures, and the command that confirms it).
-NOTICE_RESTORED = "compaction_restored"
-NOTICE_RESTORE_UNCONFIRMED = "restore_unconfirmed"
+NOTICE_RESTORED: Final = "compaction_restored"
+NOTICE_RESTORE_UNCONFIRMED: Final = "restore_unconfirmed"
 
 
 @dataclass

@@ -6,7 +6,7 @@ Brim: each secret is replaced by a marker that names its kind, `[redacted: looks
 API key]`, and the caller is told how many of which kind went.
 
 Two kinds of secret are found: values Brim knows are secret (the engines' API keys), found
-exactly, and whatever memory's secret detector (engine/memory/sensitivity.py) flags: the
+exactly, and whatever memory's secret detector (engine/secret_detection.py) flags: the
 shapes of known credentials and, in an engine's prose (not in tool results, where code says
 `token = next(tokens)` and paths look random), its keyword rules ("password: hunter2") and
 long random-looking strings. A private key the detector knows by its header goes with its
@@ -27,10 +27,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Final
+
+from engine.secret_detection import find_secret
 
 # The kind of the notice that says a tool result had secrets taken out (its details: the
 # tool, count, kinds).
-NOTICE_SECRET_REDACTED = "secret_redacted"
+NOTICE_SECRET_REDACTED: Final = "secret_redacted"
 # The label a known secret's marker carries.
 KNOWN_KEY = "an engine API key"
 PRIVATE_KEY = "a private key"
@@ -77,10 +80,6 @@ class Redaction:
 
 
 def _detect(text: str, prose: bool) -> str | None:
-    # Imported here, not above: the memory package imports the tools and the providers,
-    # which redact with this module.
-    from engine.memory.sensitivity import find_secret
-
     return find_secret(text, prose=prose)
 
 

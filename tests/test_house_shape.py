@@ -29,15 +29,51 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return name or None
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _run_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node Python may run: an `if TYPE_CHECKING:` block is for the type checker only
+    (its `else` runs)."""
+    found: list[ast.AST] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if _is_type_checking(node):
+            assert isinstance(node, ast.If)
+            pending.extend(node.orelse)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _packages_run_first(target: str, importer: str, modules: dict[str, Path]) -> set[str]:
+    """The packages whose `__init__` Python runs before it can import `target`: each package
+    above it, except those the importer sits in (those are already running or ran)."""
+    found = set()
+    parts = target.split(".")
+    for depth in range(1, len(parts)):
+        package = ".".join(parts[:depth])
+        inside = importer == package or importer.startswith(package + ".")
+        if package in modules and not inside:
+            found.add(package)
+    return found
+
+
 def import_graph(root: Path, room: str) -> dict[str, set[str]]:
     """Each module of `room` and the modules of `room` it imports, function-local imports
-    included."""
+    included, and the packages whose `__init__` an import runs on the way."""
     modules = _modules(root, room)
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _run_time_nodes(ast.parse(path.read_text(encoding="utf-8"))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -52,6 +88,7 @@ def import_graph(root: Path, room: str) -> dict[str, set[str]]:
                 found = _resolve(target, modules)
                 if found is not None and found != name:
                     edges.add(found)
+                    edges |= _packages_run_first(found, name, modules)
         graph[name] = edges
     return graph
 
@@ -146,3 +183,30 @@ def test_a_circle_is_found_through_a_function_local_import_and_a_package(tmp_pat
 def test_a_module_over_the_limit_is_named(tmp_path):
     root = _tree(tmp_path, {"engine/long.py": "x = 1\n" * 601, "engine/ok.py": "x = 1\n" * 600})
     assert too_long(root) == ["engine/long.py: 601 lines"]
+
+
+def test_a_circle_that_runs_only_through_a_package_init_is_found(tmp_path):
+    # engine.a imports engine.c.inner, which needs nothing; but importing it runs
+    # engine/c/__init__.py first, and that imports engine.a back.
+    through_init = _tree(
+        tmp_path / "through_init",
+        {
+            "engine/__init__.py": "",
+            "engine/a.py": "from engine.c.inner import other\n",
+            "engine/c/__init__.py": "from engine.d import thing\n",
+            "engine/c/inner.py": "other = 1\n",
+            "engine/d.py": "from engine.a import other as thing\n",
+        },
+    )
+    assert circles(import_graph(through_init, "engine")) == [["engine.a", "engine.c", "engine.d"]]
+    # a module importing its own package's siblings through the package is no circle
+    own_package = _tree(
+        tmp_path / "own_package",
+        {
+            "engine/__init__.py": "",
+            "engine/c/__init__.py": "from engine.c.inner import other\n",
+            "engine/c/inner.py": "from engine.c.base import one\nother = one\n",
+            "engine/c/base.py": "one = 1\n",
+        },
+    )
+    assert circles(import_graph(own_package, "engine")) == []

@@ -19,6 +19,7 @@ from typing import Any
 from engine.agent.answer_calls import calls_capped, not_run_result, take_calls
 from engine.agent.records import record_receipt, record_usage, turn_end_event
 from engine.agent.shared_pool import SharedPoolWatch, keep_partial
+from engine.agent.telling import Teller
 from engine.agent.texts import (
     answer_cut_text,
     budget_stop_text,
@@ -55,8 +56,6 @@ from engine.events import (
     DeltaEvent,
     ErrorEvent,
     Event,
-    NoticeEvent,
-    NoticeLevel,
     StateEvent,
     StepEvent,
     ToolCallEvent,
@@ -69,7 +68,6 @@ from engine.messages import (
     alternating,
     assistant,
     model_messages,
-    notice,
     tool_result,
 )
 from engine.providers.base import (
@@ -131,6 +129,8 @@ class AgentLoop:
         self.conversation_id = conversation_id
         self.tools = tools
         self.pressure = IterationPressure(agent.max_iterations)
+        self.tell = Teller(conversation, sink)
+        self._notice, self._mark = self.tell.notice, self.tell.mark
         self.count_error = CountError(exact=counter.estimate_is_exact)
         self.watch = WindowWatch(
             window=window,
@@ -557,18 +557,6 @@ class AgentLoop:
     def _over_budget(self, totals: Totals) -> bool:
         budget = self._budget()
         return budget is not None and totals.spent >= budget
-
-    def _notice(self, text: str, level: NoticeLevel = "info") -> None:
-        self.conversation.append(notice(text, level))
-        self.sink(NoticeEvent(level, text))
-
-    def _mark(
-        self, kind: str, text: str, details: dict[str, int | str], *, level: NoticeLevel = "info"
-    ) -> None:
-        """A notice a program can act on: its kind and figures travel with it (and with the
-        saved row), never to be parsed back out of the text."""
-        self.conversation.append(notice(text, level).with_meta(notice_kind=kind, **details))
-        self.sink(NoticeEvent(level, text, kind=kind, details=details))
 
     def _failed(
         self, totals: Totals, started: float, iterations: int, exc: ProviderError, text: str

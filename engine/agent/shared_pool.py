@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from engine.agent.types import Conversation
-from engine.events import NOTICE_SHARED_POOL
+from engine.events import NOTICE_SHARED_POOL, NoticeKind
 from engine.messages import Message, assistant
 from engine.providers.errors import ContextOverflow, KvPoolFull
 
@@ -30,7 +30,7 @@ T = TypeVar("T")
 # Seconds to wait before each new try: another client's answer usually ends within these.
 POOL_BACKOFF_S: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
 
-Mark = Callable[[str, str, dict[str, int | str]], None]
+Mark = Callable[[NoticeKind, str, dict[str, int | str]], None]
 
 
 def shared_pool_text(pool: int, slots: int | None) -> str:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from engine.sentences import split_sentences
+
 _WORD = re.compile(r"[A-Za-zÀ-ÿ0-9]+(?:['’][A-Za-z]+)?")
 
 
@@ -81,10 +83,6 @@ _COMMON = _split("""
 
 def sentences(text: str) -> list[str]:
     """The sentences of a message, each as written, split as memory splits them."""
-    # Imported here: the memory package imports the context package, so a module-level
-    # import would run it half-initialized.
-    from engine.memory.sentences import split_sentences
-
     return [s.text for s in split_sentences(text)]
 
 

@@ -36,8 +36,8 @@ from engine.memory.errors import (
 from engine.memory.jsonfile import read_json_object, write_json_object
 from engine.memory.layout import MemoryLayout, canonical_path
 from engine.memory.plaintext import check_plain, strip_controls, visible
-from engine.memory.sensitivity import find_secret
 from engine.memory.store import MemoryStore
+from engine.secret_detection import find_secret
 
 log = logging.getLogger(__name__)
 

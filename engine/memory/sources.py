@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from engine.context.work_state import PREAMBLE_HEAD
 from engine.memory.errors import QuoteRejected
-from engine.memory.sentences import keys_for_span
 from engine.messages import Message
+from engine.sentences import keys_for_span
 
 MIN_QUOTE_CHARS = 8
 MIN_QUOTE_WORDS = 2

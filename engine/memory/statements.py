@@ -34,11 +34,11 @@ from typing import Literal
 from engine.memory.errors import MemoryRefused
 from engine.memory.layout import subject_slug
 from engine.memory.queue import STATEMENTS_ID as STATEMENTS_ID  # where it was always read
-from engine.memory.sentences import Sentence, split_sentences
 from engine.memory.sources import SourceSet
 from engine.memory.support import UnsupportedStatement, check_supported
 from engine.memory.tools import MemoryToolState, plan_fact, queue_fact
 from engine.memory.wording import PEOPLE, SPEECH, is_content, is_question, read
+from engine.sentences import Sentence, split_sentences
 
 log = logging.getLogger(__name__)
 

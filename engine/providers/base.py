@@ -9,11 +9,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from engine.messages import Message, ToolCall
 
 if TYPE_CHECKING:
+    from engine.events import NoticeKind
     from engine.providers.engine_segments import EngineSegments
 
 PROVIDER_KINDS: tuple[str, ...] = ("embedded", "ollama", "llamacpp", "vllm", "sglang")
@@ -60,14 +61,14 @@ class EngineNotice:
     """A fact about the engine worth telling the user once, with its figures for a program
     reading the event stream (`kind` names it; `details` holds what it reports)."""
 
-    kind: str
+    kind: NoticeKind
     text: str
     details: dict[str, int | str] = field(default_factory=dict)
 
 
 # An OpenAI-compatible provider that finds Ollama behind its URL (its `/v1` endpoint, which
 # takes no num_ctx and never refuses an over-long prompt): details engine, version, provider.
-NOTICE_OLLAMA_OPENAI_ENDPOINT = "ollama_openai_endpoint"
+NOTICE_OLLAMA_OPENAI_ENDPOINT: Final = "ollama_openai_endpoint"
 
 
 @dataclass

@@ -14,9 +14,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from engine.events import ErrorKind
+
 
 class ProviderError(Exception):
-    kind = "provider_error"
+    kind: ClassVar[ErrorKind] = "provider_error"
     retryable = True
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
@@ -26,15 +31,15 @@ class ProviderError(Exception):
 
 
 class EngineUnreachable(ProviderError):
-    kind = "unreachable"
+    kind: ClassVar[ErrorKind] = "unreachable"
 
 
 class ModelNotFound(ProviderError):
-    kind = "model_not_found"
+    kind: ClassVar[ErrorKind] = "model_not_found"
 
 
 class ContextOverflow(ProviderError):
-    kind = "context_overflow"
+    kind: ClassVar[ErrorKind] = "context_overflow"
     retryable = False  # reported once compaction could not make room: the same would fail
 
     def __init__(
@@ -62,7 +67,7 @@ class ToolsUnsupported(ProviderError):
     """The engine will not take tools for this model as it runs now; `hint` says how to
     change that (a server flag, another model)."""
 
-    kind = "tools_unsupported"
+    kind: ClassVar[ErrorKind] = "tools_unsupported"
     retryable = False
 
     def __init__(self, message: str, *, hint: str, status: int | None = None) -> None:
@@ -71,7 +76,7 @@ class ToolsUnsupported(ProviderError):
 
 
 class ServerError(ProviderError):
-    kind = "server_error"
+    kind: ClassVar[ErrorKind] = "server_error"
 
 
 class KvPoolFull(ServerError):
@@ -81,7 +86,7 @@ class KvPoolFull(ServerError):
     was drawing on the same pool. `partial` is an answer cut short by it, when one had begun
     (kept only if no retry replaces it)."""
 
-    kind = "kv_pool_full"
+    kind: ClassVar[ErrorKind] = "kv_pool_full"
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message, status=status)
@@ -89,4 +94,4 @@ class KvPoolFull(ServerError):
 
 
 class ProtocolError(ProviderError):
-    kind = "protocol_error"
+    kind: ClassVar[ErrorKind] = "protocol_error"

@@ -34,6 +34,7 @@ from engine.events import (
     StateEvent,
     TrimEvent,
     UsageEvent,
+    notice_kind,
 )
 from engine.messages import Message, notice
 from engine.report.context_report import (
@@ -248,7 +249,7 @@ def notice_event(message: Message) -> NoticeEvent:
         level=meta.get("level", "info"),
         text=message.content,
         marker=str(meta.get("marker", "") or ""),
-        kind=str(meta.get("notice_kind", "") or ""),
+        kind=notice_kind(meta.get("notice_kind")),
         details={k: v for k, v in meta.items() if k not in _NOTICE_META}
         if meta.get("notice_kind")
         else {},

@@ -29,6 +29,7 @@ from engine.events import (
     CompactionRestoredEvent,
     CompactionViewEvent,
     ErrorEvent,
+    ErrorKind,
     EventSink,
     NoticeEvent,
 )
@@ -256,7 +257,7 @@ class CompactionDesk:
         tokens = loop.counter.count_request(alternating(request), schemas)
         return Measure(tokens, budget.window, budget.compact_threshold)
 
-    def _refuse(self, kind: str, text: str) -> None:
+    def _refuse(self, kind: ErrorKind, text: str) -> None:
         self._emit(ErrorEvent(kind, text))
 
 

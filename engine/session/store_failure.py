@@ -9,7 +9,7 @@ given back (a WithdrawnEvent returns the text to the composer).
 
 from __future__ import annotations
 
-from engine.events import ErrorEvent, EventSink, SubmissionAction, WithdrawnEvent
+from engine.events import ErrorEvent, ErrorKind, EventSink, SubmissionAction, WithdrawnEvent
 from engine.messages import Message
 from engine.store import StoreError, StoreFull
 
@@ -27,7 +27,7 @@ def store_failure(
     text = str(exc)
     if not saved:
         text += " Your message was not saved; it is given back to send again."
-    kind = "disk_full" if isinstance(exc, StoreFull) else "store_error"
+    kind: ErrorKind = "disk_full" if isinstance(exc, StoreFull) else "store_error"
     emit(ErrorEvent(kind, text, data={"saved": saved}, retryable=saved))
     if not saved:
         emit(WithdrawnEvent(message.content, action))

@@ -13,8 +13,8 @@ import pytest
 from engine.context import journal_preamble
 from engine.memory import MemoryService, MemoryToolState, SourceSet, memory_tools
 from engine.memory.errors import QuoteRejected
-from engine.memory.sensitivity import find_secret
 from engine.messages import Message, ToolCall, assistant, tool_result, user
+from engine.secret_detection import find_secret
 from engine.tools import AutoApprove, DenyAll, ToolContext, ToolRegistry
 
 PREF = "I always want tabs, never spaces."

@@ -12,8 +12,8 @@ import pytest
 
 from engine.memory import Completion, MemoryService, ScanInput, run_scan
 from engine.memory.queue import Suggestion
-from engine.memory.sensitivity import find_secret
 from engine.messages import Message, ToolCall, user
+from engine.secret_detection import find_secret
 from tests.engine.memory.fakes import tags_in
 from tests.helpers.cli import run_brim
 
