@@ -11,6 +11,7 @@ from .histories import (
     chat_run,
     count,
     cycle,
+    is_guided_question,
     pairing_ok,
     pinned,
     summaries,
@@ -157,9 +158,11 @@ def test_a_failed_summarizer_trims_to_the_compaction_threshold_and_tells_the_use
     assert pairing_ok(prepared.history)
 
 
-def test_a_cut_off_summary_leaves_the_history_whole_then_trims():
-    manager, events, _ = make(summarize=FakeSummarizer(finish_reason="length"))
+def test_a_cut_off_summary_with_cut_off_guided_answers_leaves_the_history_whole_then_trims():
+    fake = FakeSummarizer(finish_reason="length")
+    manager, events, _ = make(summarize=fake)
     prepared = run(manager.prepare(chat_run(6)))
+    assert any(map(is_guided_question, fake.requests))  # the guided answers were cut off too
     assert prepared.compaction.status == "refused"
     assert "cut off" in events[-1].text
     assert summaries(prepared.history) == []
@@ -168,8 +171,10 @@ def test_a_cut_off_summary_leaves_the_history_whole_then_trims():
 def test_a_compaction_whose_summaries_were_all_refused_says_so_as_data():
     """The run read files, so the checkpoint is what the tools read: compacted, and the
     event and the notice say the summary is the mechanical part alone."""
-    manager, events, _ = make(summarize=FakeSummarizer(finish_reason="length"))
+    fake = FakeSummarizer(finish_reason="length")
+    manager, events, _ = make(summarize=fake)
     prepared = run(manager.prepare(busy_run(Ids(), 17)))
+    assert any(map(is_guided_question, fake.requests))  # the guided answers were cut off too
     assert prepared.compaction.ok and prepared.compaction.source == "mechanical"
     finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
     assert [e.summary for e in finished] == ["mechanical"]
