@@ -2,7 +2,13 @@ import asyncio
 
 from engine.context.checkpoint import covered_keys, stored_checkpoint
 from engine.context.manager import ContextManager
-from engine.events import CompactionEvent, NoticeEvent, TrimEvent
+from engine.events import (
+    NOTICE_AUTO_COMPACTING,
+    NOTICE_TRIMMED,
+    CompactionEvent,
+    NoticeEvent,
+    TrimEvent,
+)
 from engine.messages import Message, assistant, notice, system, user
 
 from .histories import (
@@ -156,6 +162,18 @@ def test_a_failed_summarizer_trims_to_the_compaction_threshold_and_tells_the_use
     assert total(prepared.history) <= manager.budget.compact_threshold
     assert prepared.history[:3] == msgs[:3] and prepared.history[-2:] == msgs[-2:]
     assert pairing_ok(prepared.history)
+
+    # It fails again on the next request: the reason is not said a second time; what the
+    # second trim discarded is (a plain trim notice, counted).
+    events.clear()
+    again = [*prepared.history, *busy_run(Ids("again"), 17)[3:]]
+    second = run(manager.prepare(again))
+    assert "compaction:failed:preflight" in kinds(events)
+    told = [e for e in events if isinstance(e, NoticeEvent) and e.level == "warning"]
+    assert [e.kind for e in told] == [NOTICE_AUTO_COMPACTING, NOTICE_TRIMMED]
+    assert not any("boom" in e.text for e in told)
+    assert told[-1].details == {"messages_dropped": len(again) - len(second.history)}
+    assert len(second.history) < len(again)
 
 
 def test_a_cut_off_summary_with_cut_off_guided_answers_leaves_the_history_whole_then_trims():
