@@ -1,6 +1,12 @@
 import asyncio
 
-from engine.context.checkpoint import covered_keys, merge_covered, normalize_checkpoint
+from engine.context.checkpoint import (
+    covered_keys,
+    merge_covered,
+    normalize_checkpoint,
+    stored_checkpoint,
+    summary_content,
+)
 from engine.context.compaction import compact, plan_compaction
 from engine.context.constants import SUMMARY_HEADINGS
 from engine.messages import Message, assistant, system, user
@@ -168,17 +174,29 @@ def test_the_transcript_reaches_the_summarizer_fenced_as_untrusted_material():
 
 def test_an_earlier_summary_is_merged_into_the_new_one_never_resummarized_as_history():
     ids = Ids()
-    msgs = [system("sys"), *old_summary(["a.py", "b/c.py"]), user("go on")]
+    earlier = old_summary(["a.py", "b/c.py"])
+    decided = "- keep the v1 API stable"
+    earlier[0] = Message(
+        role="assistant",
+        content=summary_content(stored_checkpoint(earlier[0]) + f"\n## Key Decisions\n{decided}\n"),
+        kind="summary",
+    )
+    msgs = [system("sys"), *earlier, user("go on")]
     for _ in range(12):
         msgs.extend(cycle(ids, 2_000))
-    fake = FakeSummarizer()
+    fake = FakeSummarizer()  # its checkpoint forgets the earlier paths and decision
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     prompt = fake.prompt
     prior = prompt[prompt.index("<<<PREVIOUS CHECKPOINT") : prompt.index("<<<END PREVIOUS")]
     transcript = prompt[prompt.index("<<<TRANSCRIPT") :]
     assert "`b/c.py`" in prior and "`b/c.py`" not in transcript
     assert "[continue]" not in prompt
-    assert len(summaries(result.messages)) == 1
+    # What comes out: one summary, the earlier one gone, and what it held is in the new one.
+    (merged,) = summaries(result.messages)
+    assert earlier[0].id not in {m.id for m in result.messages}
+    checkpoint = stored_checkpoint(merged)
+    assert {"a.py", "b/c.py", "fresh/path.py"} <= covered_keys(checkpoint)
+    assert decided in checkpoint.split("## Key Decisions", 1)[1]
 
 
 def test_covered_so_far_keeps_every_earlier_path_even_when_the_summarizer_forgets_them():
