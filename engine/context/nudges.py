@@ -107,17 +107,15 @@ def iteration_pressure_text(threshold: float, used: int, cap: int) -> str:
 @dataclass
 class IterationPressure:
     """Fires the user-visible ramp once per threshold (50/70/90%) on a bounded run. A run
-    with no cap never warns; an internal (sub-agent) run is skipped so a fan-out does not
-    spam the parent conversation. When one step crosses several thresholds, only the
-    highest is reported."""
+    with no cap never warns. When one step crosses several thresholds, only the highest is
+    reported."""
 
     max_iterations: int | float | None
-    internal: bool = False
     thresholds: tuple[float, ...] = ITERATION_PRESSURE_THRESHOLDS
     fired: set[float] = field(default_factory=set)
 
     def check(self, used: int) -> str | None:
-        if self.internal or not _bounded(self.max_iterations):
+        if not _bounded(self.max_iterations):
             return None
         assert self.max_iterations is not None
         cap = int(self.max_iterations)

@@ -112,7 +112,7 @@ class MemoryObserver:
     ) -> None:
         self.service = service
         self.scopes = scopes
-        self.writes = writes  # False: read-only run (ephemeral, sub-agent): no IDs, no receipts
+        self.writes = writes  # False: read-only run (ephemeral): no IDs, no receipts
         self._conversation = conversation
         self.snapshot = Snapshot()
         self._views: dict[str, tuple[str, ...]] = {}

@@ -1,9 +1,9 @@
 """Memory for one chat session: what the session (engine/session/memory_link.py) holds and calls.
 
-The gate lives here and is decided once, from the session's own flags: only a top-level
-run with persistence on writes anything (IDs, receipts, direct writes, suggestions,
-reflection). An ephemeral run, or a sub-agent run (no human user for the user-stated bar),
-reads memory for its standing line and writes nothing at all; its tools refuse changes.
+The gate lives here and is decided once, from the session's own flags: only a run with
+persistence on writes anything (IDs, receipts, direct writes, suggestions, reflection). An
+ephemeral run reads memory for its standing line and writes nothing at all; its tools refuse
+changes.
 """
 
 from __future__ import annotations

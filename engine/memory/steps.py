@@ -42,8 +42,8 @@ def open_session_memory(
     writes: bool,
     conversation: Callable[[], str],
 ) -> SessionMemory:
-    """Memory for one session. `writes`: only a top-level (not a sub-agent's) run with
-    persistence on writes any; `conversation` names the conversation open now."""
+    """Memory for one session. `writes`: only a run with persistence on (not ephemeral)
+    writes any; `conversation` names the conversation open now."""
     return SessionMemory(
         MemoryService.for_paths(paths),
         agent=agent,

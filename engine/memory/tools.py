@@ -200,7 +200,7 @@ def plan_fact(
 ) -> FactPlan:
     """Every check of a create or amend, in the order that explains a refusal best."""
     if state.mode == "read_only":
-        raise ToolUnavailable("this run writes no memory (an ephemeral or sub-agent run)")
+        raise ToolUnavailable("this run writes no memory (an ephemeral run)")
     target = state.scope(scope)
     if not subject:
         raise BadSubject("`subject` is required: a few words naming the topic, e.g. 'editor'")
@@ -266,7 +266,7 @@ def plan_lesson(
     state: MemoryToolState, *, scope: str | None, subject: str | None, content: str | None
 ) -> Suggestion:
     if state.mode == "read_only":
-        raise ToolUnavailable("this run writes no memory (an ephemeral or sub-agent run)")
+        raise ToolUnavailable("this run writes no memory (an ephemeral run)")
     target = state.scope(scope, default="agent")
     if not subject:
         raise BadSubject("`subject` is required: a few words naming the lesson's topic")
@@ -423,7 +423,7 @@ def memory_tools(state: MemoryToolState) -> list[Tool]:
             )
         if action in ("delete", "rename"):
             if state.mode == "read_only":
-                raise ToolUnavailable("this run writes no memory (an ephemeral or sub-agent run)")
+                raise ToolUnavailable("this run writes no memory (an ephemeral run)")
             if state.mode == "queue" or action == "rename":
                 raise MemoryRefused(
                     f"{action} is not available here: "

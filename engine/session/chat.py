@@ -87,7 +87,6 @@ class ChatSession:
         ephemeral: bool = False,
         approver: Approver | None = None,
         memory: bool = False,
-        internal: bool = False,
         reflect_on_close: bool = False,
     ) -> None:
         self.agent = agent
@@ -129,9 +128,8 @@ class ChatSession:
             on_fallback=lambda text: self._append(notice(text, "warning"), emit=True),
             on_usage=self._usage_recorder("summary"),
         )
-        # Memory: `memory` turns it on; only a top-level (not `internal`) persistent run writes.
+        # Memory: `memory` turns it on; only a persistent (not ephemeral) run writes.
         self.memory_enabled = memory
-        self.internal = internal
         self.reflect_on_close = reflect_on_close
         self._memory = MemoryLink(None, self._memory_inputs())
         self._manual_compaction = False  # /compact does not extract
@@ -158,7 +156,7 @@ class ChatSession:
                 self.paths,
                 self.agent.name,
                 self.workspace,
-                writes=not (self.ephemeral or self.internal),
+                writes=not self.ephemeral,
                 conversation=lambda: self.conversation_id,
                 inputs=self._memory_inputs(),
             )

@@ -66,8 +66,8 @@ class MemoryLink:
         conversation: Callable[[], str],
         inputs: MemoryInputs,
     ) -> MemoryLink:
-        """Memory on: the agent's memory for `workspace`; `writes` False (an ephemeral or a
-        sub-agent's run) reads it and writes nothing; `conversation` names the open one."""
+        """Memory on: the agent's memory for `workspace`; `writes` False (an ephemeral run)
+        reads it and writes nothing; `conversation` names the open one."""
         memory = memory_steps.open_session_memory(
             paths, agent=agent, workspace=workspace, writes=writes, conversation=conversation
         )
@@ -75,7 +75,7 @@ class MemoryLink:
 
     @property
     def writes(self) -> bool:
-        """The gate: a top-level, persistent run only."""
+        """The gate: a persistent (not ephemeral) run only."""
         return self.memory is not None and self.memory.writes
 
     def open_new(self) -> str:

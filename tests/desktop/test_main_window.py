@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
-from engine.events import ErrorEvent
+from engine.events import ErrorEvent, NoticeEvent
 from engine.messages import assistant, user
 from engine.providers.errors import EngineUnreachable
 from tests.helpers.fake_session import FakeTurn
@@ -219,10 +219,17 @@ def test_a_session_that_cannot_start_says_why_in_a_banner(qtbot, open_desktop):
 
 def test_a_window_warning_appears_once_as_a_notice_row(qtbot, open_desktop):
     warning = "num_ctx is not pinned: Brim assumes 128K until Ollama loads the model"
-    d = open_desktop(window_warnings=[warning])
+    other = "Trimmed 2 older messages to fit the context window"
+    # The second time: a turn says the same warning again as a notice (and another one).
+    turn = FakeTurn(notices=[NoticeEvent("warning", warning), NoticeEvent("warning", other)])
+    d = open_desktop(window_warnings=[warning], turns=[turn])
     qtbot.waitUntil(lambda: warning in _transcript(d.window))
     assert _transcript(d.window).count(warning) == 1
     assert [r.kind for r in d.window.transcript.rows()] == ["notice"]
+    _type_and_send(qtbot, d.window, "hello")
+    qtbot.waitUntil(lambda: other in _transcript(d.window) and not d.app.bridge.busy)
+    notices = [r.text for r in d.window.transcript.rows() if r.kind == "notice"]
+    assert notices.count(warning) == 1 and notices.count(other) == 1
 
 
 def test_the_saved_conversation_is_shown_when_it_opens(qtbot, open_desktop):

@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.config import default_agent
 from engine.events import (
     CompactionEvent,
@@ -24,7 +26,7 @@ from engine.events import (
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from tests.helpers.compaction_requests import is_compaction
-from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, OllamaModel, Reply
+from tests.helpers.fake_engines import FakeLlamaServer, FakeOllama, FakeVllm, OllamaModel, Reply
 
 MODEL = "qwen3:8b"
 SUMMARY = (
@@ -226,6 +228,50 @@ def test_several_overflows_in_one_turn_each_retry_with_less_and_the_turn_succeed
     final = agent_requests[-1]
     assert "The hard one, please." in final.body["messages"][-1]["content"]
     assert final.prompt_tokens < rejected_in_turn[1]
+
+
+@pytest.mark.parametrize("rejections", [4, 5])
+def test_a_turn_retries_an_overflow_exactly_four_times_then_fails_clearly(
+    tmp_path: Path, rejections: int
+):
+    """The engine rejects the hard turn's first `rejections` requests. vLLM names its fixed
+    limit, so no smaller window is learned from a rejection and each retry's tail is half
+    the last: every pass shrinks. Four rejections are recovered and the fifth request is
+    answered; a fifth rejection ends the turn with the overflow error, no sixth request."""
+    rejected: list[int] = []
+
+    def respond(request: Any) -> Reply:
+        if _is_summary(request.body):
+            return Reply(text=SUMMARY)
+        last = str(request.body["messages"][-1].get("content", ""))
+        if "The hard one" in last and len(rejected) < rejections:
+            rejected.append(request.prompt_tokens or 0)
+            return Reply(fail="overflow")
+        return Reply(text=_prose(40, len(request.body["messages"])))
+
+    with FakeVllm(max_model_len=100_000) as fake:
+        fake.responder = respond
+        agent = default_agent().with_changes(
+            name="chat", provider="vllm", base_url=fake.url, model=fake.model
+        )
+        turns = [f"Topic {i}: " + _prose(1500, i) for i in range(12)] + ["The hard one, please."]
+        events = _run(agent, tmp_path, turns)
+        hard = [
+            r
+            for r in fake.chat_requests
+            if not _is_summary(r.body) and "The hard one" in str(r.body["messages"][-1])
+        ]
+    assert len(rejected) == rejections
+    assert rejected == sorted(rejected, reverse=True) and len(set(rejected)) == rejections
+    assert _of(events, WindowLearnedEvent) == []
+    if rejections == 4:  # the retries docs/design/context.md promises
+        assert len(hard) == rejections + 1  # answered on the fifth try
+        assert _of(events, ErrorEvent) == []
+        assert len(_of(events, TurnEndEvent)) == len(turns)
+    else:
+        assert len(hard) == rejections  # the first try and four retries, no sixth
+        assert [e.kind for e in _of(events, ErrorEvent)] == ["context_overflow"]
+        assert len(_of(events, TurnEndEvent)) == len(turns) - 1  # only the hard one failed
 
 
 def test_a_turn_gives_up_when_a_pass_does_not_shrink_the_request(tmp_path: Path):

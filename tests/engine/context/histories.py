@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine.context.checkpoint import covered_items, stored_checkpoint, summary_content
 from engine.context.compaction import SummaryRequest, SummaryResult
+from engine.context.guided import GUIDED_SYSTEM
 from engine.context.history import group_units, is_fixed, is_turn_start
 from engine.messages import Message, ToolCall, assistant, system, tool_result, user
 
@@ -131,21 +132,32 @@ Audit the repository.
 """
 
 
+def is_guided_question(request: SummaryRequest) -> bool:
+    """One of the guided questions (one section at a time), not the whole checkpoint."""
+    return request.messages[0].content == GUIDED_SYSTEM
+
+
 @dataclass
 class FakeSummarizer:
     """Answers with a valid checkpoint whose Covered So Far lists only `covered` (it
-    deliberately forgets the prior checkpoint's entries), and records every request."""
+    deliberately forgets the prior checkpoint's entries), and records every request.
+    `guided`, when given, is a complete answer to every guided question (the path a refused
+    checkpoint falls back to); otherwise those questions get the same answer as the
+    free-form request."""
 
     covered: Sequence[str] = ("`fresh/path.py`",)
     text: str | None = None
     finish_reason: str | None = "stop"
     error: Exception | None = None
+    guided: str | None = None
     requests: list[SummaryRequest] = field(default_factory=list)
 
     async def __call__(self, request: SummaryRequest) -> SummaryResult:
         self.requests.append(request)
         if self.error is not None:
             raise self.error
+        if self.guided is not None and is_guided_question(request):
+            return SummaryResult(self.guided, "stop")
         if self.text is not None:
             return SummaryResult(self.text, self.finish_reason)
         covered = "\n".join(f"- {c}" for c in self.covered)

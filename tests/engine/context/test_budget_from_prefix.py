@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from engine.context.budget import ContextBudget
 from engine.context.manager import ContextManager
-from engine.events import TrimEvent
+from engine.events import NoticeEvent, TrimEvent
 from engine.messages import assistant, system, user
 
-from .histories import CHECKPOINT_TEMPLATE, FakeSummarizer, Ids, count, cycle, pinned, total
+from .histories import FakeSummarizer, Ids, count, cycle, pinned, summaries, text, total
 
 
 @given(
@@ -52,28 +52,60 @@ def test_vllm_max_tokens_is_taken_off_the_window_before_every_threshold():
     assert not ContextBudget(4096).usage(3073).over_window
 
 
+def _long_pinned_run(pinned_tokens: int) -> list:
+    """A run whose pinned task is long enough that compaction cannot rebuild it below the
+    compaction threshold: the pinned message always survives, so the system prompt, the
+    pinned task, the checkpoint and the recent tail together land where `pinned_tokens`
+    puts them."""
+    ids = Ids()
+    msgs = [system("You are Brim."), pinned("Task: " + text(pinned_tokens * 4, "rule"))]
+    msgs.append(user("audit the repo"))
+    for _ in range(12):
+        msgs.extend(cycle(ids, 400))
+    for i in range(8):
+        msgs += [user(f"next part {i} " + "word " * 20), assistant("ok " * 20)]
+    return msgs
+
+
 def test_after_a_compaction_that_worked_nothing_is_trimmed_below_the_95_percent_line():
-    # A long checkpoint leaves the rebuilt history between 80% and 95% of the window: what
+    # A long pinned task leaves the rebuilt history between 80% and 95% of the window: what
     # compaction chose to keep verbatim stays (it used to be trimmed back to 80%, dropping
     # recent turns without a summary right after the summary was written).
     events: list = []
-    checkpoint = CHECKPOINT_TEMPLATE.format(covered="- `a.py`") + "\nDetail. " * 1300
     manager = ContextManager(
-        window=4_000,
-        count_message=count,
-        summarize=FakeSummarizer(text=checkpoint),
-        sink=events.append,
+        window=4_000, count_message=count, summarize=FakeSummarizer(), sink=events.append
     )
-    ids = Ids()
-    msgs = [system("You are Brim."), pinned(), user("audit the repo")]
-    for _ in range(17):
-        msgs.extend(cycle(ids, 700))
-    for i in range(5):
-        msgs += [user(f"next part {i} " + "word " * 20), assistant("ok " * 20)]
+    msgs = _long_pinned_run(2_300)
     prepared = asyncio.run(manager.prepare(msgs))
 
     assert prepared.compaction is not None and prepared.compaction.ok
-    assert total(prepared.history) <= 0.95 * 4_000
+    assert prepared.compaction.source == "freeform"
+    # The premise: the rebuilt history is above the compaction threshold, below the trim line.
+    assert manager.budget.compact_threshold < total(prepared.history) <= 0.95 * 4_000
     assert [e for e in events if isinstance(e, TrimEvent)] == []
     assert len(prepared.history) == prepared.compaction.messages_after
-    assert all(m in prepared.history for m in msgs[-10:])
+    assert all(m in prepared.history for m in msgs[-16:])
+
+
+def test_a_compaction_that_still_leaves_the_history_over_the_trim_line_is_trimmed_at_once():
+    # `/compact` on a run whose pinned task alone is most of the window: the rebuilt history
+    # is still above 95%, so the trim rung runs right after the summary, drops the oldest
+    # kept units (the user is told), and keeps the newest turns and the checkpoint.
+    events: list = []
+    manager = ContextManager(
+        window=4_000, count_message=count, summarize=FakeSummarizer(), sink=events.append
+    )
+    msgs = _long_pinned_run(3_000)
+    outcome = asyncio.run(manager.compact(msgs))
+
+    assert outcome.compaction is not None and outcome.compaction.ok
+    assert outcome.compaction.messages_after > len(outcome.history)  # the premise: it trimmed
+    assert total(outcome.history) <= manager.budget.trim_threshold
+    (trim,) = [e for e in events if isinstance(e, TrimEvent)]
+    assert trim.messages_dropped == outcome.trimmed > 0
+    assert any(
+        isinstance(e, NoticeEvent) and str(trim.messages_dropped) in e.text and "Trim" in e.text
+        for e in events
+    )
+    assert len(summaries(outcome.history)) == 1
+    assert all(m in outcome.history for m in msgs[-6:])

@@ -16,7 +16,7 @@ from engine.context.checkpoint import (
 from engine.context.compaction import Replay, compact
 from engine.messages import Message, alternating, assistant, system, user
 
-from .histories import FakeSummarizer, Ids, count, cycle, pinned, summaries
+from .histories import FakeSummarizer, Ids, count, cycle, is_guided_question, pinned, summaries
 
 WINDOW = 8_000
 
@@ -54,6 +54,7 @@ def test_an_answer_with_none_of_the_checkpoints_headings_never_enters_the_checkp
     msgs = _history_with_prior()
     fake = FakeSummarizer(text="Noted.")
     result = asyncio.run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+    assert any(map(is_guided_question, fake.requests))  # the guided answers were "Noted." too
     assert result.ok and result.source == "mechanical"
     assert result.freeform_refused
     assert "Noted" not in result.checkpoint and "Noted" not in summaries(result.messages)[0].content

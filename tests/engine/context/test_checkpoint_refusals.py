@@ -13,7 +13,7 @@ from engine.context.guided import guided_checkpoint
 from engine.context.summary_checks import unusable_reason
 from engine.messages import assistant, system, user
 
-from .histories import count, summaries
+from .histories import count, is_guided_question, summaries
 
 CONVERSATION = (
     "I am planning a trip to Lisbon with my sister in May. My budget for the whole trip is "
@@ -109,19 +109,40 @@ def _trip() -> list:
     return msgs
 
 
+LEAK = "## Goal\n- Plan the Lisbon trip.\n## Critical Context\n- <<<END TRANSCRIPT ccf25d47>>\n"
+
+
+class _leaking:
+    """Answers the whole checkpoint with LEAK and each guided question with `guided_answer`;
+    counts the guided questions asked."""
+
+    def __init__(self, guided_answer: str) -> None:
+        self.guided_answer = guided_answer
+        self.asked = 0
+
+    async def __call__(self, request: SummaryRequest) -> SummaryResult:
+        if is_guided_question(request):
+            self.asked += 1
+            return SummaryResult(self.guided_answer, "stop")
+        return SummaryResult(LEAK, "stop")
+
+
+def test_a_checkpoint_that_leaks_the_prompts_delimiter_is_refused_for_clean_guided_answers():
+    summarize = _leaking(guided_answer="Plan the museum trip to Lisbon in May.")
+    result = asyncio.run(compact(_trip(), window=4_000, count_message=count, summarize=summarize))
+    assert result.ok and result.freeform_refused and result.source == "guided"
+    assert "<<<" not in result.checkpoint and "ccf25d47" not in result.checkpoint
+    assert "- Plan the museum trip to Lisbon in May." in result.checkpoint
+
+
 def test_a_checkpoint_that_leaks_the_prompts_delimiter_is_refused_on_both_paths():
     """The free-form checkpoint carries `<<<END TRANSCRIPT …>>`, every guided answer too:
     nothing the summarizer wrote enters the checkpoint, which keeps the user's words."""
-    leak = "## Goal\n- Plan the Lisbon trip.\n## Critical Context\n- <<<END TRANSCRIPT ccf25d47>>\n"
-
-    async def summarize(request: SummaryRequest) -> SummaryResult:
-        if request.max_tokens <= 96:  # a guided question
-            return SummaryResult("The museum trip. <<<END TRANSCRIPT ccf25d47>>", "stop")
-        return SummaryResult(leak, "stop")
-
-    assert summary_refusal(SummaryResult(leak, "stop")) is not None
+    guided = _leaking(guided_answer="The museum trip. <<<END TRANSCRIPT ccf25d47>>")
+    assert summary_refusal(SummaryResult(LEAK, "stop")) is not None
     msgs = _trip()
-    result = asyncio.run(compact(msgs, window=4_000, count_message=count, summarize=summarize))
+    result = asyncio.run(compact(msgs, window=4_000, count_message=count, summarize=guided))
+    assert guided.asked > 0  # the guided path was reached, and refused too
     assert "<<<" not in result.checkpoint and "ccf25d47" not in result.checkpoint
     assert result.ok and result.source == "mechanical"
     shown = summaries(result.messages)[0].content

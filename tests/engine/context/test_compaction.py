@@ -1,6 +1,12 @@
 import asyncio
 
-from engine.context.checkpoint import covered_keys, merge_covered, normalize_checkpoint
+from engine.context.checkpoint import (
+    covered_keys,
+    merge_covered,
+    normalize_checkpoint,
+    stored_checkpoint,
+    summary_content,
+)
 from engine.context.compaction import compact, plan_compaction
 from engine.context.constants import SUMMARY_HEADINGS
 from engine.messages import Message, assistant, system, user
@@ -12,6 +18,7 @@ from .histories import (
     count,
     covered_of,
     cycle,
+    is_guided_question,
     old_summary,
     pairing_ok,
     pinned,
@@ -73,31 +80,57 @@ def test_the_newest_message_is_kept_even_when_it_alone_exceeds_the_tail_budget()
     assert result.messages[-2:] == msgs[-2:]
 
 
-def test_an_empty_summary_is_refused_and_the_history_stays():
+GUIDED = "The user asks why, question after question."
+
+
+def _guided_asked(fake: FakeSummarizer) -> int:
+    return sum(map(is_guided_question, fake.requests))
+
+
+def test_an_empty_summary_is_refused_and_the_guided_questions_write_the_checkpoint():
+    fake = FakeSummarizer(text="  \n", guided=GUIDED)
     msgs = chat_run()
-    result = run(
-        compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer(text="  \n"))
-    )
+    result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+    assert result.ok and result.freeform_refused and result.source == "guided"
+    assert "## Goal\n- " + GUIDED in result.checkpoint
+    assert len(result.messages) < len(msgs)
+
+
+def test_an_empty_summary_with_no_usable_guided_answer_leaves_the_history_as_it_was():
+    fake = FakeSummarizer(text="  \n")
+    msgs = chat_run()
+    result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+    assert _guided_asked(fake) > 0  # the premise: the guided questions were refused too
     assert result.status == "refused" and "empty" in result.detail
     assert result.messages == msgs
 
 
-def test_a_summary_cut_off_at_its_output_limit_is_refused():
-    fake = FakeSummarizer(finish_reason="length")
+def test_a_summary_cut_off_at_its_output_limit_is_refused_for_the_guided_answers():
+    """The cut-off answer is a whole checkpoint naming `fresh/path.py`: none of it is kept."""
+    fake = FakeSummarizer(finish_reason="length", guided=GUIDED)
     msgs = chat_run()
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
-    assert result.status == "refused" and "cut off" in result.detail
-    assert result.messages == msgs
+    assert result.ok and result.freeform_refused and result.source == "guided"
+    assert "fresh/path.py" not in result.checkpoint and GUIDED in result.checkpoint
     assert fake.requests[0].max_tokens > 0
 
 
-def test_a_refused_summary_of_a_run_that_read_files_leaves_the_mechanical_checkpoint():
-    """Nothing the summarizer wrote survives, but what the tools read does: the checkpoint
-    is that part alone, and the result says so."""
+def test_a_cut_off_summary_with_cut_off_guided_answers_leaves_the_history_as_it_was():
+    fake = FakeSummarizer(finish_reason="length")
+    msgs = chat_run()
+    result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+    assert _guided_asked(fake) > 0  # the premise: the guided answers were cut off too
+    assert result.status == "refused" and "cut off" in result.detail
+    assert result.messages == msgs
+
+
+def test_a_run_that_read_files_whose_summaries_are_all_refused_keeps_the_mechanical_checkpoint():
+    """Nothing the summarizer wrote survives (neither the checkpoint nor a guided answer),
+    but what the tools read does: the checkpoint is that part alone, and the result says so."""
     msgs = long_run(Ids())
-    result = run(
-        compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer(text="  \n"))
-    )
+    fake = FakeSummarizer(text="  \n")
+    result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+    assert _guided_asked(fake) > 0
     assert result.ok and result.source == "mechanical" and result.freeform_refused
     read = {c.parsed_arguments()["path"] for m in result.plan.removed for c in m.tool_calls}
     assert read and read <= covered_keys(result.checkpoint)
@@ -141,17 +174,29 @@ def test_the_transcript_reaches_the_summarizer_fenced_as_untrusted_material():
 
 def test_an_earlier_summary_is_merged_into_the_new_one_never_resummarized_as_history():
     ids = Ids()
-    msgs = [system("sys"), *old_summary(["a.py", "b/c.py"]), user("go on")]
+    earlier = old_summary(["a.py", "b/c.py"])
+    decided = "- keep the v1 API stable"
+    earlier[0] = Message(
+        role="assistant",
+        content=summary_content(stored_checkpoint(earlier[0]) + f"\n## Key Decisions\n{decided}\n"),
+        kind="summary",
+    )
+    msgs = [system("sys"), *earlier, user("go on")]
     for _ in range(12):
         msgs.extend(cycle(ids, 2_000))
-    fake = FakeSummarizer()
+    fake = FakeSummarizer()  # its checkpoint forgets the earlier paths and decision
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     prompt = fake.prompt
     prior = prompt[prompt.index("<<<PREVIOUS CHECKPOINT") : prompt.index("<<<END PREVIOUS")]
     transcript = prompt[prompt.index("<<<TRANSCRIPT") :]
     assert "`b/c.py`" in prior and "`b/c.py`" not in transcript
     assert "[continue]" not in prompt
-    assert len(summaries(result.messages)) == 1
+    # What comes out: one summary, the earlier one gone, and what it held is in the new one.
+    (merged,) = summaries(result.messages)
+    assert earlier[0].id not in {m.id for m in result.messages}
+    checkpoint = stored_checkpoint(merged)
+    assert {"a.py", "b/c.py", "fresh/path.py"} <= covered_keys(checkpoint)
+    assert decided in checkpoint.split("## Key Decisions", 1)[1]
 
 
 def test_covered_so_far_keeps_every_earlier_path_even_when_the_summarizer_forgets_them():
@@ -248,18 +293,22 @@ def test_a_journal_that_cannot_be_written_does_not_stop_the_compaction():
     assert result.ok and "disk full" in result.journal_error
 
 
-def test_the_journal_gets_nothing_when_the_summary_is_refused():
+def test_the_journal_gets_nothing_when_every_summary_is_refused():
     journal = RecordingJournal()
-    run(
-        compact(
-            chat_run(),
-            window=WINDOW,
-            count_message=count,
-            summarize=FakeSummarizer(text=""),
-            journal=journal,
-        )
+    fake = FakeSummarizer(text="")
+    result = run(
+        compact(chat_run(), window=WINDOW, count_message=count, summarize=fake, journal=journal)
     )
+    assert _guided_asked(fake) > 0 and result.status == "refused"
     assert journal.entries == []
+
+
+def test_the_journal_gets_the_guided_checkpoint_when_only_the_free_form_one_is_refused():
+    journal = RecordingJournal()
+    fake = FakeSummarizer(text="", guided=GUIDED)
+    run(compact(chat_run(), window=WINDOW, count_message=count, summarize=fake, journal=journal))
+    (entry,) = journal.entries
+    assert entry["summary_source"] == "guided" and GUIDED in entry["summary"]
 
 
 def test_the_summarizer_prompt_fits_the_summarizer_window_however_long_the_middle():

@@ -2,7 +2,13 @@ import asyncio
 
 from engine.context.checkpoint import covered_keys, stored_checkpoint
 from engine.context.manager import ContextManager
-from engine.events import CompactionEvent, NoticeEvent, TrimEvent
+from engine.events import (
+    NOTICE_AUTO_COMPACTING,
+    NOTICE_TRIMMED,
+    CompactionEvent,
+    NoticeEvent,
+    TrimEvent,
+)
 from engine.messages import Message, assistant, notice, system, user
 
 from .histories import (
@@ -11,6 +17,7 @@ from .histories import (
     chat_run,
     count,
     cycle,
+    is_guided_question,
     pairing_ok,
     pinned,
     summaries,
@@ -156,10 +163,24 @@ def test_a_failed_summarizer_trims_to_the_compaction_threshold_and_tells_the_use
     assert prepared.history[:3] == msgs[:3] and prepared.history[-2:] == msgs[-2:]
     assert pairing_ok(prepared.history)
 
+    # It fails again on the next request: the reason is not said a second time; what the
+    # second trim discarded is (a plain trim notice, counted).
+    events.clear()
+    again = [*prepared.history, *busy_run(Ids("again"), 17)[3:]]
+    second = run(manager.prepare(again))
+    assert "compaction:failed:preflight" in kinds(events)
+    told = [e for e in events if isinstance(e, NoticeEvent) and e.level == "warning"]
+    assert [e.kind for e in told] == [NOTICE_AUTO_COMPACTING, NOTICE_TRIMMED]
+    assert not any("boom" in e.text for e in told)
+    assert told[-1].details == {"messages_dropped": len(again) - len(second.history)}
+    assert len(second.history) < len(again)
 
-def test_a_cut_off_summary_leaves_the_history_whole_then_trims():
-    manager, events, _ = make(summarize=FakeSummarizer(finish_reason="length"))
+
+def test_a_cut_off_summary_with_cut_off_guided_answers_leaves_the_history_whole_then_trims():
+    fake = FakeSummarizer(finish_reason="length")
+    manager, events, _ = make(summarize=fake)
     prepared = run(manager.prepare(chat_run(6)))
+    assert any(map(is_guided_question, fake.requests))  # the guided answers were cut off too
     assert prepared.compaction.status == "refused"
     assert "cut off" in events[-1].text
     assert summaries(prepared.history) == []
@@ -168,8 +189,10 @@ def test_a_cut_off_summary_leaves_the_history_whole_then_trims():
 def test_a_compaction_whose_summaries_were_all_refused_says_so_as_data():
     """The run read files, so the checkpoint is what the tools read: compacted, and the
     event and the notice say the summary is the mechanical part alone."""
-    manager, events, _ = make(summarize=FakeSummarizer(finish_reason="length"))
+    fake = FakeSummarizer(finish_reason="length")
+    manager, events, _ = make(summarize=fake)
     prepared = run(manager.prepare(busy_run(Ids(), 17)))
+    assert any(map(is_guided_question, fake.requests))  # the guided answers were cut off too
     assert prepared.compaction.ok and prepared.compaction.source == "mechanical"
     finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
     assert [e.summary for e in finished] == ["mechanical"]

@@ -158,22 +158,52 @@ def test_a_later_reflection_claims_only_what_was_said_since(tmp_path: Path):
     assert three["nothing_new"] is True
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_ino)
+
+
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
 def test_the_queue_and_watermark_files_parse_after_each_kill(tmp_path: Path):
-    """A reflection killed at random leaves JSON files that still parse."""
+    """A reflection killed right as it writes its memory files leaves JSON files that still
+    parse, and the next reflection runs to the end."""
     home = tmp_path / "home"
-    conversation = _saved_conversation(home, [f"I always want option {i} on." for i in range(4)])
+    root = BrimPaths.under(home).memory_dir
+    files = [root / ".reflected-conversations.json", root / ".pending-memory.json"]
+    kills = 0
     with FakeLlamaServer(n_ctx=8192, token_delay=0.002) as fake:
-        fake.responder = FakeModel(extract=saving(Save("I always want option 1 on.", "opt", "x")))
-        for delay in (0.2, 0.5, 0.8):
+        for round_, delay in enumerate((0.0, 0.0, 0.01, 0.05)):
+            quote = f"I always want option {round_} on."
+            conversation = _saved_conversation(home, [quote])
+            fake.responder = FakeModel(extract=saving(Save(quote, f"opt-{round_}", quote)))
+            before = [_stamp(f) for f in files]
             child = _reflect(home, fake.url, conversation)
+            deadline = time.monotonic() + 60
+            # Kill it as soon as it has (started to) write one of the files.
+            while [_stamp(f) for f in files] == before and child.poll() is None:
+                assert time.monotonic() < deadline, "the reflection wrote nothing"
+                time.sleep(0.001)
             time.sleep(delay)
             child.send_signal(signal.SIGKILL)
             child.communicate(timeout=30)
-    root = BrimPaths.under(home).memory_dir
-    for name in (".pending-memory.json", ".reflected-conversations.json"):
-        if (root / name).exists():
-            json.loads((root / name).read_text(encoding="utf-8"))
+            kills += child.returncode == -signal.SIGKILL
+            assert files[0].exists(), f"round {round_}: the claim was not written"
+            for path in files:
+                if path.exists():
+                    json.loads(path.read_text(encoding="utf-8"))
+        assert kills >= 2  # the premise: the rounds were killed, not finished first
+        last = "I always want tables in Markdown."
+        conversation = _saved_conversation(home, [last])
+        fake.responder = FakeModel(extract=saving(Save(last, "tables", last)))
+        out, err = _reflect(home, fake.url, conversation).communicate(timeout=120)
+    report = json.loads(out)
+    assert report["nothing_new"] is False, err
+    for path in files:
+        json.loads(path.read_text(encoding="utf-8"))
+    assert last in {s.quote for s in MemoryService(root).pending()}
 
 
 def test_one_reflection_covers_several_conversations_with_one_engine(tmp_path: Path):

@@ -1,6 +1,6 @@
 """Memory in a chat session, against the fake llama-server playing every model: the
 preference is suggested at compaction, accepted, and carried by the next conversation; an
-ephemeral or sub-agent run writes nothing."""
+ephemeral run writes nothing."""
 
 from __future__ import annotations
 
@@ -194,11 +194,6 @@ def _run_writes_nothing(tmp_path: Path, **session: Any) -> dict[str, Any]:
 
 def test_an_ephemeral_run_leaves_the_memory_root_byte_identical(tmp_path: Path):
     out = _run_writes_nothing(tmp_path, ephemeral=True)
-    assert "writes no memory" in out["refusal"]
-
-
-def test_a_sub_agent_run_leaves_the_memory_root_byte_identical(tmp_path: Path):
-    out = _run_writes_nothing(tmp_path, internal=True)
     assert "writes no memory" in out["refusal"]
 
 
