@@ -87,8 +87,16 @@ class AgentEditing(QObject):
                 "no_agent", f"The agent '{name}' has no file that could be loaded to edit."
             )
             return
+        self.edit_file(path)
+
+    def edit_file(self, path: Path) -> None:
+        """Open the editor on the agent file at `path` (a new agent's, too)."""
+        if self.dialog is not None:
+            self.dialog.raise_()
+            self.dialog.activateWindow()
+            return
         current = self.navigator.agent
-        is_current = current is not None and current.name == name
+        is_current = current is not None and current.source_path == path
 
         def read() -> AgentConfig | ConfigError:
             try:
