@@ -74,11 +74,12 @@ class Sidebar(QFrame):
         self.new_button.setToolTip(
             "Start a new conversation with the agent selected here (Ctrl+N; /new: this one's)"
         )
-        self.new_agent_button = QPushButton("+ Agent", objectName="flat")
+        # Short, beside the AGENTS title and Edit, so all three fit the narrowest sidebar.
+        self.new_agent_button = QPushButton("+ New", objectName="flat")
         self.new_agent_button.setToolTip("Make a new agent and open it in the editor (/agent new)")
         self.new_agent_button.clicked.connect(self.new_agent_requested)
         self.new_button.clicked.connect(self.new_for_current)
-        self.edit_button = QPushButton("Edit agent…", objectName="flat")
+        self.edit_button = QPushButton("Edit…", objectName="flat")
         self.edit_button.setToolTip(
             "Engine, model, window pin and ceiling of the current agent (Ctrl+, or /agent)"
         )
