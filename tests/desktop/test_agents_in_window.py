@@ -171,3 +171,26 @@ def test_the_editor_shows_every_setting_of_the_schema_each_with_its_own_letter(q
             next(n for n, letter in MNEMONICS.items() if letter.lower() == "t")
         )
         qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+
+
+def test_a_setting_added_to_the_schema_gets_a_box_and_a_letter_without_an_editor_edit(
+    monkeypatch,
+):
+    import dataclasses
+
+    from desktop import agent_fields
+    from engine.api import AGENT_FIELDS
+
+    temperature = next(spec for spec in AGENT_FIELDS if spec.name == "temperature")
+    gpu = dataclasses.replace(temperature, name="gpu_layers", type="int", label="GPU layers")
+    kv = dataclasses.replace(temperature, name="kv_cache", type="choice", group="cache")
+    table = dataclasses.replace(temperature, name="mcp", type="tables")  # no widget for it
+    monkeypatch.setattr(agent_fields, "AGENT_FIELDS", (*AGENT_FIELDS, gpu, kv, table))
+
+    boxes = dict(agent_fields.sections())
+    assert boxes["Run"][-1] == "gpu_layers"
+    assert boxes["Cache"] == ("kv_cache",)
+    assert "mcp" not in {name for names in boxes.values() for name in names}
+    letters = agent_fields.mnemonics(agent_fields.edited_specs())
+    assert "gpu_layers" in letters
+    assert len({letter.lower() for letter in letters.values()}) == len(letters)
