@@ -170,7 +170,8 @@ class Navigator(QObject):
             self.setup_banner.show_message(
                 "warning",
                 f"{count} {noun} could not be loaded",
-                "\n".join(listing.problems) + "\nThe other agents work; the sidebar shows each fix as it is saved.",
+                "\n".join(listing.problems)
+                + "\nThe other agents work; the sidebar shows each fix as it is saved.",
             )
         elif self.library.recovered_from is not None:
             self.setup_banner.show_message(
@@ -198,7 +199,8 @@ class Navigator(QObject):
         if choice is None:
             self.banner.show_error(
                 "no_agent",
-                f"Every agent file in {paths.agents_dir} has a problem; fix one, then pick it in the sidebar.",
+                f"Every agent file in {paths.agents_dir} has a problem; fix one, then pick it "
+                "in the sidebar.",
             )
             self.header.set_state("not started")
             return
