@@ -5,7 +5,9 @@ others, with the open agent's engine and model, and opens it in the editor. Dupl
 file under a new name, its comments kept. Delete moves the file to the agents' trash folder
 and offers Undo, which puts the same file back. The folder is watched (watchdog, as memory
 is): a file added, edited or removed by hand, or one that stops loading, shows in the sidebar
-within a second, with its error in place. The file work runs on the engine thread.
+within a second, with its error in place; a hand edit of the open agent's file reaches its
+conversation from the next request, as a save in the editor does. The file work runs on the
+engine thread.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from engine.api import (
     create_agent,
     duplicate_agent,
     is_agent_file_change,
+    load_agent,
     restore_agent,
     trash_agent,
 )
@@ -162,5 +165,24 @@ class AgentDesk(QObject):
     # -- the folder --------------------------------------------------------------------------
 
     @Slot(object)
-    def _on_changes(self, _changed: list[str]) -> None:
+    def _on_changes(self, changed: list[str]) -> None:
         self.navigator.refresh()
+        current = self.navigator.agent
+        path = current.source_path if current is not None else None
+        if current is None or path is None or path.name not in changed:
+            return
+
+        def read() -> AgentConfig | None:
+            try:
+                return load_agent(path)
+            except ConfigError:
+                return None  # a broken or removed file: the sidebar says so; the chat goes on
+
+        def loaded(config: AgentConfig | None) -> None:
+            now = self.navigator.agent
+            if config is None or now is None or now.source_path != path:
+                return
+            if config.name == now.name and config.values() != now.values():
+                self.editing.apply(config)  # as a save in the editor: from the next request
+
+        self.bridge.call(read, loaded)

@@ -151,6 +151,10 @@ class AgentEditing(QObject):
 
     # -- a save into effect ------------------------------------------------------------------
 
+    def apply(self, config: AgentConfig) -> None:
+        """Put an agent's new settings into effect (a save, or a hand edit of its file)."""
+        self._on_saved(config)
+
     @Slot(object)
     def _on_saved(self, config: AgentConfig) -> None:
         current = self.navigator.agent

@@ -194,3 +194,16 @@ def test_a_setting_added_to_the_schema_gets_a_box_and_a_letter_without_an_editor
     letters = agent_fields.mnemonics(agent_fields.edited_specs())
     assert "gpu_layers" in letters
     assert len({letter.lower() for letter in letters.values()}) == len(letters)
+
+
+def test_a_hand_edit_of_the_open_agents_file_reaches_the_next_request(qtbot, real_desktop):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(agents={"a.toml": agent_toml("alpha", fake.url, temperature=0.2)})
+        chat_and_wait(qtbot, d, "first")
+        assert fake.chat_requests[-1].body["temperature"] == 0.2
+        file = d.paths.agents_dir / "a.toml"
+        with qtbot.waitSignal(d.app.bridge.opened, timeout=3000):  # reopened with the edit
+            file.write_text(agent_toml("alpha", fake.url, temperature=0.9), encoding="utf-8")
+        chat_and_wait(qtbot, d, "second")
+        assert fake.chat_requests[-1].body["temperature"] == 0.9
+        assert "first" in d.window.transcript.toPlainText()  # the same conversation
