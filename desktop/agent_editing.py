@@ -136,7 +136,18 @@ class AgentEditing(QObject):
 
     def _open(self, config: AgentConfig, live: Any) -> None:
         live_window = live if isinstance(live, WindowResolution) else None
-        dialog = AgentEditorDialog(config, self.bridge, live=live_window, parent=self.window)
+        listing = self.navigator.listing
+        count = len(listing.conversations.get(config.name, ())) if listing is not None else 0
+        kept = (
+            f"{count} conversation{'s are' if count != 1 else ' is'} filed under this name "
+            "(with its work folders and memory), so it stays; Duplicate makes a copy to name "
+            "anew."
+            if count
+            else ""
+        )
+        dialog = AgentEditorDialog(
+            config, self.bridge, live=live_window, name_kept=kept, parent=self.window
+        )
         self.dialog = dialog
         dialog.saved.connect(self._on_saved)
         dialog.finished.connect(self._on_finished)

@@ -71,8 +71,11 @@ class AgentEditorDialog(QDialog):
         engine: EngineCalls,
         *,
         live: WindowResolution | None = None,
+        name_kept: str = "",
         parent: QWidget | None = None,
     ) -> None:
+        """`name_kept`, when given, says why the agent's name cannot change here (its
+        conversations are filed under it): the Name field is read-only with that reason."""
         super().__init__(parent)
         if agent.source_path is None:
             raise ValueError("the agent editor edits an agent loaded from its file")
@@ -89,6 +92,8 @@ class AgentEditorDialog(QDialog):
         self.resize(*DIALOG_SIZE)
 
         self._build()
+        if name_kept:
+            self.form.keep_name(name_kept)
         self._say_output_cap()
         self._fill(agent)
         self._on_provider_changed()

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPushButton,
     QScrollArea,
     QVBoxLayout,
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
 from desktop.agent_fields import SettingField, align_labels, make_field, sections
 
 MODEL_FIELD = "model"
+NAME_FIELD = "name"
 PROMPT_FIELD = "system_prompt"
 
 
@@ -46,6 +48,10 @@ class AgentForm(QScrollArea):
         self.models_status = QLabel("")
         self.models_status.setObjectName("fieldHint")
         self.models_status.setWordWrap(True)
+        self.name_note = QLabel("")
+        self.name_note.setObjectName("fieldHint")
+        self.name_note.setWordWrap(True)
+        self.name_note.hide()
         self.sections = sections()
 
         body = QWidget()
@@ -82,11 +88,23 @@ class AgentForm(QScrollArea):
                 column.addWidget(self.models_status)
             else:
                 column.addWidget(field.widget)
+            if name == NAME_FIELD:
+                column.addWidget(self.name_note)
             column.addWidget(field.problem)
             if name == PROMPT_FIELD:
                 form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)
             form.addRow(field.make_label(), holder)
         return box
+
+    def keep_name(self, reason: str) -> None:
+        """The agent's name stays as it is (read-only), for `reason`, said under it."""
+        field = self.fields.get(NAME_FIELD)
+        if field is None or not isinstance(field.widget, QLineEdit):
+            return
+        field.widget.setReadOnly(True)
+        field.widget.setToolTip(reason)
+        self.name_note.setText(reason)
+        self.name_note.show()
 
     def chain(self) -> list[QWidget]:
         """The fields and the model list's buttons in tab order."""

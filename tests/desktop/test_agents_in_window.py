@@ -207,3 +207,16 @@ def test_a_hand_edit_of_the_open_agents_file_reaches_the_next_request(qtbot, rea
         chat_and_wait(qtbot, d, "second")
         assert fake.chat_requests[-1].body["temperature"] == 0.9
         assert "first" in d.window.transcript.toPlainText()  # the same conversation
+
+
+def test_an_agent_with_conversations_keeps_its_name_in_the_editor_and_says_why(qtbot, real_desktop):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(agents={"a.toml": agent_toml("alpha", fake.url)})
+        chat_and_wait(qtbot, d, "something to keep")
+        qtbot.waitUntil(lambda: d.window.sidebar.conversation_titles("alpha") != [])
+        qtbot.mouseClick(d.window.sidebar.edit_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: d.app.agent_editing.dialog is not None, timeout=5000)
+        dialog = d.app.agent_editing.dialog
+        assert dialog.field("name").isReadOnly()
+        assert "1 conversation is filed under this name" in dialog.form.name_note.text()
+        qtbot.keyClick(dialog, Qt.Key.Key_Escape)
