@@ -28,6 +28,7 @@ from engine.api import (
     BrimPaths,
     ConfigError,
     FolderWatcher,
+    Listing,
     TrashedAgent,
     create_agent,
     duplicate_agent,
@@ -40,6 +41,7 @@ from engine.api import (
 log = logging.getLogger(__name__)
 
 WATCH_DEBOUNCE_S = 0.3
+BROKEN_TITLE = "could not be loaded"  # in the setup banner's title about broken agent files
 
 
 class AgentDesk(QObject):
@@ -57,11 +59,13 @@ class AgentDesk(QObject):
         *,
         sidebar: Sidebar,
         banner: Banner,
+        setup_banner: Banner | None = None,
         debounce_s: float = WATCH_DEBOUNCE_S,
     ) -> None:
         """`sidebar` asks for the actions and shows the undo bar; `banner` says why one
-        failed; `editing` opens a new agent in the editor; `window`'s `new_agent_requested`
-        is `/agent new`."""
+        failed; `setup_banner`'s warning about broken files goes once none is left;
+        `editing` opens a new agent in the editor; `window`'s `new_agent_requested` is
+        `/agent new`."""
         super().__init__(window)
         self.bridge = bridge
         self.navigator = navigator
@@ -69,6 +73,8 @@ class AgentDesk(QObject):
         self.paths = paths
         self.sidebar = sidebar
         self.banner = banner
+        self.setup_banner = setup_banner
+        navigator.listing_changed.connect(self._on_listing)
         self.trashed: dict[str, TrashedAgent] = {}  # by agent name, until Undo or restart
         sidebar.new_agent_requested.connect(self.new_agent)
         sidebar.duplicate_agent_requested.connect(self.duplicate)
@@ -163,6 +169,15 @@ class AgentDesk(QObject):
         self.bridge.call(attempt, answered, lambda message: answered(RuntimeError(message)))
 
     # -- the folder --------------------------------------------------------------------------
+
+    @Slot(object)
+    def _on_listing(self, listing: Listing) -> None:
+        """Start-up's list of broken agent files follows the folder: fixed, it goes."""
+        banner = self.setup_banner
+        if banner is None or not banner.isVisible() or BROKEN_TITLE not in banner.text():
+            return
+        if not listing.problems:
+            banner.hide()
 
     @Slot(object)
     def _on_changes(self, changed: list[str]) -> None:

@@ -131,6 +131,7 @@ class DesktopApp:
                 paths,
                 sidebar=window.sidebar,
                 banner=window.banner,
+                setup_banner=window.setup_banner,
             )
             self.memory = self._memory_desk(memory_root or paths.memory_dir, self.navigator)
             self.navigator.start()

@@ -82,6 +82,7 @@ class Navigator(QObject):
     # Another conversation is about to be shown: what belongs to this one is cleared (the
     # window's rows, rail and warnings; desktop/app.py connects it).
     conversation_changing = Signal()
+    listing_changed = Signal(object)  # a fresh Listing is shown in the sidebar
 
     def __init__(
         self,
@@ -291,6 +292,7 @@ class Navigator(QObject):
         def done(listing: Listing) -> None:
             self.listing = listing
             self.sidebar.set_listing(listing, keep)
+            self.listing_changed.emit(listing)
 
         self.bridge.call(lambda: self.library.listing(keep=keep), done)
 

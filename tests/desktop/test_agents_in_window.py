@@ -220,3 +220,20 @@ def test_an_agent_with_conversations_keeps_its_name_in_the_editor_and_says_why(q
         assert dialog.field("name").isReadOnly()
         assert "1 conversation is filed under this name" in dialog.form.name_note.text()
         qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+
+
+def test_the_start_up_warning_about_a_broken_agent_file_goes_once_the_file_is_fixed(
+    qtbot, real_desktop
+):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        d = real_desktop(
+            agents={
+                "a.toml": agent_toml("alpha", fake.url),
+                "typo.toml": 'name = "typo"\nnum_cxt = 1\n',
+            }
+        )
+        banner = d.window.setup_banner
+        assert banner.isVisible() and "typo.toml" in banner.text()
+        (d.paths.agents_dir / "typo.toml").write_text(agent_toml("typo", fake.url), "utf-8")
+        qtbot.waitUntil(lambda: "typo" in _agent_names(d), timeout=2000)
+        assert not banner.isVisible()
