@@ -74,8 +74,9 @@ class Sidebar(QFrame):
         self.new_button.setToolTip(
             "Start a new conversation with the agent selected here (Ctrl+N; /new: this one's)"
         )
-        # Short, beside the AGENTS title and Edit, so all three fit the narrowest sidebar.
-        self.new_agent_button = QPushButton("+ New", objectName="flat")
+        # One sign beside the AGENTS title and Edit, so all three fit the narrowest sidebar.
+        self.new_agent_button = QPushButton("+", objectName="flat")
+        self.new_agent_button.setAccessibleName("New agent")
         self.new_agent_button.setToolTip("Make a new agent and open it in the editor (/agent new)")
         self.new_agent_button.clicked.connect(self.new_agent_requested)
         self.new_button.clicked.connect(self.new_for_current)

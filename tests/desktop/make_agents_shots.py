@@ -3,7 +3,7 @@
     xvfb-run -s "-screen 0 1600x1000x24" python -m tests.desktop.make_agents_shots [OUT_DIR]
 
 Writes (default folder docs/screenshots):
-- agent-new.png: the editor on a new agent made with "+ Agent", every setting of the schema;
+- agent-new.png: the editor on a new agent made with the sidebar's "+", every setting of the schema;
 - agent-menu.png: an agent's right-click menu (New conversation, Edit, Duplicate, Delete,
   New agent), taken from the screen, so it needs a real X display (Xvfb);
 - agents-sidebar.png: the sidebar after a hand-written broken file was dropped into the
