@@ -237,3 +237,35 @@ def test_the_start_up_warning_about_a_broken_agent_file_goes_once_the_file_is_fi
         (d.paths.agents_dir / "typo.toml").write_text(agent_toml("typo", fake.url), "utf-8")
         qtbot.waitUntil(lambda: "typo" in _agent_names(d), timeout=2000)
         assert not banner.isVisible()
+
+
+class _NoEngine:
+    """The editor's engine calls, never answered (no model list, no probe)."""
+
+    def call(self, fn: Any, on_result: Any, on_error: Any = None) -> bool:
+        return True
+
+
+def test_the_embedded_engine_gets_a_gguf_file_picker_and_a_server_does_not(
+    qtbot, tmp_path, monkeypatch
+):
+    from desktop import agent_models
+    from desktop.agent_editor import AgentEditorDialog
+    from engine.api import load_agent
+
+    file = tmp_path / "a.toml"
+    file.write_text(agent_toml("alpha", "http://127.0.0.1:9"), encoding="utf-8")
+    dialog = AgentEditorDialog(load_agent(file), _NoEngine())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert not dialog.form.browse_button.isVisible()  # llamacpp serves its own models
+    dialog.field("provider").setCurrentText("embedded")
+    assert dialog.form.browse_button.isVisible()
+    model = tmp_path / "Qwen3-0.6B-Q8_0.gguf"
+    monkeypatch.setattr(
+        agent_models.QFileDialog, "getOpenFileName", lambda *a, **k: (str(model), "")
+    )
+    qtbot.mouseClick(dialog.form.browse_button, Qt.MouseButton.LeftButton)
+    assert dialog.field("model").currentText() == str(model)
+    assert dialog.edited().model == str(model)
+    dialog.reject()
