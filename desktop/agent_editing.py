@@ -87,8 +87,16 @@ class AgentEditing(QObject):
                 "no_agent", f"The agent '{name}' has no file that could be loaded to edit."
             )
             return
+        self.edit_file(path)
+
+    def edit_file(self, path: Path) -> None:
+        """Open the editor on the agent file at `path` (a new agent's, too)."""
+        if self.dialog is not None:
+            self.dialog.raise_()
+            self.dialog.activateWindow()
+            return
         current = self.navigator.agent
-        is_current = current is not None and current.name == name
+        is_current = current is not None and current.source_path == path
 
         def read() -> AgentConfig | ConfigError:
             try:
@@ -128,7 +136,18 @@ class AgentEditing(QObject):
 
     def _open(self, config: AgentConfig, live: Any) -> None:
         live_window = live if isinstance(live, WindowResolution) else None
-        dialog = AgentEditorDialog(config, self.bridge, live=live_window, parent=self.window)
+        listing = self.navigator.listing
+        count = len(listing.conversations.get(config.name, ())) if listing is not None else 0
+        kept = (
+            f"{count} conversation{'s are' if count != 1 else ' is'} filed under this name "
+            "(with its work folders and memory), so it stays; Duplicate makes a copy to name "
+            "anew."
+            if count
+            else ""
+        )
+        dialog = AgentEditorDialog(
+            config, self.bridge, live=live_window, name_kept=kept, parent=self.window
+        )
         self.dialog = dialog
         dialog.saved.connect(self._on_saved)
         dialog.finished.connect(self._on_finished)
@@ -142,6 +161,10 @@ class AgentEditing(QObject):
         self.composer.setFocus()
 
     # -- a save into effect ------------------------------------------------------------------
+
+    def apply(self, config: AgentConfig) -> None:
+        """Put an agent's new settings into effect (a save, or a hand edit of its file)."""
+        self._on_saved(config)
 
     @Slot(object)
     def _on_saved(self, config: AgentConfig) -> None:

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import html
 import itertools
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import shiboken6
 from PySide6.QtCore import Qt, Signal, Slot
@@ -25,9 +24,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
-    QFormLayout,
     QFrame,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -38,7 +35,9 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import theme
-from desktop.agent_fields import SettingField, align_labels, make_field, show_field_problems
+from desktop.agent_fields import SettingField, show_field_problems
+from desktop.agent_form import AgentForm
+from desktop.agent_models import EngineCalls, ModelList
 from desktop.probe_panel import ProbePanel
 from engine.api import (
     DEFAULT_BASE_URLS,
@@ -47,38 +46,18 @@ from engine.api import (
     AgentFileChanged,
     ConfigError,
     FieldProblem,
-    ModelInfo,
     ProbeComparison,
     ProbeFailure,
     WindowResolution,
     default_output_cap,
-    list_agent_models,
     load_agent,
     probe_agent,
     save_agent,
 )
 
-SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Engine", ("provider", "base_url", "api_key_env", "model")),
-    ("Context window", ("num_ctx", "max_context_tokens")),
-    ("Compaction", ("summarizer_model", "compaction_ratio", "compaction_reserve_tokens")),
-    ("Run", ("max_iterations", "max_tokens")),
-    ("System prompt", ("system_prompt",)),
-)
 DIALOG_SIZE = (1040, 760)
 
 EDITOR_STYLE = theme.style_sheet("agent_editor")
-
-
-class EngineCalls(Protocol):
-    """Runs work on the engine thread and answers on the GUI thread (`EngineBridge.call`)."""
-
-    def call(
-        self,
-        fn: Callable[[], Any],
-        on_result: Callable[[Any], None],
-        on_error: Callable[[str], None] | None = None,
-    ) -> bool: ...
 
 
 class AgentEditorDialog(QDialog):
@@ -92,17 +71,18 @@ class AgentEditorDialog(QDialog):
         engine: EngineCalls,
         *,
         live: WindowResolution | None = None,
+        name_kept: str = "",
         parent: QWidget | None = None,
     ) -> None:
+        """`name_kept`, when given, says why the agent's name cannot change here (its
+        conversations are filed under it): the Name field is read-only with that reason."""
         super().__init__(parent)
         if agent.source_path is None:
             raise ValueError("the agent editor edits an agent loaded from its file")
         self.original = agent
         self._engine = engine
         self._live = live
-        self._fields: dict[str, SettingField] = {}
         self._probe_token = 0
-        self._models_token = 0
         self._saving = False
         self.comparison: ProbeComparison | ProbeFailure | None = None
         self.setObjectName("agentEditor")
@@ -112,6 +92,8 @@ class AgentEditorDialog(QDialog):
         self.resize(*DIALOG_SIZE)
 
         self._build()
+        if name_kept:
+            self.form.keep_name(name_kept)
         self._say_output_cap()
         self._fill(agent)
         self._on_provider_changed()
@@ -140,17 +122,13 @@ class AgentEditorDialog(QDialog):
         )
         path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
-        form_column = QVBoxLayout()
-        form_column.setSpacing(6)
-        for title, names in SECTIONS:
-            if title == "System prompt":
-                continue
-            form_column.addWidget(self._section(title, names))
-        form_column.addWidget(self._section("System prompt", ("system_prompt",)), 1)
-
-        left = QWidget()
-        left.setLayout(form_column)
-        left.setMinimumWidth(470)
+        self.form = AgentForm()
+        self.form.setMinimumWidth(470)
+        self._fields: dict[str, SettingField] = self.form.fields
+        self.models_button = self.form.models_button
+        self.models_status = self.form.models_status
+        self.models = ModelList(self.form, self._engine, self.edited, self._alive, self)
+        left = self.form
 
         right = QVBoxLayout()
         right.setSpacing(6)
@@ -197,7 +175,6 @@ class AgentEditorDialog(QDialog):
 
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self._save_if_valid)
         QShortcut(QKeySequence("Ctrl+Enter"), self, activated=self._save_if_valid)
-        align_labels(self._fields.values())
         self._set_tab_order()
         self._connect_fields()
 
@@ -218,46 +195,6 @@ class AgentEditorDialog(QDialog):
                 "window has left after the prompt"
             )
 
-    def _section(self, title: str, names: tuple[str, ...]) -> QGroupBox:
-        box = QGroupBox(title)
-        form = QFormLayout(box)
-        form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
-        form.setVerticalSpacing(4)
-        form.setContentsMargins(6, 6, 6, 4)
-        for name in names:
-            field = self._make_field(name)
-            holder = QWidget()
-            column = QVBoxLayout(holder)
-            column.setContentsMargins(0, 0, 0, 0)
-            column.setSpacing(2)
-            if name == "model":
-                row = QHBoxLayout()
-                row.setSpacing(6)
-                row.addWidget(field.widget, 1)
-                self.models_button = QPushButton("Re&fresh")
-                self.models_button.setAutoDefault(False)
-                self.models_button.setToolTip("List the models the engine offers again")
-                self.models_button.clicked.connect(self.list_models)
-                row.addWidget(self.models_button)
-                column.addLayout(row)
-                self.models_status = QLabel("", objectName="fieldHint")
-                self.models_status.setWordWrap(True)
-                column.addWidget(self.models_status)
-            else:
-                column.addWidget(field.widget)
-            column.addWidget(field.problem)
-            label = field.make_label()
-            if name == "system_prompt":
-                form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)
-            form.addRow(label, holder)
-        return box
-
-    def _make_field(self, name: str) -> SettingField:
-        field = make_field(name)
-        self._fields[name] = field
-        return field
-
     def _connect_fields(self) -> None:
         for field in self._fields.values():
             widget = field.widget
@@ -269,13 +206,7 @@ class AgentEditorDialog(QDialog):
                 widget.textChanged.connect(self._changed)
 
     def _set_tab_order(self) -> None:
-        chain: list[QWidget] = []
-        for _, names in SECTIONS:
-            for name in names:
-                chain.append(self._fields[name].widget)
-                if name == "model":
-                    chain.append(self.models_button)
-        chain += [self.probe_button, self.cancel_button, self.save_button]
+        chain = [*self.form.chain(), self.probe_button, self.cancel_button, self.save_button]
         for first, second in itertools.pairwise(chain):
             QWidget.setTabOrder(first, second)
 
@@ -344,6 +275,7 @@ class AgentEditorDialog(QDialog):
             base.setPlaceholderText(
                 f"blank: {default}" if default else "the embedded engine has no URL"
             )
+        self.models.set_provider(provider)
         model = self._fields["model"].widget
         if isinstance(model, QComboBox) and model.lineEdit() is not None:
             model.lineEdit().setPlaceholderText(
@@ -358,51 +290,7 @@ class AgentEditorDialog(QDialog):
     @Slot()
     def list_models(self) -> None:
         """Fill the model pickers from what the engine offers (on the engine thread)."""
-        agent = self.edited()
-        if agent is None:
-            self.models_status.setText("Fix the engine settings to list its models.")
-            return
-        self._models_token += 1
-        token = self._models_token
-        self.models_status.setText(
-            "The embedded engine runs a bundled model or a GGUF file: pick one, type a "
-            "path, or leave blank for the default."
-            if agent.provider == "embedded"
-            else f"Listing the models {agent.provider} offers…"
-        )
-
-        def done(result: list[ModelInfo] | ProbeFailure) -> None:
-            if self._alive() and token == self._models_token:
-                self._show_models(result, agent)
-
-        self._engine.call(lambda: list_agent_models(agent), done, self._models_failed)
-
-    def _models_failed(self, message: str) -> None:
-        if self._alive():
-            self.models_status.setText(f"Could not list the models: {message}")
-
-    def _show_models(self, result: list[ModelInfo] | ProbeFailure, agent: AgentConfig) -> None:
-        if isinstance(result, ProbeFailure):
-            self.models_status.setText(f"Could not list the models: {result.message}")
-            return
-        names = [m.id for m in result]
-        for name in ("model", "summarizer_model"):
-            combo = self._fields[name].widget
-            assert isinstance(combo, QComboBox)
-            text = combo.currentText()
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItems(([""] if name == "summarizer_model" else []) + names)
-            combo.setEditText(text)
-            combo.blockSignals(False)
-        if agent.provider != "embedded":
-            count = len(names)
-            self.models_status.setText(
-                f"{count} model{'s' if count != 1 else ''} on {agent.provider}; "
-                "pick one or type a name."
-                if count
-                else f"{agent.provider} offers no models."
-            )
+        self.models.refresh()
 
     # -- probing -----------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """The agent editor's per-setting fields: the widget that edits a setting, its label and the
 refusal shown under it.
 
-Kept apart from the dialog because everything here follows from one schema entry
-(engine/config/schema.py): which widget a setting gets, what a blank means, the letter that
-jumps to it and the reason the loader would refuse its value. The dialog only arranges the
-fields and decides what to do with their values.
+Kept apart from the dialog because everything here follows from the schema
+(engine/config/schema.py): which settings are shown and in which box (the schema's order and
+groups), which widget a setting gets, what a blank means, the letter that jumps to it and the
+reason the loader would refuse its value. A setting added to the schema appears here without
+an edit. The dialog only arranges the fields and decides what to do with their values.
 """
 
 from __future__ import annotations
@@ -15,47 +16,87 @@ from typing import Any
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPlainTextEdit, QSizePolicy, QWidget
 
 from engine.api import (
+    AGENT_FIELDS,
     FIELDS_BY_NAME,
     FieldProblem,
+    FieldSpec,
 )
 
-# The settings the editor shows, in order; every other setting in the file is kept as it is.
-EDITED_FIELDS: tuple[str, ...] = (
-    "provider",
-    "base_url",
-    "api_key_env",
-    "model",
-    "system_prompt",
-    "num_ctx",
-    "max_context_tokens",
-    "summarizer_model",
-    "compaction_ratio",
-    "compaction_reserve_tokens",
-    "max_iterations",
-    "max_tokens",
-)
-# The letter each field's label underlines (Alt+letter focuses it). Probe, Save and the
-# model list's refresh button take P, S and F.
-MNEMONICS: dict[str, str] = {
-    "provider": "E",
-    "base_url": "U",
-    "api_key_env": "K",
-    "model": "M",
-    "system_prompt": "y",
-    "num_ctx": "w",
-    "max_context_tokens": "g",
-    "summarizer_model": "z",
-    "compaction_ratio": "r",
-    "compaction_reserve_tokens": "v",
-    "max_iterations": "I",
-    "max_tokens": "O",
+# The kinds of value the editor has a widget for; a setting of another kind (a table of
+# tables) stays in the file as it is.
+EDITABLE_TYPES = frozenset({"str", "text", "url", "int", "float", "choice", "secret"})
+# A section's title for each schema group; a group not named here is titled from its name.
+GROUP_TITLES: dict[str, str] = {
+    "general": "Agent",
+    "engine": "Engine",
+    "window": "Context window",
+    "compaction": "Compaction",
+    "run": "Run",
+    "prompt": "System prompt",
 }
+# Letters the dialog's buttons underline: Probe, Save, Refresh (the model list), Browse (a
+# GGUF file), Discard (after a conflict). No field's label takes them.
+BUTTON_LETTERS = frozenset("psfbd")
 # The system prompt's label sits above its box, so it can say what the box is for.
 SYSTEM_PROMPT_LABEL = "The agent's own instructions"
 
 
-def with_mnemonic(label: str, letter: str) -> str:
+def edited_specs() -> tuple[FieldSpec, ...]:
+    """Every setting of the schema the editor can show, in the schema's order."""
+    return tuple(spec for spec in AGENT_FIELDS if spec.type in EDITABLE_TYPES)
+
+
+def sections() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The editor's boxes: the settings grouped by their schema group, in schema order."""
+    groups: dict[str, list[str]] = {}
+    for spec in edited_specs():
+        groups.setdefault(spec.group, []).append(spec.name)
+    return tuple(
+        (GROUP_TITLES.get(group, group.replace("_", " ").capitalize()), tuple(names))
+        for group, names in groups.items()
+    )
+
+
+def label_text(spec: FieldSpec) -> str:
+    return SYSTEM_PROMPT_LABEL if spec.name == "system_prompt" else spec.label
+
+
+def mnemonics(specs: Iterable[FieldSpec]) -> dict[str, str]:
+    """One letter per field for Alt+letter, no two alike and none of the buttons': first
+    each field's first free word initial, then, for those left, the first free letter of
+    its label (a field may be left without one when the alphabet runs out)."""
+    specs = list(specs)
+    taken = set(BUTTON_LETTERS)
+    chosen: dict[str, str] = {}
+
+    def pick(spec: FieldSpec, candidates: list[str]) -> None:
+        for letter in candidates:
+            if letter.isascii() and letter.isalpha() and letter.lower() not in taken:
+                taken.add(letter.lower())
+                chosen[spec.name] = letter
+                return
+
+    for spec in specs:
+        pick(spec, [word[0] for word in label_text(spec).split() if word])
+    for spec in specs:
+        if spec.name not in chosen:
+            pick(spec, list(label_text(spec)))
+    return chosen
+
+
+MNEMONICS: dict[str, str] = mnemonics(edited_specs())
+
+
+def is_model_field(spec: FieldSpec) -> bool:
+    """A setting that names one of the engine's models: picked from the list it serves."""
+    return spec.type == "str" and spec.name.endswith("model")
+
+
+def with_mnemonic(label: str, letter: str | None) -> str:
     """`label` with `&` before the first `letter` (case-insensitive), for Alt+letter."""
+    label = label.replace("&", "&&")
+    if letter is None:
+        return label
     index = label.lower().find(letter.lower())
     if index < 0:
         return f"&{label}"
@@ -112,8 +153,7 @@ class SettingField:
 
     def make_label(self) -> QLabel:
         """The field's label: its letter underlined, its buddy the widget, the schema's tooltip."""
-        text = SYSTEM_PROMPT_LABEL if self.name == "system_prompt" else self.spec.label
-        label = QLabel(with_mnemonic(text, MNEMONICS[self.name]))
+        label = QLabel(with_mnemonic(label_text(self.spec), MNEMONICS.get(self.name)))
         label.setBuddy(self.widget)
         label.setToolTip(self.spec.description)
         self.label = label
@@ -129,7 +169,7 @@ def make_field(name: str) -> SettingField:
         combo = QComboBox()
         combo.addItems(list(spec.choices))
         widget = combo
-    elif name in ("model", "summarizer_model"):
+    elif is_model_field(spec):
         combo = QComboBox()
         combo.setEditable(True)
         combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
@@ -146,6 +186,8 @@ def make_field(name: str) -> SettingField:
         widget = edit
     else:
         line = QLineEdit()
+        if spec.type == "secret":  # shown as dots: a key is never on screen
+            line.setEchoMode(QLineEdit.EchoMode.Password)
         if spec.nullable:
             line.setPlaceholderText(f"blank: {spec.unset}")
         elif spec.default is not None:

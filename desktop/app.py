@@ -19,6 +19,7 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 
+from desktop.agent_desk import AgentDesk
 from desktop.agent_editing import AgentEditing
 from desktop.approval import DialogApprover
 from desktop.bridge import EngineBridge, SessionFactory
@@ -89,6 +90,7 @@ class DesktopApp:
         self.library: Library | None = None
         self.navigator: Navigator | None = None
         self.agent_editing: AgentEditing | None = None
+        self.agents: AgentDesk | None = None  # new, duplicate, delete; the folder watched
         self.memory: MemoryDesk | None = None  # memory_root, else the data folder's memory
         self._closed = False
         if memory_root is None and paths is not None:
@@ -121,6 +123,16 @@ class DesktopApp:
                 transcript=window.transcript,
                 composer=window.composer,
             )
+            self.agents = AgentDesk(
+                window,
+                self.bridge,
+                self.navigator,
+                self.agent_editing,
+                paths,
+                sidebar=window.sidebar,
+                banner=window.banner,
+                setup_banner=window.setup_banner,
+            )
             self.memory = self._memory_desk(memory_root or paths.memory_dir, self.navigator)
             self.navigator.start()
         else:
@@ -151,6 +163,8 @@ class DesktopApp:
         self._closed = True
         if self.memory is not None:
             self.memory.close()
+        if self.agents is not None:
+            self.agents.close()
         self.bridge.close(timeout)
         if self.library is not None:
             library = self.library

@@ -46,6 +46,7 @@ from engine.api import (
     VIEW_AGENT_EDITOR,
     VIEW_MEMORY_BROWSER,
     VIEW_MEMORY_REVIEW,
+    VIEW_NEW_AGENT,
     VIEW_NEW_CONVERSATION,
     AcceptedEvent,
     CompactionRestoredEvent,
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
     closing = Signal()  # the user closed the window (settings are saved on it)
     # Views the engine asked for (a ViewRequestEvent); the desks that own them connect here.
     agent_editor_requested = Signal()  # `/agent`: edit the current agent
+    new_agent_requested = Signal()  # `/agent new`
     memory_browser_requested = Signal()  # `/memory`
     memory_review_requested = Signal()  # `/memory review`
     new_conversation_requested = Signal()  # `/new`: the session opened a new one (shown here)
@@ -137,6 +139,7 @@ class MainWindow(QMainWindow):
         self.memory_badge.hide()
         self._view_signals = {
             VIEW_AGENT_EDITOR: self.agent_editor_requested,
+            VIEW_NEW_AGENT: self.new_agent_requested,
             VIEW_MEMORY_BROWSER: self.memory_browser_requested,
             VIEW_MEMORY_REVIEW: self.memory_review_requested,
             VIEW_NEW_CONVERSATION: self.new_conversation_requested,

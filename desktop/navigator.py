@@ -82,6 +82,7 @@ class Navigator(QObject):
     # Another conversation is about to be shown: what belongs to this one is cleared (the
     # window's rows, rail and warnings; desktop/app.py connects it).
     conversation_changing = Signal()
+    listing_changed = Signal(object)  # a fresh Listing is shown in the sidebar
 
     def __init__(
         self,
@@ -170,7 +171,8 @@ class Navigator(QObject):
             self.setup_banner.show_message(
                 "warning",
                 f"{count} {noun} could not be loaded",
-                "\n".join(listing.problems) + "\nThe other agents work; fix the file and restart.",
+                "\n".join(listing.problems)
+                + "\nThe other agents work; the sidebar shows each fix as it is saved.",
             )
         elif self.library.recovered_from is not None:
             self.setup_banner.show_message(
@@ -198,7 +200,8 @@ class Navigator(QObject):
         if choice is None:
             self.banner.show_error(
                 "no_agent",
-                f"Every agent file in {paths.agents_dir} has a problem; fix one and restart.",
+                f"Every agent file in {paths.agents_dir} has a problem; fix one, then pick it "
+                "in the sidebar.",
             )
             self.header.set_state("not started")
             return
@@ -289,6 +292,7 @@ class Navigator(QObject):
         def done(listing: Listing) -> None:
             self.listing = listing
             self.sidebar.set_listing(listing, keep)
+            self.listing_changed.emit(listing)
 
         self.bridge.call(lambda: self.library.listing(keep=keep), done)
 

@@ -53,6 +53,7 @@ from engine.commands import (
     compaction_command,
     NOTICE_VIEW_FALLBACK,
     VIEW_AGENT_EDITOR,
+    VIEW_NEW_AGENT,
     VIEW_MEMORY_BROWSER,
     VIEW_MEMORY_REVIEW,
     VIEW_NEW_CONVERSATION,
@@ -69,7 +70,9 @@ from engine.report.context_report import ContextReport, TimelineMarker, UsageRep
 
 # -- agents: their files, the settings schema, the window, the probe the editor runs -------
 from engine.config import (
+    AGENT_FIELDS,
     FIELDS_BY_NAME,
+    FieldSpec,
     AgentConfig,
     AgentConfigError,
     AgentFileChanged,
@@ -78,6 +81,15 @@ from engine.config import (
     load_agent,
     save_agent,
 )
+from engine.config.agent_admin import (
+    TrashedAgent,
+    create_agent,
+    duplicate_agent,
+    is_agent_file_change,
+    restore_agent,
+    trash_agent,
+)
+from engine.folder_watcher import FolderWatcher
 from engine.window.resolution import WindowResolution
 from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
 from engine.window.output_cap import default_output_cap
@@ -149,6 +161,7 @@ __all__ = [
     "compaction_command",
     "NOTICE_VIEW_FALLBACK",
     "VIEW_AGENT_EDITOR",
+    "VIEW_NEW_AGENT",
     "VIEW_MEMORY_BROWSER",
     "VIEW_MEMORY_REVIEW",
     "VIEW_NEW_CONVERSATION",
@@ -164,7 +177,16 @@ __all__ = [
     "UsageReport",
     "format_tokens",
     # agents
+    "AGENT_FIELDS",
     "FIELDS_BY_NAME",
+    "FieldSpec",
+    "TrashedAgent",
+    "create_agent",
+    "duplicate_agent",
+    "is_agent_file_change",
+    "restore_agent",
+    "trash_agent",
+    "FolderWatcher",
     "AgentConfig",
     "AgentConfigError",
     "AgentFileChanged",

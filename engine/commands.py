@@ -4,7 +4,7 @@ one router that decides what a submitted text is.
 The composer completes from this list. Every submitted text goes to the session, which
 follows `route(text)`: a message for the model, a report it answers (`/context`, `/usage`,
 `/work`), an action it runs (`/compact`, `/learn`), or a view the front end opens (`/agent`,
-`/memory`, `/memory review`, `/new`), announced with a `ViewRequestEvent`.
+`/agent new`, `/memory`, `/memory review`, `/new`), announced with a `ViewRequestEvent`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ class SlashCommand:
 
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/agent", "edit this agent: engine, model, window pin and ceiling"),
+    SlashCommand("/agent new", "make a new agent and open it in the editor"),
     SlashCommand("/compact", "summarize older messages now to free room"),
     SlashCommand(
         "/compaction", "list the compactions; `show N` what one replaced, `restore N` undo it"
@@ -100,11 +101,13 @@ class Action(Enum):
 
 # The views a command asks the front end to open (ViewRequestEvent.view).
 VIEW_AGENT_EDITOR = "agent_editor"
+VIEW_NEW_AGENT = "new_agent"
 VIEW_MEMORY_BROWSER = "memory_browser"
 VIEW_MEMORY_REVIEW = "memory_review"
 VIEW_NEW_CONVERSATION = "new_conversation"
 VIEWS: tuple[str, ...] = (
     VIEW_AGENT_EDITOR,
+    VIEW_NEW_AGENT,
     VIEW_MEMORY_BROWSER,
     VIEW_MEMORY_REVIEW,
     VIEW_NEW_CONVERSATION,
@@ -143,6 +146,7 @@ _ROUTES: dict[str, tuple[Action, str, bool]] = {
     "/compaction": (Action.REPORT, "", True),
     "/learn": (Action.LEARN, "", False),
     "/agent": (Action.VIEW, VIEW_AGENT_EDITOR, True),
+    "/agent new": (Action.VIEW, VIEW_NEW_AGENT, True),
     "/memory": (Action.VIEW, VIEW_MEMORY_BROWSER, True),
     "/memory review": (Action.VIEW, VIEW_MEMORY_REVIEW, True),
     "/new": (Action.VIEW, VIEW_NEW_CONVERSATION, False),

@@ -1,4 +1,5 @@
-"""The sidebar: agents and their conversations; new, open, rename, delete with undo.
+"""The sidebar: agents and their conversations; new, open, rename, delete with undo; new,
+duplicate and delete agents (with undo).
 
 It shows the engine's `Listing` (engine/library.py) and says what the user asked for; the
 window turns each request into an intent on the engine thread. A broken agent file is listed
@@ -53,6 +54,10 @@ class Sidebar(QFrame):
     restore_requested = Signal(str)  # conversation id
     folder_requested = Signal()
     edit_agent_requested = Signal(str)  # agent name: open the agent editor
+    new_agent_requested = Signal()  # make a new agent file and open it in the editor
+    duplicate_agent_requested = Signal(str)  # agent name
+    delete_agent_requested = Signal(str)  # agent name (its file goes to the trash)
+    restore_agent_requested = Signal(str)  # agent name: the delete's Undo
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -62,12 +67,20 @@ class Sidebar(QFrame):
         self._current_agent: str | None = None
         self._filling = False
         self._undo_id: str | None = None
+        self._undo_kind = "conversation"  # or "agent": what the undo bar brings back
 
         title = QLabel("AGENTS", objectName="sectionTitle")
         self.new_button = QPushButton("+  New conversation", objectName="flat")
-        self.new_button.setToolTip("Start a new conversation with the current agent (Ctrl+N, /new)")
+        self.new_button.setToolTip(
+            "Start a new conversation with the agent selected here (Ctrl+N; /new: this one's)"
+        )
+        # One sign beside the AGENTS title and Edit, so all three fit the narrowest sidebar.
+        self.new_agent_button = QPushButton("+", objectName="flat")
+        self.new_agent_button.setAccessibleName("New agent")
+        self.new_agent_button.setToolTip("Make a new agent and open it in the editor (/agent new)")
+        self.new_agent_button.clicked.connect(self.new_agent_requested)
         self.new_button.clicked.connect(self.new_for_current)
-        self.edit_button = QPushButton("Edit agent…", objectName="flat")
+        self.edit_button = QPushButton("Edit…", objectName="flat")
         self.edit_button.setToolTip(
             "Engine, model, window pin and ceiling of the current agent (Ctrl+, or /agent)"
         )
@@ -109,6 +122,7 @@ class Sidebar(QFrame):
         heading = QHBoxLayout()
         heading.addWidget(title)
         heading.addStretch(1)
+        heading.addWidget(self.new_agent_button)
         heading.addWidget(self.edit_button)
         layout.addLayout(heading)
         layout.addWidget(self.new_button)
@@ -136,7 +150,8 @@ class Sidebar(QFrame):
             item = QTreeWidgetItem([entry.name])
             item.setData(0, ROLE, ("agent", entry.name, entry.usable))
             item.setFont(0, bold)
-            item.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            # Selectable, so "+ New conversation" can start one for the agent picked here.
+            item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
             if not entry.usable:
                 item.setText(0, f"⚠ {entry.name}")
                 item.setForeground(0, QBrush(QColor(theme.ERROR_TEXT)))
@@ -206,8 +221,15 @@ class Sidebar(QFrame):
         return str(parent.data(0, ROLE)[1])
 
     def show_undo(self, conversation_id: str, title: str) -> None:
-        self._undo_id = conversation_id
+        self._undo_id, self._undo_kind = conversation_id, "conversation"
         self.undo_label.setText(f"Deleted “{title or UNTITLED}”")
+        self.undo_bar.show()
+        self._undo_timer.start(UNDO_SECONDS * 1000)
+
+    def show_agent_undo(self, name: str) -> None:
+        """An agent's file went to the trash: Undo puts it back."""
+        self._undo_id, self._undo_kind = name, "agent"
+        self.undo_label.setText(f"Deleted agent “{name}”")
         self.undo_bar.show()
         self._undo_timer.start(UNDO_SECONDS * 1000)
 
@@ -286,7 +308,9 @@ class Sidebar(QFrame):
 
     @Slot()
     def _undo(self) -> None:
-        if self._undo_id is not None:
+        if self._undo_id is not None and self._undo_kind == "agent":
+            self.restore_agent_requested.emit(self._undo_id)
+        elif self._undo_id is not None:
             self.restore_requested.emit(self._undo_id)
         self._undo_id = None
         self.undo_bar.hide()
@@ -301,11 +325,24 @@ class Sidebar(QFrame):
         self.tree.scrollToItem(item)
         self.tree.editItem(item, 0)
 
-    @Slot()
-    def new_for_current(self) -> None:
+    def selected_agent(self) -> str | None:
+        """The agent picked in the list (its row or one of its conversations), when it loads;
+        else the open conversation's agent, else the first agent that loads."""
+        item = self.tree.currentItem()
+        if item is not None and item.isSelected():
+            name = self.agent_of(item)
+            entry = self._listing.agent(name) if self._listing is not None else None
+            if entry is not None and entry.usable:
+                return name
         agent = self._current_agent
         if agent is None and self._listing is not None:
             agent = next((a.name for a in self._listing.agents if a.usable), None)
+        return agent
+
+    @Slot()
+    def new_for_current(self) -> None:
+        """The "+ New conversation" button: one with the agent selected in the list."""
+        agent = self.selected_agent()
         if agent is not None:
             self.open_requested.emit(agent, None)
 
@@ -320,13 +357,22 @@ class Sidebar(QFrame):
     @Slot(QPoint)
     def _menu(self, point: QPoint) -> None:
         item = self.tree.itemAt(point)
+        menu = QMenu(self)
         if item is None:
+            menu.addAction("New agent…", self.new_agent_requested.emit)
+            menu.exec(self.tree.viewport().mapToGlobal(point))
             return
         kind, key, usable = item.data(0, ROLE)
-        menu = QMenu(self)
         if kind == "agent" and usable:
             menu.addAction("New conversation", lambda: self.open_requested.emit(key, None))
             menu.addAction("Edit agent…", lambda: self.edit_agent_requested.emit(key))
+            menu.addAction("Duplicate agent", lambda: self.duplicate_agent_requested.emit(key))
+        if kind in ("agent", "problem"):
+            entry = self._listing.agent(key) if self._listing is not None else None
+            if entry is not None and entry.path is not None:  # a file, not a name left by chats
+                menu.addAction("Delete agent", lambda: self.delete_agent_requested.emit(key))
+            menu.addSeparator()
+            menu.addAction("New agent…", self.new_agent_requested.emit)
         elif kind == "conversation":
             if usable:
                 menu.addAction("Open", lambda: self.open_requested.emit(self.agent_of(item), key))

@@ -1,33 +1,16 @@
 """Tell the desktop when memory changes on disk (another process, a hand edit).
 
-A watchdog observer follows the whole memory root; changes are collected and reported
-together after a short quiet period, from the observer's thread, so a burst of writes (an
-atomic save is a temporary file, then a rename) is one refresh. Lock files and temporary
-files are ignored. No Qt here: the desktop turns the callback into a queued signal.
+The whole memory root is followed (engine/folder_watcher.py); its notes and queue files
+count, lock files and temporary files do not.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+from engine.folder_watcher import DEFAULT_DEBOUNCE_S, FolderWatcher, OnChange
 
-log = logging.getLogger(__name__)
-
-# When a folder is made with its parents in one go (a new agent's memory), watchdog adds
-# watches for the new tree and then again for each inner folder inotify reports, and warns
-# that it is re-using its own callback. The warning is harmless and says nothing to a user.
-SELF_OVERWRITE_WARNING = r"Callback with id .* already exists for watch"
-warnings.filterwarnings("ignore", message=SELF_OVERWRITE_WARNING, category=RuntimeWarning)
-
-DEFAULT_DEBOUNCE_S = 0.25
-
-OnChange = Callable[[list[str]], None]  # the changed paths, relative to the memory root
+__all__ = ["DEFAULT_DEBOUNCE_S", "MemoryWatcher", "OnChange"]
 
 
 def _interesting(rel: str) -> bool:
@@ -37,85 +20,10 @@ def _interesting(rel: str) -> bool:
     return name.endswith((".md", ".json")) or "." not in name
 
 
-class _Handler(FileSystemEventHandler):
-    def __init__(self, watcher: MemoryWatcher) -> None:
-        self.watcher = watcher
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed_no_write"):
-            return
-        for raw in (event.src_path, getattr(event, "dest_path", "")):
-            if raw:
-                self.watcher._note(Path(str(raw)))
-
-
-class MemoryWatcher:
+class MemoryWatcher(FolderWatcher):
     """Watches a memory root; `on_change` gets the changed paths after each quiet period."""
 
     def __init__(
         self, root: Path, on_change: OnChange, *, debounce_s: float = DEFAULT_DEBOUNCE_S
     ) -> None:
-        self.root = Path(root)
-        self.on_change = on_change
-        self.debounce_s = debounce_s
-        self._observer: Observer | None = None  # type: ignore[valid-type]
-        self._pending: set[str] = set()
-        self._timer: threading.Timer | None = None
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        if self._observer is not None:
-            return
-        self.root.mkdir(parents=True, exist_ok=True)
-        observer = Observer()
-        observer.schedule(_Handler(self), str(self.root), recursive=True)
-        observer.daemon = True
-        observer.start()
-        self._observer = observer
-
-    def stop(self) -> None:
-        observer, self._observer = self._observer, None
-        with self._lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            self._pending.clear()
-        if observer is not None:
-            observer.stop()
-            observer.join(timeout=5)
-
-    def __enter__(self) -> MemoryWatcher:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _note(self, path: Path) -> None:
-        try:
-            rel = path.relative_to(self.root).as_posix()
-        except ValueError:
-            return
-        if not _interesting(rel):
-            return
-        with self._lock:
-            if self._observer is None:
-                return
-            self._pending.add(rel)
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.debounce_s, self._flush)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _flush(self) -> None:
-        with self._lock:
-            changed = sorted(self._pending)
-            self._pending.clear()
-            self._timer = None
-        if not changed:
-            return
-        try:
-            self.on_change(changed)
-        except Exception:
-            log.exception("memory: the change listener failed")
+        super().__init__(root, on_change, _interesting, debounce_s=debounce_s)

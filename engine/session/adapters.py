@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from engine.agent.loop import ToolRun
-from engine.commands import NOTICE_VIEW_FALLBACK, VIEW_AGENT_EDITOR
+from engine.commands import NOTICE_VIEW_FALLBACK, VIEW_AGENT_EDITOR, VIEW_NEW_AGENT
 from engine.config.credentials import Credentials
 from engine.context import WorkState
 from engine.context.constants import RESULT_CHARS_PER_TOKEN
@@ -139,6 +139,10 @@ def view_fallback_notice(view: str, agent_file: str) -> NoticeEvent:
     file is, or how to review memory. Its kind lets a front end that opens the view skip it."""
     if view == VIEW_AGENT_EDITOR:
         text = f"Edit the agent in Brim's desktop or in {agent_file}."
+    elif view == VIEW_NEW_AGENT:
+        known = agent_file.endswith(".toml")
+        folder = str(Path(agent_file).parent) if known else "the agents folder"
+        text = f"Make an agent in Brim's desktop, or write a TOML file into {folder}."
     else:
         text = "Review memory with `brim memory review`."
     return NoticeEvent("info", text, kind=NOTICE_VIEW_FALLBACK, details={"view": view})

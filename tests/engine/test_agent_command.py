@@ -34,3 +34,32 @@ def test_slash_agent_in_a_headless_session_names_the_agent_file_and_sends_nothin
 
     notices = [e.text for e in events if isinstance(e, NoticeEvent)]
     assert any(str(path) in text for text in notices)
+
+
+def test_slash_agent_new_in_a_headless_session_names_the_agents_folder_and_sends_nothing(
+    tmp_path,
+):
+    from engine.events import ViewRequestEvent
+
+    events: list[Event] = []
+    with FakeVllm() as fake:
+        path = tmp_path / "q.toml"
+        path.write_text(
+            f'name = "q"\nprovider = "vllm"\nbase_url = "{fake.url}"\nmodel = "{fake.model}"\n',
+            encoding="utf-8",
+        )
+        session = ChatSession(load_agent(path), BrimPaths.resolve(tmp_path / "home"), events.append)
+
+        async def go() -> None:
+            await session.start()
+            try:
+                await session.send("/agent new")
+            finally:
+                await session.close()
+
+        asyncio.run(go())
+        assert fake.chat_requests == []
+
+    assert [e.view for e in events if isinstance(e, ViewRequestEvent)] == ["new_agent"]
+    notices = [e.text for e in events if isinstance(e, NoticeEvent)]
+    assert any(f"write a TOML file into {tmp_path}" in text for text in notices)
