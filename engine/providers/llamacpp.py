@@ -29,6 +29,15 @@ def _ms_to_s(value: Any) -> float | None:
 
 AUTO_PARALLEL_SLOTS = 4
 
+# The smallest run of tokens llama-server moves to a new place in its KV cache rather than
+# evaluating again (`n_cache_reuse`, per request: tools/server's task params default it to the
+# server's `--cache-reuse`, which is off). Its loop matches the new prompt, from the first
+# difference on, against chunks of what the slot holds, so it reuses what stays after a part
+# is taken out (a trim drops the oldest messages: the rest is shifted, not recomputed); new
+# text before a kept part (a checkpoint ahead of the kept tail) ends the matching there. A
+# server whose cache cannot shift (sliding-window models) ignores it and says so in its log.
+CACHE_REUSE_CHUNK = 256
+
 
 class LlamaCppProvider(OpenAICompatProvider):
     kind = "llamacpp"
@@ -51,6 +60,13 @@ class LlamaCppProvider(OpenAICompatProvider):
         async with gate:
             async for item in super().stream_chat(model, messages, options):
                 yield item
+
+    def request_body(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> dict[str, Any]:
+        body = super().request_body(model, messages, options)
+        body["n_cache_reuse"] = CACHE_REUSE_CHUNK
+        return body
 
     async def ready(self) -> bool:
         """True once `/health` answers 200 (it answers 503 while the model loads). A build

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run_brim
-from tests.helpers.real_llama_server import RealLlamaServer
+from tests.helpers.real_llama_server import RealLlamaServer, running_llama_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.llama_server]
 
@@ -120,3 +120,47 @@ def test_a_workspace_on_a_model_whose_template_has_no_tools_is_told_and_sent_non
     report = run.of_type("context_report")[-1]
     (tools_row,) = [c for c in report["categories"] if c["name"] == "Tool schemas"]
     assert tools_row["tokens"] == 0
+
+
+def test_after_a_trim_llama_server_shifts_the_kept_messages_instead_of_evaluating_them(
+    tmp_path: Path,
+):
+    """A trim drops the oldest messages; the rest sits at new positions. Brim asks for
+    llama-server's chunk reuse on every request (`n_cache_reuse`), so the server moves the
+    kept messages in its KV cache: the second request evaluates a handful of tokens, not the
+    ~400 it kept (without it, only the system prompt would come from the cache). One slot:
+    with several, the server may give the trimmed request another slot, whose cache holds
+    none of it (it picks by the common prefix, here the system prompt alone)."""
+    import asyncio
+
+    from engine.messages import assistant, system, user
+    from engine.providers.base import ChatOptions, StreamDone, Usage
+    from engine.providers.registry import make_provider
+
+    turns = []
+    for i in range(12):
+        turns.append(user(f"Note {i}: host beta-{i} runs job delta-{i} every {i + 4} minutes."))
+        turns.append(assistant(f"Noted: beta-{i} runs delta-{i} every {i + 4} minutes."))
+    head = system("You are a terse assistant who keeps notes.")
+    full = [head, *turns, user("Which host runs delta-11?")]
+    trimmed = [head, *turns[8:], user("Which host runs delta-11?")]
+
+    async def usage_of(provider, messages) -> Usage:  # type: ignore[no-untyped-def]
+        async for item in provider.stream_chat("", messages, ChatOptions(max_tokens=4)):
+            if isinstance(item, StreamDone):
+                return item.usage
+        raise AssertionError("no answer")
+
+    async def scenario(url: str) -> tuple[Usage, Usage]:
+        provider = make_provider("llamacpp", url)
+        try:
+            return await usage_of(provider, full), await usage_of(provider, trimmed)
+        finally:
+            await provider.aclose()
+
+    with running_llama_server(tmp_path, ctx=4096, parallel=1) as server:
+        first, second = asyncio.run(scenario(server.url))
+    assert first.prompt_tokens and second.prompt_tokens and second.cached_tokens is not None
+    evaluated = second.prompt_tokens - second.cached_tokens
+    assert second.prompt_tokens > 300
+    assert evaluated < 64, (second.prompt_tokens, second.cached_tokens)
