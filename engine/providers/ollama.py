@@ -424,6 +424,10 @@ class OllamaProvider(HttpProvider):
             )
         self._keep_vocabulary(model, *found)
 
+    def model_blob(self, model: str) -> str | None:
+        """The GGUF `/api/show`'s `FROM` line named at `report` (a path on Ollama's machine)."""
+        return self._blobs.get(model)
+
     def counting_note(self, model: str) -> str:
         return self._notes.get(model, "Ollama cannot count tokens for Brim")
 
