@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from engine.cli.errors import CliError
@@ -37,7 +38,14 @@ def _layers(value: str) -> int:
 
 def add_fit_parser(sub: Any) -> None:
     fit = sub.add_parser("fit", help="estimate a model's memory at a window, from its GGUF")
-    fit.add_argument("--model", required=True, metavar="PATH_OR_NAME")
+    fit.add_argument("--model", metavar="PATH_OR_NAME")
+    fit.add_argument(
+        "--discover",
+        action="store_true",
+        help="list the GGUF files of LM Studio, GPT4All, Jan, llama.cpp's and the Hugging "
+        "Face caches (and --folder), each with its estimate at --num-ctx",
+    )
+    fit.add_argument("--folder", action="append", default=[], metavar="DIR", type=Path)
     fit.add_argument("--provider", choices=("embedded", "ollama"), default="embedded")
     fit.add_argument("--base-url", help="Ollama's address (default http://127.0.0.1:11434)")
     fit.add_argument("--num-ctx", type=_positive, default=DEFAULT_NUM_CTX)
@@ -99,8 +107,32 @@ def _lines(report: FitReport) -> list[str]:
     ]
 
 
+def _discover(args: argparse.Namespace, request: FitRequest) -> int:
+    from engine.fit.discovery import discover, model_folders
+    from engine.fit.gpu import gpu_free_bytes
+
+    folders = model_folders(extra=args.folder)
+    found = discover(folders, request, gpu_free=gpu_free_bytes())
+    if args.json:
+        print(json.dumps({
+            "folders": [{"source": f.source, "path": str(f.path)} for f in folders],
+            "models": [m.to_json() for m in found],
+        }))  # fmt: skip
+        return 0
+    for m in found:
+        if m.readable and m.details is not None:
+            d = m.details
+            print(f"{m.path}: {d['architecture']} {d['size_label'] or ''} {d['quantization']}, "
+                  f"trained to {d['training_context']}, {d['estimate']['total_bytes'] / _MIB:,.0f}"
+                  f" MiB at {request.num_ctx:,}")  # fmt: skip
+        else:
+            print(f"{m.path}: unreadable: {m.reason}")
+    return 0
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
-    path = model_path(args)
+    if args.model is None and not args.discover:
+        raise CliError("fit needs --model PATH_OR_NAME (or --discover to list the GGUFs found)")
     request = FitRequest(
         num_ctx=args.num_ctx,
         kv_cache_type=args.kv_cache_type,
@@ -113,6 +145,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     )
     if args.kv_cache_type != "f16" and args.flash_attn == "off":
         raise CliError(f"--kv-cache-type {quantized_cache_problem(args.kv_cache_type)}")
+    if args.discover:
+        return _discover(args, request)
+    path = model_path(args)
     try:
         report = fit_report(path, request)
     except FitUnavailable as exc:

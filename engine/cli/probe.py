@@ -44,11 +44,14 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
     try:
         resolution = await probe_window(provider, agent, on_wait)
         offload = getattr(provider, "offload", None)  # read while the engine is up
+        spill = getattr(provider, "spill", None)
     finally:
         await provider.aclose()
     result = resolution.to_probe_json()
     if offload is not None:  # the embedded engine: where llama.cpp put the model
         result["offload"] = offload
+    if spill is not None:  # Ollama: part of the model is on the CPU (its text is a warning)
+        result["spill"] = spill
     route = getattr(provider, "route", None)
     if route is not None:  # the engines reached over HTTP: which way, and with what key
         result["route"] = route.to_json()

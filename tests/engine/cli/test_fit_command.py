@@ -84,3 +84,28 @@ def test_a_quantized_cache_without_flash_attention_is_refused_saying_why(tmp_pat
     )
     assert run.returncode == 64
     assert "needs flash attention" in run.stderr
+
+
+def test_fit_discover_lists_the_models_of_a_users_folder_and_the_unreadable_ones(
+    tmp_path: Path,
+) -> None:
+    from tests.helpers.tiny_gguf import write_tiny_gguf
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    write_tiny_gguf(folder / "tiny.gguf")
+    (folder / "half.gguf").write_bytes((folder / "tiny.gguf").read_bytes()[:100])
+    home = tmp_path / "home"
+    home.mkdir()
+    run = run_brim(
+        ["fit", "--discover", "--folder", str(folder), "--json"],
+        data_dir=tmp_path / "data",
+        env={"HOME": str(home), "XDG_DATA_HOME": "", "XDG_CACHE_HOME": "", "HF_HOME": "",
+             "HF_HUB_CACHE": "", "LLAMA_CACHE": ""},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    assert answer["folders"] == [{"source": "user", "path": str(folder)}]
+    models = {Path(m["path"]).name: m for m in answer["models"]}
+    assert models["tiny.gguf"]["readable"] and models["tiny.gguf"]["architecture"] == "llama"
+    assert not models["half.gguf"]["readable"]
