@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from desktop import theme
 from desktop.agent_fields import SettingField, align_labels, make_field, show_field_problems
+from desktop.fit_panel import FitPanel
 from desktop.probe_panel import ProbePanel
 from engine.api import (
     DEFAULT_BASE_URLS,
@@ -161,6 +162,8 @@ class AgentEditorDialog(QDialog):
         self.table = self.probe_panel.table
         self.failure = self.probe_panel.failure
         right.addWidget(self.probe_panel, 1)
+        self.fit_panel = FitPanel(self._engine.call)  # desktop/fit_panel.py
+        right.addWidget(self.fit_panel)
 
         columns = QHBoxLayout()
         columns.setSpacing(12)
@@ -327,6 +330,7 @@ class AgentEditorDialog(QDialog):
     @Slot()
     def _changed(self) -> None:
         self.validate()
+        self.fit_panel.request(self.edited())
         if self.comparison is not None:
             self.probe_panel.mark_stale()
 
