@@ -109,3 +109,31 @@ def test_fit_discover_lists_the_models_of_a_users_folder_and_the_unreadable_ones
     models = {Path(m["path"]).name: m for m in answer["models"]}
     assert models["tiny.gguf"]["readable"] and models["tiny.gguf"]["architecture"] == "llama"
     assert not models["half.gguf"]["readable"]
+
+
+def test_fit_reads_an_ollama_models_gguf_from_its_modelfile(tmp_path: Path) -> None:
+    from tests.helpers.fake_ollama import FakeOllama, OllamaModel
+
+    blob = str(_smollm2())
+    with FakeOllama([OllamaModel("smollm2:135m", context_length=8192, blob=blob)]) as fake:
+        run = run_brim(
+            ["fit", "--provider", "ollama", "--base-url", fake.url, "--model", "smollm2:135m",
+             "--num-ctx", "8192", "--json"],
+            data_dir=tmp_path,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    assert (answer["provider"], answer["model_path"]) == ("ollama", blob)
+    assert answer["kv_bytes"] == 30 * 8192 * 192 * 2 * 2
+
+
+def test_fit_says_when_ollama_has_no_such_model(tmp_path: Path) -> None:
+    from tests.helpers.fake_ollama import FakeOllama
+
+    with FakeOllama() as fake:
+        run = run_brim(
+            ["fit", "--provider", "ollama", "--base-url", fake.url, "--model", "nope:1b"],
+            data_dir=tmp_path,
+        )
+    assert run.returncode == 64
+    assert "nope:1b" in run.stderr and "Traceback" not in run.stderr
