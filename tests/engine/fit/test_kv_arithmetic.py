@@ -73,3 +73,53 @@ def test_a_unified_pool_widens_the_sliding_cache_by_the_slot_count(tmp_path: Pat
     facts = _facts(tmp_path, arch="gemma3", n_layer=6, sliding_window=512, key_length=32)
     layout = kv_layout(facts, 32768, 4, unified=True)
     assert (layout.cells, layout.swa_cells, layout.streams) == (32768, 2560, 1)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from engine.fit.estimate import FitRequest, estimate, max_num_ctx_on_gpu  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def swa_facts(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    path = tmp_path_factory.mktemp("m") / "g.gguf"
+    write_tiny_gguf(path, arch="gemma3", n_layer=12, sliding_window=512, key_length=32,
+                    context_length=131072)  # fmt: skip
+    return model_facts(read_header(str(path)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    num_ctx=st.integers(1, 200_000),
+    more=st.integers(0, 50_000),
+    slots=st.integers(1, 8),
+    kv_type=st.sampled_from(["f16", "q8_0", "q4_0"]),
+)
+def test_a_wider_window_never_costs_less_and_never_less_than_its_cells(
+    swa_facts,
+    num_ctx: int,
+    more: int,
+    slots: int,
+    kv_type: str,  # type: ignore[no-untyped-def]
+) -> None:
+    small = kv_bytes(swa_facts, num_ctx, kv_type, slots)
+    assert kv_bytes(swa_facts, num_ctx + more, kv_type, slots) >= small
+    layout = kv_layout(swa_facts, num_ctx, slots)
+    assert layout.cells * layout.streams >= num_ctx  # every token of the window has a cell
+
+
+@settings(max_examples=40, deadline=None)
+@given(free=st.integers(0, 1 << 31), kv_type=st.sampled_from(["f16", "q8_0", "q4_0"]))
+def test_the_largest_window_on_the_gpu_fits_and_one_step_more_does_not(
+    swa_facts,
+    free: int,
+    kv_type: str,  # type: ignore[no-untyped-def]
+) -> None:
+    request = FitRequest(4096, kv_type)
+    largest = max_num_ctx_on_gpu(swa_facts, request, free)
+    if largest:
+        assert estimate(swa_facts, request.at(largest), gpu_free=free, ram=None).gpu_bytes <= free
+    if largest < 131072:
+        past = estimate(swa_facts, request.at(largest + 256), gpu_free=free, ram=None)
+        assert past.gpu_bytes > free
