@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.cli.errors import CliError
-from engine.config.schema import quantized_cache_problem
 from engine.fit.estimate import FitRequest
 from engine.fit.kv import KV_TYPES
 from engine.fit.report import FitReport, FitUnavailable, fit_report
@@ -61,8 +60,7 @@ async def _ollama_blob(model: str, base_url: str | None) -> str:
 
     provider = OllamaProvider(base_url)
     try:
-        await provider.report(model)
-        blob = provider.model_blob(model)
+        blob = await provider.show_blob(model)
         here = runs_here(provider.base_url)
     finally:
         await provider.aclose()
@@ -144,7 +142,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
         all_logits=args.provider == "embedded",
     )
     if args.kv_cache_type != "f16" and args.flash_attn == "off":
-        raise CliError(f"--kv-cache-type {quantized_cache_problem(args.kv_cache_type)}")
+        raise CliError(
+            f"--kv-cache-type {args.kv_cache_type} quantizes the V cache, which llama.cpp "
+            "does only with flash attention: use --flash-attn auto or on"
+        )
     if args.discover:
         return _discover(args, request)
     path = model_path(args)

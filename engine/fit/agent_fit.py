@@ -43,8 +43,7 @@ async def _gguf_of(agent: AgentConfig) -> str:
     try:
         if not runs_here(provider.base_url):
             raise FitUnavailable("Ollama runs on another machine: its model file is not here")
-        await provider.report(agent.model)
-        blob = provider.model_blob(agent.model)
+        blob = await provider.show_blob(agent.model)
     finally:
         await provider.aclose()
     if blob is None:

@@ -434,6 +434,14 @@ class OllamaProvider(HttpProvider):
         """The GGUF `/api/show`'s `FROM` line named at `report` (a path on Ollama's machine)."""
         return self._blobs.get(model)
 
+    async def show_blob(self, model: str) -> str | None:
+        """The GGUF `/api/show` names for `model`, asked now (no vocabulary is opened)."""
+        show = await self._post_json("/api/show", {"model": model}, model=model)
+        self._blobs[model] = modelfile_blob(
+            show.get("modelfile") if isinstance(show, dict) else None
+        )
+        return self._blobs[model]
+
     def counting_note(self, model: str) -> str:
         return self._notes.get(model, "Ollama cannot count tokens for Brim")
 

@@ -83,7 +83,7 @@ def test_a_quantized_cache_without_flash_attention_is_refused_saying_why(tmp_pat
         data_dir=tmp_path,
     )
     assert run.returncode == 64
-    assert "needs flash attention" in run.stderr
+    assert "only with flash attention: use --flash-attn auto or on" in run.stderr
 
 
 def test_fit_discover_lists_the_models_of_a_users_folder_and_the_unreadable_ones(
