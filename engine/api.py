@@ -95,6 +95,8 @@ from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models,
 from engine.window.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
 from engine.providers.embedded import default_model_path
+from engine.fit.agent_fit import AgentFit, fit_for_agent
+from engine.fit.report import FitUnavailable
 
 # -- the library: agents and conversations on disk, the window's settings -------------------
 from engine.library import LAST_AGENT, LAST_CONVERSATION, WORKSPACE, Choice, Library, Listing
@@ -124,6 +126,9 @@ from engine.memory.watcher import DEFAULT_DEBOUNCE_S
 __all__ = [
     # the session
     "SessionControl",
+    "AgentFit",
+    "FitUnavailable",
+    "fit_for_agent",
     "ChatSession",
     "BrimPaths",
     # events

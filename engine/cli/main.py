@@ -12,6 +12,7 @@ from engine.cli.arguments import data_dir_of, existing_folder, folder
 from engine.cli.chat import OpenWindow, add_chat_parser, cmd_chat
 from engine.cli.conversations import add_conversations_parser, cmd_conversations
 from engine.cli.errors import EXIT_INTERRUPTED, EXIT_OUTPUT_CLOSED, EXIT_USAGE, CliError
+from engine.cli.fit import add_fit_parser, cmd_fit
 from engine.cli.memory import add_memory_parser, cmd_memory
 from engine.cli.probe import add_probe_parser, cmd_probe
 from engine.cli.stdio import reopen_closed_streams, silence_stdout
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_chat_parser(sub)
     add_conversations_parser(sub)
     add_memory_parser(sub)
+    add_fit_parser(sub)
     return parser
 
 
@@ -77,6 +79,8 @@ def _dispatch(
         return cmd_conversations(args, paths)
     if args.command == "memory":
         return cmd_memory(args, paths)
+    if args.command == "fit":
+        return cmd_fit(args)
     return None
 
 

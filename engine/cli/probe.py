@@ -43,15 +43,32 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
 
     try:
         resolution = await probe_window(provider, agent, on_wait)
+        offload = getattr(provider, "offload", None)  # read while the engine is up
+        spill = getattr(provider, "spill", None)
     finally:
         await provider.aclose()
     result = resolution.to_probe_json()
+    if offload is not None:  # the embedded engine: where llama.cpp put the model
+        result["offload"] = offload
+    if spill is not None:  # Ollama: part of the model is on the CPU (its text is a warning)
+        result["spill"] = spill
     route = getattr(provider, "route", None)
     if route is not None:  # the engines reached over HTTP: which way, and with what key
         result["route"] = route.to_json()
         result["route_text"] = route.describe()
         result["api_key"] = agent_api_key(agent).describe()
     return result
+
+
+def offload_text(offload: dict[str, Any]) -> str:
+    total = offload.get("layers_total")
+    layers = f"{offload['layers_offloaded']} of {total}" if total else "no"
+    devices = ", ".join(offload.get("devices") or []) or "none"
+    kv = "GPU" if offload.get("kv_on_gpu") else "CPU"
+    return (
+        f"{offload['backend']} backend, {layers} layers on the GPU (devices: {devices}), "
+        f"KV cache on the {kv}"
+    )
 
 
 def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
@@ -73,6 +90,8 @@ def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
     if "route" in result:
         lines.append(f"  route: {result['route_text']}")
         lines.append(f"  api key: {result['api_key']}")
+    if "offload" in result:
+        lines.append(f"  offload: {offload_text(result['offload'])}")
     lines.extend(f"  warning: {warning}" for warning in result["warnings"])
     for line in lines:
         print(shown(line, keys))

@@ -13,7 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.errors import AgentConfigError, Problem
-from engine.config.schema import AGENT_FIELDS, FIELDS_BY_NAME, FieldProblem
+from engine.config.schema import (
+    AGENT_FIELDS,
+    FIELDS_BY_NAME,
+    FieldProblem,
+    quantized_cache_problem,
+)
 from engine.providers.base import DEFAULT_BASE_URLS
 
 
@@ -32,6 +37,9 @@ class AgentConfig:
     request_timeout_s: float | None = _default("request_timeout_s")
     model: str = _default("model")
     n_threads: int | None = _default("n_threads")
+    gpu_layers: int | None = _default("gpu_layers")
+    flash_attn: str = _default("flash_attn")
+    kv_cache_type: str = _default("kv_cache_type")
     num_ctx: int | None = _default("num_ctx")
     max_context_tokens: int | None = _default("max_context_tokens")
     summarizer_model: str | None = _default("summarizer_model")
@@ -56,6 +64,8 @@ class AgentConfig:
                 problems.append(Problem(spec.toml_key, str(exc)))
                 continue
             object.__setattr__(self, spec.name, value)
+        if self.kv_cache_type != "f16" and self.flash_attn == "off":
+            problems.append(Problem("kv_cache_type", quantized_cache_problem(self.kv_cache_type)))
         if self.api_key is not None and self.api_key_env is not None:
             problems.append(
                 Problem("api_key", "set api_key or api_key_env, not both (api_key_env is safer)")

@@ -30,6 +30,8 @@ FieldType = Literal["str", "text", "url", "int", "float", "choice", "secret"]
 MAX_WINDOW = 100_000_000  # far above any served window; stops absurd values early
 MAX_NAME_CHARS = 100
 MAX_SECRET_CHARS = 4_096
+FLASH_ATTN_MODES = ("auto", "on", "off")
+KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")  # the types engine/fit/kv.py counts
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The agent's own instructions unless its file says otherwise (resources/prompts/system.txt).
@@ -226,6 +228,15 @@ class FieldSpec:
         return str(value)
 
 
+def quantized_cache_problem(kv_type: str) -> str:
+    """Why a quantized KV cache is refused with flash attention off (llama.cpp quantizes the
+    V cache only inside its flash-attention kernels)."""
+    return (
+        f"{kv_type} quantizes the V cache, which llama.cpp does only with flash attention: "
+        'set flash_attn to "auto" or "on", or kv_cache_type to "f16"'
+    )
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) >= 1 else f"{x:g}"
 
@@ -361,6 +372,49 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         label="CPU threads",
         example=4,
         description="Threads the embedded engine uses.",
+    ),
+    FieldSpec(
+        "gpu_layers",
+        "int",
+        default=None,
+        nullable=True,
+        unset="all layers when the installed llama.cpp can offload, else 0",
+        minimum=0,
+        maximum=100_000,
+        providers=("embedded",),
+        group="engine",
+        label="GPU layers",
+        example=99,
+        description=(
+            "Layers the embedded engine puts on the GPU (more than the model has: all of "
+            "them, the output head too). 0 keeps it on the CPU."
+        ),
+    ),
+    FieldSpec(
+        "flash_attn",
+        "choice",
+        default="auto",
+        choices=FLASH_ATTN_MODES,
+        providers=("embedded",),
+        group="engine",
+        label="Flash attention",
+        description=(
+            "Flash attention for the embedded engine: auto (on, where llama.cpp has it), on "
+            "or off. A quantized KV cache needs it."
+        ),
+    ),
+    FieldSpec(
+        "kv_cache_type",
+        "choice",
+        default="f16",
+        choices=KV_CACHE_TYPES,
+        providers=("embedded",),
+        group="engine",
+        label="KV cache type",
+        description=(
+            "How the embedded engine stores its KV cache: f16, q8_0 (about half the memory) "
+            "or q4_0 (about a quarter). The quantized types need flash attention."
+        ),
     ),
     FieldSpec(
         "num_ctx",

@@ -251,8 +251,14 @@ class EmbeddedProvider(Provider):
         on_load_progress: LoadProgress | None = None,
         extra_bufts: bool = False,
         base_url: str | None = None,
+        gpu_layers: int | None = None,
+        flash_attn: str = "auto",
+        kv_cache_type: str = "f16",
     ) -> None:
+        """`gpu_layers` None: all of them when the installed llama.cpp can offload, else 0;
+        `flash_attn` auto, on or off; `kv_cache_type` f16, q8_0 or q4_0."""
         super().__init__(base_url)
+        self._offload_settings = (gpu_layers, flash_attn, kv_cache_type)
         self._model_arg = model_path
         self._n_ctx = n_ctx or 0
         self._n_threads = n_threads or DEFAULT_THREADS
@@ -275,6 +281,14 @@ class EmbeddedProvider(Provider):
     @property
     def model_id(self) -> str:
         return Path(self.model_path).stem
+
+    @property
+    def offload(self) -> dict[str, Any] | None:
+        """Where llama.cpp put the model at the last load (backend, devices, layers on the
+        GPU, where the KV cache sits), from its own log; None before a load."""
+        child = self._child
+        info = child.info if child is not None else None
+        return info.get("offload") if info else None
 
     @property
     def child_pid(self) -> int | None:
@@ -320,6 +334,9 @@ class EmbeddedProvider(Provider):
             n_ctx=self._n_ctx,
             n_threads=self._n_threads,
             extra_bufts=self._extra_bufts,
+            gpu_layers=self._offload_settings[0],
+            flash_attn=self._offload_settings[1],
+            kv_cache_type=self._offload_settings[2],
         )
         self.state = "loading"
         child = _Child()

@@ -26,6 +26,11 @@ from pathlib import Path
 from typing import IO, Any, TypedDict
 
 from engine.providers.chat_template import ChatTemplate, prompt_tokens
+from engine.providers.embedded_load_log import (
+    captured_load_log,
+    gpu_offload_supported,
+    placement,
+)
 from engine.providers.embedded_protocol import (
     LOAD_ID,
     ChildConfig,
@@ -131,14 +136,30 @@ class Engine:
                 last[0] = fraction
                 send({"type": "progress", "id": LOAD_ID, "fraction": float(fraction)})
 
-        with model_params_override(config.extra_bufts, progress):
+        offload = gpu_offload_supported()
+        gpu_layers = config.gpu_layers if config.gpu_layers is not None else (-1 if offload else 0)
+        kv_type = getattr(native, f"GGML_TYPE_{config.kv_cache_type.upper()}")
+        with model_params_override(config.extra_bufts, progress), captured_load_log() as log:
             self.llm = Llama(
                 model_path=config.model_path,
                 n_ctx=config.n_ctx,
                 n_threads=config.n_threads,
                 n_threads_batch=config.n_threads,
+                n_gpu_layers=gpu_layers,
+                # llama-cpp-python takes flash attention as on or off; llama.cpp's own
+                # "auto" is on wherever the backend has the kernels, so auto is on here
+                flash_attn=config.flash_attn != "off",
+                type_k=kv_type,
+                type_v=kv_type,
                 verbose=False,
             )
+        self.offload = {
+            **placement(log.text()).to_json(),
+            "gpu_offload_supported": offload,
+            "gpu_layers": gpu_layers,
+            "flash_attn": config.flash_attn,
+            "kv_cache_type": config.kv_cache_type,
+        }
         self.template = ChatTemplate.from_llama(self.llm)
         self.vocab = native.llama_model_get_vocab(self.llm.model)
         arch = self.llm.metadata.get("general.architecture", "")
@@ -173,6 +194,7 @@ class Engine:
             "has_template": self.template.from_model,
             "template_stand_in": self.template.stand_in,
             "supports_tools": self.template.supports_tools,
+            "offload": self.offload,
         }
 
     def reusable_prefix(self, tokens: list[int]) -> int:

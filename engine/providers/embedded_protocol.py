@@ -54,6 +54,9 @@ class ChildConfig:
     # llama.cpp's repacked CPU weight buffers crash `llama_decode` on some CPUs (AVX-512/AMX
     # machines among them); off unless asked for.
     extra_bufts: bool = False
+    gpu_layers: int | None = None  # None: all when this llama.cpp can offload, else 0
+    flash_attn: str = "auto"  # auto, on, off
+    kv_cache_type: str = "f16"  # f16, q8_0, q4_0 (K and V alike)
 
 
 def write_message(stream: IO[bytes], message: dict[str, Any]) -> None:

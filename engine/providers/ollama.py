@@ -53,6 +53,7 @@ from engine.providers.http_base import (
     bearer_headers,
 )
 from engine.providers.model_file import ModelFileRefused, open_vocabulary, refusal_text
+from engine.providers.ollama_spill import spill_notice
 from engine.providers.ollama_version import (
     Version,
     counts_whole_prompt,
@@ -232,6 +233,7 @@ class OllamaProvider(HttpProvider):
         self._blobs: dict[str, str | None] = {}  # model -> its GGUF, from /api/show
         self._tokenizers: dict[str, Any] = {}  # model -> GgufTokenizer or None
         self._notes: dict[str, str] = {}  # model -> why its count is an estimate
+        self.spill: dict[str, int | str] | None = None  # the last report's spill, if any
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
         """Whatever the official client raised, as one of Brim's errors."""
@@ -345,6 +347,9 @@ class OllamaProvider(HttpProvider):
         # read (another model's context_length as text), and one bad entry is not fatal.
         running = await self._get_json("/api/ps", model=model)
         entry = running_entry(running, model)
+        here = self._blobs[model] if runs_here(self.base_url) else None
+        spill = await spill_notice(model, entry, here) if entry is not None else None
+        self.spill = spill.details if spill is not None else None
         return EngineReport(
             provider=self.kind,
             model=model,
@@ -354,6 +359,7 @@ class OllamaProvider(HttpProvider):
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
             tool_calls=_calls_tools(show.get("capabilities")),
             warnings=self._version_warnings(),
+            notices=[spill] if spill is not None else [],
         )
 
     def _version_warnings(self) -> list[str]:
@@ -423,6 +429,18 @@ class OllamaProvider(HttpProvider):
                 f"{OPEN_VOCABULARY_S:g} s to open; it was not used",
             )
         self._keep_vocabulary(model, *found)
+
+    def model_blob(self, model: str) -> str | None:
+        """The GGUF `/api/show`'s `FROM` line named at `report` (a path on Ollama's machine)."""
+        return self._blobs.get(model)
+
+    async def show_blob(self, model: str) -> str | None:
+        """The GGUF `/api/show` names for `model`, asked now (no vocabulary is opened)."""
+        show = await self._post_json("/api/show", {"model": model}, model=model)
+        self._blobs[model] = modelfile_blob(
+            show.get("modelfile") if isinstance(show, dict) else None
+        )
+        return self._blobs[model]
 
     def counting_note(self, model: str) -> str:
         return self._notes.get(model, "Ollama cannot count tokens for Brim")

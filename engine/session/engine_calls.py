@@ -62,6 +62,9 @@ def provider_for(
             model_path=agent.model or None,
             n_ctx=agent.num_ctx,
             n_threads=agent.n_threads,
+            gpu_layers=agent.gpu_layers,
+            flash_attn=agent.flash_attn,
+            kv_cache_type=agent.kv_cache_type,
             on_load_progress=on_load_progress,
         )
     kw: dict[str, object] = {}

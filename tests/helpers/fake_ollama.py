@@ -104,6 +104,8 @@ class OllamaModel:
     capabilities: tuple[str, ...] = ("completion", "tools")
     family: str = "llama"
     parameter_size: str = "8.0B"
+    size: int = 6591830464  # /api/ps `size`: bytes the loaded model takes
+    size_vram: int | None = None  # /api/ps `size_vram`: of those, on the GPU (None: all)
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -125,6 +127,10 @@ def _rfc3339(epoch: float) -> str:
         + ":"
         + when.strftime("%z")[3:]
     )
+
+
+def _vram(model: OllamaModel) -> int:
+    return model.size if model.size_vram is None else model.size_vram
 
 
 def _full_name(name: str) -> str:
@@ -320,11 +326,11 @@ class FakeOllama(FakeServer):
             entry: dict[str, Any] = {
                 "name": name,
                 "model": name,
-                "size": 6591830464,
+                "size": self.models[name].size,
                 "digest": "c" * 64,
                 "details": self._details(self.models[name]),
                 "expires_at": _rfc3339(self.expires.get(name, time.time())),
-                "size_vram": 5333539264,
+                "size_vram": _vram(self.models[name]),
             }
             if self.ps_context_length:
                 entry["context_length"] = num_ctx

@@ -71,6 +71,9 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         max_tokens = 2048
         temperature = 0.2
         n_threads = 4
+        gpu_layers = 20
+        flash_attn = "on"
+        kv_cache_type = "q8_0"
         system_prompt = """
         Be brief.
         Cite files."""
@@ -88,6 +91,9 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "request_timeout_s": 30.0,
         "model": "Qwen/Qwen2.5-7B-Instruct",
         "n_threads": 4,
+        "gpu_layers": 20,
+        "flash_attn": "on",
+        "kv_cache_type": "q8_0",
         "num_ctx": 32768,
         "max_context_tokens": 24000,
         "summarizer_model": "small",

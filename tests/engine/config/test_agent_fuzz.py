@@ -119,7 +119,10 @@ def _valid(spec: FieldSpec) -> st.SearchStrategy:
 
 
 valid_agents = st.fixed_dictionaries({spec.name: _valid(spec) for spec in AGENT_FIELDS}).filter(
-    lambda v: v["api_key"] is None or v["api_key_env"] is None  # one source of the key
+    lambda v: (
+        (v["api_key"] is None or v["api_key_env"] is None)  # one source of the key
+        and (v["kv_cache_type"] == "f16" or v["flash_attn"] != "off")  # a quantized V needs FA
+    )
 )
 
 ORIGINAL = textwrap.dedent(
