@@ -133,6 +133,7 @@ NoticeKind = Literal[
     "ollama_openai_endpoint",
     "view_fallback",
     "secret_redacted",
+    "model_spilled_to_cpu",
 ]
 
 

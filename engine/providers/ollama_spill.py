@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from engine.providers.base import EngineNotice
 from engine.providers.classify import as_int
 
-SPILL_KIND = "model_spilled_to_cpu"
+SPILL_KIND: Final = "model_spilled_to_cpu"
 ESTIMATE_S = 10.0  # reading the GGUF's header; a slow disk must not hold up the start
 _ROUND = 1024
 
