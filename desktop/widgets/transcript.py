@@ -20,6 +20,7 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QGuiApplication,
+    QKeyEvent,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop import theme
 from desktop.markdown import MarkdownRenderer
+from desktop.widgets.follow import EndFollower
 from desktop.widgets.transcript_rows import (
     Row,
     describe_call,
@@ -75,6 +77,7 @@ class TranscriptView(QTextBrowser):
         self._stream_frame: QTextFrame | None = None
         self._assistant_name = "Assistant"
         self._markdown = MarkdownRenderer()
+        self.follower = EndFollower(self)
         self.anchorClicked.connect(self._on_anchor)
 
     # -- what the user sees -----------------------------------------------------------------
@@ -154,10 +157,10 @@ class TranscriptView(QTextBrowser):
             self._append(Row("assistant", "", complete=False))
         row = self._rows[self._stream_row_index()]
         row.text += text
-        with self._keeping_scroll():
-            assert self._stream_frame is not None
-            cursor = self._stream_frame.lastCursorPosition()
-            cursor.insertText(text, _char(theme.TEXT))
+        assert self._stream_frame is not None
+        cursor = self._stream_frame.lastCursorPosition()
+        cursor.insertText(text, _char(theme.TEXT))
+        self.follower.content_added()
 
     def finish_stream(self) -> None:
         """The message is complete: render it as Markdown and stop growing it."""
@@ -210,6 +213,7 @@ class TranscriptView(QTextBrowser):
             found = self.document().find(first_line, frame.firstPosition())
             if not found.isNull() and found.position() <= frame.lastPosition():
                 cursor = found
+        self.follower.stop_following()
         self.setTextCursor(cursor)
         top = self.document().documentLayout().frameBoundingRect(frame).top()
         self.verticalScrollBar().setValue(max(0, int(top) - 12))
@@ -219,8 +223,8 @@ class TranscriptView(QTextBrowser):
 
     def _append(self, row: Row) -> None:
         self._rows.append(row)
-        with self._keeping_scroll():
-            self._render(row)
+        self._render(row)
+        self.follower.content_added()
 
     def _rebuild(self) -> None:
         self.document().clear()
@@ -228,7 +232,7 @@ class TranscriptView(QTextBrowser):
         self._stream_frame = None
         for row in self._rows:
             self._render(row)
-        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+        self.follower.follow_end()
 
     def _render(self, row: Row) -> None:
         if not row.id:
@@ -249,13 +253,14 @@ class TranscriptView(QTextBrowser):
         frame = self._frames.get(row.id)
         if frame is None:
             return
-        with self._keeping_scroll():
-            cursor = frame.firstCursorPosition()
-            cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
-            cursor.removeSelectedText()
-            cursor.setBlockFormat(QTextBlockFormat())
-            cursor.setCharFormat(QTextCharFormat())
-            self._fill(cursor, row)
+        cursor = frame.firstCursorPosition()
+        cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        cursor.setBlockFormat(QTextBlockFormat())
+        cursor.setCharFormat(QTextCharFormat())
+        self._fill(cursor, row)
+        if self.follower.following:
+            self.follower.follow_end()
 
     def _fill(self, cursor: QTextCursor, row: Row) -> None:
         if row.kind in ("user", "assistant"):
@@ -373,8 +378,9 @@ class TranscriptView(QTextBrowser):
                 return index
         raise LookupError("no assistant row is streaming")
 
-    def _keeping_scroll(self) -> _ScrollKeeper:
-        return _ScrollKeeper(self)
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        super().keyPressEvent(event)
+        self.follower.reader_moved()  # End, Page Up, Ctrl+Home: the reader's own move
 
     @Slot(QUrl)
     def _on_anchor(self, url: QUrl) -> None:
@@ -385,21 +391,6 @@ class TranscriptView(QTextBrowser):
                 self.toggle(int(url.path() or url.host()))
             except ValueError:
                 return
-
-
-class _ScrollKeeper:
-    """Follow the bottom while the user is at the bottom; leave them alone if they scrolled up."""
-
-    def __init__(self, view: TranscriptView) -> None:
-        self._bar = view.verticalScrollBar()
-        self._follow = False
-
-    def __enter__(self) -> None:
-        self._follow = self._bar.value() >= self._bar.maximum() - 4
-
-    def __exit__(self, *_: object) -> None:
-        if self._follow:
-            self._bar.setValue(self._bar.maximum())
 
 
 def _notice_look(row: Row) -> tuple[str, str]:
