@@ -38,9 +38,11 @@ from desktop.widgets.overlay import Overlay
 from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
+from desktop.widgets.transcript_rows import notice_action
 from engine.api import (
     COMPACTION_RESTORE,
     COMPACTION_SHOW,
+    CONTINUE_TEXT,
     NOTICE_REPETITION,
     NOTICE_VIEW_FALLBACK,
     VIEW_AGENT_EDITOR,
@@ -206,6 +208,7 @@ class MainWindow(QMainWindow):
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
         self.transcript.compaction_requested.connect(self.show_compaction)
+        self.transcript.continue_requested.connect(lambda: self._on_submitted(CONTINUE_TEXT))
         self.rail.timeline.compaction_clicked.connect(self.show_compaction)
         self.banner.retry_requested.connect(self.retry)
         bridge.event.connect(self.on_event)
@@ -398,7 +401,8 @@ class MainWindow(QMainWindow):
                     # The loop's repeats are not in the saved answer; nor are they shown.
                     self.transcript.drop_answer_tail(int(event.details.get("dropped_chars", 0)))
                 ref = event.details.get("compaction", "") if event.marker == "compaction" else ""
-                self._notice(event.text, event.level, event.marker, str(ref or ""))
+                action = notice_action(event.kind)
+                self._notice(event.text, event.level, event.marker, str(ref or ""), action)
             case StateEvent():
                 self._on_state(event.state)
                 if event.state == "ready":  # the run is over (a compaction keeps the step)
@@ -493,11 +497,13 @@ class MainWindow(QMainWindow):
         elif state in ("ready", "streaming", "not started"):
             self.load_progress.hide()
 
-    def _notice(self, text: str, level: str, marker: str = "", ref: str = "") -> None:
+    def _notice(
+        self, text: str, level: str, marker: str = "", ref: str = "", action: str = ""
+    ) -> None:
         if level == "warning" and text in self._shown_warnings:
             return  # the window warning and its notice are one message to the user
         # Any other warning (a trim, the iteration ramp) is shown each time it happens.
-        self.transcript.add_notice(text, level, marker, ref)
+        self.transcript.add_notice(text, level, marker, ref, action)
 
     # -- approvals --------------------------------------------------------------------------
 

@@ -33,12 +33,14 @@ from desktop import theme
 from desktop.markdown import MarkdownRenderer
 from desktop.widgets.follow import EndFollower
 from desktop.widgets.transcript_rows import (
+    ACTION_CONTINUE,
     Row,
     describe_call,
     merge_live_rows,
     place_receipts,
     receipt_row,
     rows_for,
+    stale_actions,
 )
 from engine.api import (
     Message,
@@ -58,12 +60,15 @@ __all__ = [
 ROW_GAP = 6  # pixels between rows
 TOGGLE_SCHEME = "toggle"
 COMPACTION_SCHEME = "compaction"  # a compaction row's Show / Restore: compaction:<id>
+CONTINUE_SCHEME = "continue"  # a cut answer's Continue: continue:<row id>
+CONTINUE_LABEL = "▶ Continue"
 MONO_FAMILY = "DejaVu Sans Mono"
 
 
 class TranscriptView(QTextBrowser):
     toggled = Signal(int)  # a collapsible row was opened or closed (its id)
     compaction_requested = Signal(str)  # a compaction row's Show / Restore (the compaction id)
+    continue_requested = Signal()  # a cut answer's Continue: ask for the rest of it
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -105,6 +110,9 @@ class TranscriptView(QTextBrowser):
 
     def add_user(self, text: str) -> None:
         self._append(Row("user", text))
+        for row in stale_actions(self._rows):
+            row.action = ""
+            self._refill(row)
 
     def remove_last_user(self, text: str) -> None:
         """Take back the newest row when it is the user's `text` (a message the engine side
@@ -113,8 +121,10 @@ class TranscriptView(QTextBrowser):
             self._rows.pop()
             self._rebuild()
 
-    def add_notice(self, text: str, level: str = "info", marker: str = "", ref: str = "") -> None:
-        self._append(Row("notice", text, level=level, marker=marker, ref=ref))
+    def add_notice(
+        self, text: str, level: str = "info", marker: str = "", ref: str = "", action: str = ""
+    ) -> None:
+        self._append(Row("notice", text, level=level, marker=marker, ref=ref, action=action))
 
     def mark_restored(self, compaction: str) -> None:
         """The compaction's replaced messages were put back: its row says so."""
@@ -192,6 +202,8 @@ class TranscriptView(QTextBrowser):
         if not rows:
             return
         self._rows = merge_live_rows(rows, self._rows)
+        for row in stale_actions(self._rows):
+            row.action = ""
         self._rebuild()
 
     def scroll_to_message(self, message_id: str, quote: str = "") -> bool:
@@ -286,6 +298,12 @@ class TranscriptView(QTextBrowser):
                 cursor.insertBlock(_block(top=2), _char(colour, scale=0.92))
                 cursor.insertText("    ", _char(colour, scale=0.92))
                 cursor.insertText(f"↺ {action}", _anchor(f"{COMPACTION_SCHEME}:{row.ref}", colour))
+            if row.action == ACTION_CONTINUE:
+                cursor.insertBlock(_block(top=4), _char(colour, scale=0.92))
+                cursor.insertText("    ", _char(colour, scale=0.92))
+                link = _anchor(f"{CONTINUE_SCHEME}:{row.id}", theme.USER_ACCENT)
+                link.setFontWeight(QFont.Weight.DemiBold)
+                cursor.insertText(CONTINUE_LABEL, link)
         elif row.kind == "error":
             cursor.insertText(f"✕  {row.text}", _char(theme.ERROR_TEXT, scale=0.92))
         elif row.kind == "tool":
@@ -386,6 +404,8 @@ class TranscriptView(QTextBrowser):
     def _on_anchor(self, url: QUrl) -> None:
         if url.scheme() == COMPACTION_SCHEME:
             self.compaction_requested.emit(url.path() or url.host())
+        elif url.scheme() == CONTINUE_SCHEME:
+            self.continue_requested.emit()
         elif url.scheme() == TOGGLE_SCHEME:
             try:
                 self.toggle(int(url.path() or url.host()))
