@@ -28,6 +28,7 @@ from desktop import shortcuts, theme
 from desktop.approval import ApprovalDialog, ApprovalTicket, DialogApprover
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
+from desktop.layout import FittedLayout
 from desktop.shortcuts import add_shortcut
 from desktop.stream_buffer import StreamBuffer
 from desktop.widgets.banner import Banner
@@ -194,6 +195,9 @@ class MainWindow(QMainWindow):
         row.setSpacing(0)
         row.addWidget(self.splitter, 1)
         row.addWidget(rail_frame)
+        # Below a width the rail folds and the sidebar collapses to icons: the chat keeps room.
+        self.fitted = FittedLayout(self, row, self.sidebar, rail_frame, SIDEBAR_WIDTH, RAIL_WIDTH)
+        self.fitted.connect_actions(self.sidebar.new_for_current, self.sidebar.edit_current)
         outer = QVBoxLayout(central)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
