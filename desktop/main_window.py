@@ -448,6 +448,7 @@ class MainWindow(QMainWindow):
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
             case ErrorEvent():
                 self.transcript.finish_stream()
+                self.header.note_error(event.kind)
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 if self.bridge.busy:  # mark where the answer failed; start-up faults need no row
                     self.transcript.add_error(self.banner.text())
@@ -498,7 +499,7 @@ class MainWindow(QMainWindow):
         if state == "loading model":
             self.load_progress.setRange(0, 0)
             self.load_progress.show()
-        elif state in ("ready", "streaming", "not started"):
+        elif state in ("ready", "streaming", "waiting for the engine", "not started"):
             self.load_progress.hide()
 
     def _notice(

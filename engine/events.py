@@ -202,6 +202,7 @@ class ErrorEvent(Event):
 AgentState = Literal[
     "ready",
     "loading model",
+    "waiting for the engine",
     "streaming",
     "compacting",
     "waiting for approval",

@@ -134,6 +134,13 @@ class TranscriptView(QTextBrowser):
                 self._refill(row)
 
     def add_error(self, text: str) -> None:
+        """An error row; the same error again (a retry that met it again) counts up the row
+        already shown instead of stacking copies of it."""
+        last = next((r for r in reversed(self._rows) if r.kind != "receipt"), None)
+        if last is not None and last.kind == "error" and last.text == text:
+            last.repeats += 1
+            self._refill(last)
+            return
         self._append(Row("error", text))
 
     def add_receipt(self, text: str) -> None:
@@ -305,7 +312,8 @@ class TranscriptView(QTextBrowser):
                 link.setFontWeight(QFont.Weight.DemiBold)
                 cursor.insertText(CONTINUE_LABEL, link)
         elif row.kind == "error":
-            cursor.insertText(f"✕  {row.text}", _char(theme.ERROR_TEXT, scale=0.92))
+            again = f"   (×{row.repeats})" if row.repeats > 1 else ""
+            cursor.insertText(f"✕  {row.text}{again}", _char(theme.ERROR_TEXT, scale=0.92))
         elif row.kind == "tool":
             self._fill_tool(cursor, row)
         elif row.kind == "summary":

@@ -38,6 +38,7 @@ class Row:
     message_id: str = ""  # the saved message a user row shows (a memory quote links to it)
     ref: str = ""  # a compaction row's compaction id (its Show / Restore names it)
     restored: bool = False  # a compaction row whose replaced messages were put back
+    repeats: int = 1  # an error row met again and again, shown once with its count
     action: str = ""  # a notice's one action (ACTION_CONTINUE), offered until the next message
 
 

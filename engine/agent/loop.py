@@ -227,7 +227,7 @@ class AgentLoop:
             if prepared.cleared:
                 self.sink(ClearEvent(results_cleared=prepared.cleared))
             self.sink(StepEvent(iterations, cap))
-            self.sink(StateEvent("streaming"))
+            self.sink(StateEvent("waiting for the engine"))  # "streaming" once a token came
             request, counted = await self._held_to_window(prepared, overhead)
             await self.watch.before_request()
             sent_at = time.time()
@@ -439,6 +439,7 @@ class AgentLoop:
                     if isinstance(item, TextDelta):
                         if first_token is None:
                             first_token = time.monotonic()
+                            self.sink(StateEvent("streaming"))
                         parts.append(item.text)
                         self.sink(DeltaEvent(item.text))
                         written.add(item.text)

@@ -78,6 +78,21 @@ def test_a_reported_zero_cache_is_an_alarm_and_silence_is_not_reported():
     assert silent.describe() == "not reported" and not silent.alarm
 
 
+def test_a_zero_cache_on_the_first_request_is_no_alarm_and_says_why():
+    tracker = RequestTracker()
+    tracker.on_usage(2_400, 0)
+    tracker.on_context(2_400, 8_192, estimated=False)
+    session, last = tracker.cache_shares()
+    assert session is not None and last is not None
+    assert not session.alarm and not last.alarm
+    assert last.describe() == "0 read (first request: nothing to reuse yet)"
+    tracker.on_usage(2_500, 0)  # the second request could have reused the first one's prefix
+    tracker.on_context(2_500, 8_192, estimated=False)
+    session, last = tracker.cache_shares()
+    assert session is not None and last is not None
+    assert session.alarm and last.alarm
+
+
 def test_the_session_cache_share_is_a_share_of_tokens_not_a_mean_of_percentages():
     tracker = RequestTracker()
     tracker.on_usage(10, 0)
