@@ -379,7 +379,7 @@ class MainWindow(QMainWindow):
                 if event.cleared:
                     self.transcript.add_notice("Work state cleared for this conversation.")
                 else:
-                    self.overlay.show_work(event.text)
+                    self.overlay.show_work(event.text, tools=event.tools)
             case AcceptedEvent():
                 self._on_accepted(event)
             case WithdrawnEvent():

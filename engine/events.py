@@ -404,6 +404,7 @@ class WorkStateEvent(Event):
     type: ClassVar[str] = "work_state"
     text: str
     cleared: bool = False
+    tools: bool = True  # the agent has tools here (the work state is recorded with one)
 
 
 TOOL_PREVIEW_CHARS = 2_000

@@ -532,7 +532,7 @@ class ChatSession:
             command,
             self.context_report,
             lambda: reports.usage_report(self.conversation.store, self.conversation_id),
-            lambda: reports.work_state_text(folder),
+            lambda: (reports.work_state_text(folder), self._tools is not None),
         )
         if answer is not None:
             self._emit(answer)
