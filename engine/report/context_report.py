@@ -132,6 +132,9 @@ class ContextReport:
     def headroom_line(self) -> str:
         if not self.window:
             return ""
+        if self.compact_at and self.used >= self.compact_at:
+            # Past the mark (a long answer cut at its cap): this is never sent as it stands.
+            return "Past auto-compact: the next request is compacted before it is sent"
         return f"{self.headroom:,} tokens available before auto-compact"
 
     def cache_lines(self) -> list[str]:

@@ -16,6 +16,7 @@ from engine.report.context_report import (
     MARKER_COMPACTION,
     MARKER_TRIM,
     CacheShare,
+    ContextReport,
     FillWarnings,
     RequestTracker,
     build_context_report,
@@ -288,3 +289,12 @@ def test_saved_marks_of_an_older_conversation_are_read_from_the_notice_text():
 def test_a_saved_notice_without_a_marker_is_no_mark():
     plain = notice(trim_notice(3), "warning")  # the text alone does not make a mark
     assert saved_marks(_saved(plain)) == []
+
+
+def test_past_the_auto_compact_mark_the_rail_says_the_next_request_is_compacted_first():
+    over = ContextReport(window=8192, source="server", used=8438, estimated=True, compact_at=6600)
+    assert over.headroom_line() == (
+        "Past auto-compact: the next request is compacted before it is sent"
+    )
+    under = ContextReport(window=8192, source="server", used=3000, estimated=True, compact_at=6600)
+    assert under.headroom_line() == "3,600 tokens available before auto-compact"
