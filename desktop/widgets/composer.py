@@ -112,7 +112,8 @@ class Composer(QPlainTextEdit):
         area = QRect(window.mapToGlobal(QPoint(0, 0)), window.size()).adjusted(8, 8, -8, -8)
         popup.setColumnWidth(0, widest[0] + POPUP_GAP)
         frame = 2 * popup.frameWidth()
-        width = min(widest[0] + widest[1] + 2 * POPUP_GAP + frame, area.width())
+        scroll = popup.verticalScrollBar().sizeHint().width() if rows > POPUP_ROWS else 0
+        width = min(widest[0] + widest[1] + 2 * POPUP_GAP + frame + scroll, area.width())
         row_height = max(popup.sizeHintForRow(0), metrics.height())
         height = min(min(rows, POPUP_ROWS) * row_height + frame, area.height())
         top_left = self.mapToGlobal(QPoint(0, 0))

@@ -4,7 +4,8 @@
         python -m tests.desktop.make_layout_screenshots [OUT_DIR]
 
 Writes window-698x480.png, window-900x600.png, window-1280x800.png, window-1920x1080.png and
-window-698x480-rail.png (the folded rail opened; default folder docs/screenshots): the real
+window-698x480-rail.png (the folded rail opened) and window-900x600-commands.png (the slash
+popup; default folder docs/screenshots): the real
 app on a temporary data folder, an agent on a fake llama-server, a poem and an answer cut at
 its cap (Continue), memory on with its review queue empty. Below 1,040 px the rail folds into
 a toggle, below 770 px the sidebar is a strip of icons.
@@ -16,6 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtTest import QTest
 
 from desktop.app import ensure_application
 from desktop.screenshot import grab_window
@@ -41,6 +45,16 @@ POEM = (
     "and all the day is new."
 )
 ESSAY = " ".join(["Rivers carve their valleys over thousands of years, carrying silt."] * 60)
+
+
+def grab_screen(window: Any, path: Path) -> Path:
+    """The window's area of the screen, so a popup above it is in the picture too."""
+    screen = QGuiApplication.primaryScreen()
+    frame = window.geometry()
+    picture = screen.grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height())
+    if not picture.save(str(path)):
+        raise OSError(f"could not write {path}")
+    return path
 
 
 def layout_shots(root: Path, out: Path) -> list[Path]:
@@ -70,6 +84,15 @@ def layout_shots(root: Path, out: Path) -> list[Path]:
                 name = f"window-{width}x{height}.png"
                 shots.append(grab_window(app.window, out / name, (width, height)))
                 pump_for(0.1)
+            # The slash popup at 900x600: whole descriptions, inside the window.
+            app.window.resize(*SIZES[1])
+            pump_for(0.2)
+            app.window.composer.setFocus()
+            QTest.keyClicks(app.window.composer, "/")
+            pump_for(0.4)
+            shots.append(grab_screen(app.window, out / "window-900x600-commands.png"))
+            app.window.composer.clear()
+            pump_for(0.1)
             # The folded rail opened from its toggle, in the smallest window.
             app.window.resize(*SIZES[0])
             pump_for(0.2)
