@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from engine.agent.loop import AgentLoop
@@ -149,3 +150,22 @@ async def journal_room(loop: AgentLoop, messages: list[Message]) -> int:
     await loop.counter.prime(history, schemas, within=2 * loop.context.budget.window)
     used = loop.context.usage(history, loop.overhead_tokens()).used
     return loop.context.budget.journal_tokens(used)
+
+
+async def count_history_first(loop: AgentLoop, messages: list[Message]) -> None:
+    """Have the engine count the history before the first report of an opened conversation:
+    a reopened conversation's gauge then counts as the live one did once its requests had
+    primed the counter, not by the estimate the counter falls back to for what it has not
+    seen (a compacted conversation read 7.2K on reopen where it had read 6.9K live)."""
+    history = model_messages(messages)
+    schemas = loop.tools.schemas() if loop.tools is not None else []
+    await loop.counter.prime(history, schemas, within=2 * loop.context.budget.window)
+
+
+async def counted_journal_room(
+    loop: AgentLoop, messages: list[Message]
+) -> Callable[[], Awaitable[int]]:
+    """The history counted through the engine first (an opened conversation's first report
+    then counts as the live one did), and the journal preamble's budget beside it."""
+    await count_history_first(loop, messages)
+    return lambda: journal_room(loop, messages)
