@@ -16,9 +16,15 @@ from PySide6.QtCore import QEvent, QObject, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QTextEdit, QToolButton
 
+from desktop import theme
+
 SLACK = 4  # pixels from the end that still count as "at the end"
 JUMP_TEXT = "↓  Jump to latest"
 JUMP_MARGIN = 14
+JUMP_STYLE = (
+    f"QToolButton#jumpToLatest {{ background: {theme.USER_ACCENT}; color: white; border: none;"
+    " border-radius: 13px; padding: 5px 14px; font-weight: 600; }"
+)
 
 
 class EndFollower(QObject):
@@ -35,6 +41,7 @@ class EndFollower(QObject):
         self.jump.setText(JUMP_TEXT)
         self.jump.setToolTip("New text arrived below: scroll to the end and follow it")
         self.jump.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.jump.setStyleSheet(JUMP_STYLE)
         self.jump.hide()
         self.jump.clicked.connect(self.follow_end)
         self._bar.actionTriggered.connect(self._on_reader_move)

@@ -4,8 +4,9 @@
         python -m tests.desktop.make_layout_screenshots [OUT_DIR]
 
 Writes window-698x480.png, window-900x600.png, window-1280x800.png, window-1920x1080.png and
-window-698x480-rail.png (the folded rail opened) and window-900x600-commands.png (the slash
-popup; default folder docs/screenshots): the real
+window-698x480-rail.png (the folded rail opened) window-900x600-commands.png (the slash popup)
+and window-1280x800-jump.png (reading further up while an answer streams; default folder
+docs/screenshots): the real
 app on a temporary data folder, an agent on a fake llama-server, a poem and an answer cut at
 its cap (Continue), memory on with its review queue empty. Below 1,040 px the rail folds into
 a toggle, below 770 px the sidebar is a strip of icons.
@@ -20,6 +21,7 @@ from typing import Any
 
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QAbstractSlider
 
 from desktop.app import ensure_application
 from desktop.screenshot import grab_window
@@ -30,6 +32,7 @@ from tests.desktop.make_screenshots import (
     agent_file,
     close,
     pump_for,
+    pump_until,
     send,
     start,
 )
@@ -68,6 +71,8 @@ def layout_shots(root: Path, out: Path) -> list[Path]:
             asked = _last_user(request)
             if asked.startswith("Write a short poem"):
                 return Reply(text=POEM)
+            if asked.startswith("Tell me more"):
+                return Reply(text=ESSAY, token_delay=0.03)
             return Reply(text=ESSAY)
 
         fake.responder = respond
@@ -93,6 +98,17 @@ def layout_shots(root: Path, out: Path) -> list[Path]:
             shots.append(grab_screen(app.window, out / "window-900x600-commands.png"))
             app.window.composer.clear()
             pump_for(0.1)
+            # Reading further up while the next answer streams: "Jump to latest".
+            app.window.resize(*SIZES[2])
+            pump_for(0.2)
+            send(app, "Tell me more about the delta.", wait=False)
+            pump_until(lambda: app.window.header.state() == "streaming")
+            bar = app.window.transcript.verticalScrollBar()
+            bar.triggerAction(QAbstractSlider.SliderAction.SliderPageStepSub)
+            pump_until(lambda: app.window.transcript.follower.jump.isVisible())
+            pump_for(0.3)
+            shots.append(grab_window(app.window, out / "window-1280x800-jump.png", SIZES[2]))
+            pump_until(lambda: not app.bridge.busy)
             # The folded rail opened from its toggle, in the smallest window.
             app.window.resize(*SIZES[0])
             pump_for(0.2)
