@@ -28,6 +28,7 @@ from desktop.errors import EngineStopped
 from desktop.main_window import MainWindow
 from desktop.memory_desk import MemoryDesk
 from desktop.navigator import MakeSession, Navigator, chat_session_maker
+from desktop.xcb_check import xcb_problem
 from engine.api import (
     BrimPaths,
     Library,
@@ -207,7 +208,7 @@ def display_problem(env: Mapping[str, str]) -> str | None:
 
 def main(argv: list[str] | None = None, *, session_factory: SessionFactory | None = None) -> int:
     options = parse_args(argv)
-    problem = display_problem(os.environ)
+    problem = display_problem(os.environ) or xcb_problem(os.environ)
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2

@@ -85,7 +85,11 @@ class LearnProgressDialog(QDialog):
         if steps > 0:
             self.bar.setRange(0, steps)
             self.bar.setValue(max(0, step - 1))  # a step is shown done once the next begins
-        self.set_stage(f"{text}  ({step} of {steps})" if steps > 1 else text)
+            # The stage names the part ("Reading part 1 of 2"); the bar counts the steps,
+            # curation included, in words of its own rather than a second "1 of 3".
+            self.bar.setFormat(f"step {step} of {steps}")
+            self.bar.setTextVisible(steps > 1)
+        self.set_stage(text)
 
     @Slot()
     def _tick(self) -> None:

@@ -28,6 +28,7 @@ from desktop import shortcuts, theme
 from desktop.approval import ApprovalDialog, ApprovalTicket, DialogApprover
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
+from desktop.layout import FittedLayout
 from desktop.shortcuts import add_shortcut
 from desktop.stream_buffer import StreamBuffer
 from desktop.widgets.banner import Banner
@@ -38,9 +39,11 @@ from desktop.widgets.overlay import Overlay
 from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
 from desktop.widgets.transcript import TranscriptView
+from desktop.widgets.transcript_rows import notice_action
 from engine.api import (
     COMPACTION_RESTORE,
     COMPACTION_SHOW,
+    CONTINUE_TEXT,
     NOTICE_REPETITION,
     NOTICE_VIEW_FALLBACK,
     VIEW_AGENT_EDITOR,
@@ -195,6 +198,9 @@ class MainWindow(QMainWindow):
         row.setSpacing(0)
         row.addWidget(self.splitter, 1)
         row.addWidget(rail_frame)
+        # Below a width the rail folds and the sidebar collapses to icons: the chat keeps room.
+        self.fitted = FittedLayout(self, row, self.sidebar, rail_frame, SIDEBAR_WIDTH, RAIL_WIDTH)
+        self.fitted.connect_actions(self.sidebar.new_for_current, self.sidebar.edit_current)
         outer = QVBoxLayout(central)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.setSpacing(0)
@@ -209,6 +215,7 @@ class MainWindow(QMainWindow):
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
         self.transcript.compaction_requested.connect(self.show_compaction)
+        self.transcript.continue_requested.connect(lambda: self._on_submitted(CONTINUE_TEXT))
         self.rail.timeline.compaction_clicked.connect(self.show_compaction)
         self.banner.retry_requested.connect(self.retry)
         bridge.event.connect(self.on_event)
@@ -375,7 +382,7 @@ class MainWindow(QMainWindow):
                 if event.cleared:
                     self.transcript.add_notice("Work state cleared for this conversation.")
                 else:
-                    self.overlay.show_work(event.text)
+                    self.overlay.show_work(event.text, tools=event.tools)
             case AcceptedEvent():
                 self._on_accepted(event)
             case WithdrawnEvent():
@@ -401,7 +408,8 @@ class MainWindow(QMainWindow):
                     # The loop's repeats are not in the saved answer; nor are they shown.
                     self.transcript.drop_answer_tail(int(event.details.get("dropped_chars", 0)))
                 ref = event.details.get("compaction", "") if event.marker == "compaction" else ""
-                self._notice(event.text, event.level, event.marker, str(ref or ""))
+                action = notice_action(event.kind)
+                self._notice(event.text, event.level, event.marker, str(ref or ""), action)
             case StateEvent():
                 self._on_state(event.state)
                 if event.state == "ready":  # the run is over (a compaction keeps the step)
@@ -443,6 +451,7 @@ class MainWindow(QMainWindow):
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
             case ErrorEvent():
                 self.transcript.finish_stream()
+                self.header.note_error(event.kind)
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 if self.bridge.busy:  # mark where the answer failed; start-up faults need no row
                     self.transcript.add_error(self.banner.text())
@@ -493,14 +502,16 @@ class MainWindow(QMainWindow):
         if state == "loading model":
             self.load_progress.setRange(0, 0)
             self.load_progress.show()
-        elif state in ("ready", "streaming", "not started"):
+        elif state in ("ready", "streaming", "waiting for the engine", "not started"):
             self.load_progress.hide()
 
-    def _notice(self, text: str, level: str, marker: str = "", ref: str = "") -> None:
+    def _notice(
+        self, text: str, level: str, marker: str = "", ref: str = "", action: str = ""
+    ) -> None:
         if level == "warning" and text in self._shown_warnings:
             return  # the window warning and its notice are one message to the user
         # Any other warning (a trim, the iteration ramp) is shown each time it happens.
-        self.transcript.add_notice(text, level, marker, ref)
+        self.transcript.add_notice(text, level, marker, ref, action)
 
     # -- approvals --------------------------------------------------------------------------
 

@@ -24,8 +24,13 @@ GUESS_LIMIT = 2_000
 
 
 def _parser() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    # The finished answer keeps the layout it streamed with: a line break stays a line break
+    # (a poem stays in its lines), and a line of dashes under a paragraph is a rule, not a
+    # setext heading that turns the paragraph above it bold.
+    options = {"html": False, "linkify": False, "typographer": False, "breaks": True}
+    md = MarkdownIt("commonmark", options)
     md.enable(["table", "strikethrough"])
+    md.disable("lheading")
     md.add_render_rule("fence", _fence)
     md.add_render_rule("code_block", _fence)
     md.add_render_rule("code_inline", _code_inline)

@@ -53,6 +53,8 @@ MARKER_COLOURS: Final[dict[str, str]] = {
 STATE_COLOURS: Final[dict[str, tuple[str, str]]] = {
     "ready": ("#dff3e6", "#1e6b3c"),
     "streaming": ("#dde9fb", "#1f5fbf"),
+    "waiting for the engine": ("#e8ebf0", "#36465c"),
+    "unreachable": (ERROR_BG, ERROR_TEXT),
     "loading model": ("#fff0cc", "#7a5200"),
     "compacting": ("#ece2fb", "#5b3a9b"),
     "waiting for approval": ("#fde3cf", "#8a3d00"),

@@ -17,6 +17,7 @@ from engine.paths import BrimPaths
 # -- events: what the engine says, one typed stream -----------------------------------------
 from engine.events import (
     AcceptedEvent,
+    NOTICE_ANSWER_CUT,
     NOTICE_COMPACTED,
     NOTICE_REPETITION,
     NOTICE_RESTORED,
@@ -91,6 +92,7 @@ from engine.config.agent_admin import (
 )
 from engine.folder_watcher import FolderWatcher
 from engine.window.resolution import WindowResolution
+from engine.agent.texts import CONTINUE_TEXT
 from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
 from engine.window.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
@@ -132,6 +134,8 @@ __all__ = [
     "ChatSession",
     "BrimPaths",
     # events
+    "CONTINUE_TEXT",
+    "NOTICE_ANSWER_CUT",
     "NOTICE_COMPACTED",
     "NOTICE_REPETITION",
     "NOTICE_RESTORED",

@@ -263,6 +263,7 @@ class ErrorEvent(Event):
 AgentState = Literal[
     "ready",
     "loading model",
+    "waiting for the engine",
     "streaming",
     "compacting",
     "waiting for approval",
@@ -464,6 +465,7 @@ class WorkStateEvent(Event):
     type: ClassVar[str] = "work_state"
     text: str
     cleared: bool = False
+    tools: bool = True  # the agent has tools here (the work state is recorded with one)
 
 
 TOOL_PREVIEW_CHARS = 2_000

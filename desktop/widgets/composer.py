@@ -8,7 +8,7 @@ a complete command sends it even while the popup offers a longer one (`/work` vs
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QEvent, QPoint, QRect, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import (
     QFontMetrics,
     QKeyEvent,
@@ -28,6 +28,10 @@ MIN_LINES = 1
 MAX_LINES = 8
 
 _POPUP_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Tab)
+
+
+POPUP_GAP = 24  # pixels between a command and its description
+POPUP_ROWS = 10  # rows shown before the popup scrolls
 
 
 class Composer(QPlainTextEdit):
@@ -88,11 +92,34 @@ class Composer(QPlainTextEdit):
         self._completer.setCompletionPrefix(" ".join(text.split()))
         popup = self._completer.popup()
         popup.setCurrentIndex(self._completer.completionModel().index(0, 0))
-        rect = self.cursorRect()
-        rect.setWidth(max(360, self.width() // 2))
-        self._completer.complete(rect)
+        self._completer.complete(self.cursorRect())
         if isinstance(popup, QTreeView):
-            popup.resizeColumnToContents(0)
+            self._place_popup(popup)
+
+    def _place_popup(self, popup: QTreeView) -> None:
+        """Wide enough for each command and its description, above the composer (which sits
+        at the window's bottom), and inside the window."""
+        model = self._completer.completionModel()
+        rows = model.rowCount()
+        if not rows:
+            return
+        metrics = popup.fontMetrics()
+        widest = [
+            max(metrics.horizontalAdvance(str(model.index(r, c).data() or "")) for r in range(rows))
+            for c in (0, 1)
+        ]
+        window = self.window()
+        area = QRect(window.mapToGlobal(QPoint(0, 0)), window.size()).adjusted(8, 8, -8, -8)
+        popup.setColumnWidth(0, widest[0] + POPUP_GAP)
+        frame = 2 * popup.frameWidth()
+        scroll = popup.verticalScrollBar().sizeHint().width() if rows > POPUP_ROWS else 0
+        width = min(widest[0] + widest[1] + 2 * POPUP_GAP + frame + scroll, area.width())
+        row_height = max(popup.sizeHintForRow(0), metrics.height())
+        height = min(min(rows, POPUP_ROWS) * row_height + frame, area.height())
+        top_left = self.mapToGlobal(QPoint(0, 0))
+        x = max(area.left(), min(top_left.x(), area.right() - width))
+        y = max(area.top(), top_left.y() - height - 4)
+        popup.setGeometry(x, y, width, height)
 
     @Slot(str)
     def _take_completion(self, text: str) -> None:

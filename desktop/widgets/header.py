@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 from desktop import theme
 from desktop.format import format_context, format_rate
 
+UNREACHABLE = "unreachable"  # the error kind, and what the pill then says
+
 
 class HeaderBar(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -26,6 +28,7 @@ class HeaderBar(QFrame):
         self._turn = 0
         self._step = 0
         self._max_steps: int | None = None
+        self._unreachable = False  # the last request found no engine: "ready" would be a lie
 
         self.agent_label = QLabel("Brim", objectName="agentName")
         self.model_label = QLabel("", objectName="modelName")
@@ -121,7 +124,18 @@ class HeaderBar(QFrame):
     def clear_rate(self) -> None:
         self.rate_label.setText("")
 
+    def note_error(self, kind: str) -> None:
+        """An error ended the turn: an unreachable engine keeps the pill saying so until the
+        engine answers again."""
+        self._unreachable = kind == UNREACHABLE
+        if self._unreachable:
+            self.set_state(UNREACHABLE)
+
     def set_state(self, state: str) -> None:
+        if state not in ("ready", UNREACHABLE):
+            self._unreachable = False  # the engine is doing something again
+        elif state == "ready" and self._unreachable:
+            state = UNREACHABLE
         background, colour = theme.STATE_COLOURS.get(state, theme.NEUTRAL_STATE)
         self.state_label.setText(state)
         self.state_label.setStyleSheet(f"background: {background}; color: {colour};")

@@ -31,6 +31,11 @@ from engine.api import (
 )
 
 CLOSE_HINT = "Esc, q or Ctrl+C closes this; the turn keeps running"
+NO_WORK_STATE = "No work state yet: the agent records one with update_work_state."
+NO_WORK_STATE_NO_TOOLS = (
+    "No work state: the agent has no tools in this conversation (no folder, or a model "
+    "without tool calls), so it cannot record one. Choose a folder to give it tools."
+)
 PANEL_WIDTH = 620  # the panel's usual width; wider content widens it
 
 
@@ -76,12 +81,12 @@ class Overlay(QWidget):
     def show_usage(self, report: UsageReport) -> None:
         self._open("usage", "/usage — this conversation", UsageView(report))
 
-    def show_work(self, text: str) -> None:
+    def show_work(self, text: str, *, tools: bool = True) -> None:
+        """The work state; without one, how one comes about (only an agent with tools can
+        record it)."""
         view = QPlainTextEdit()
         view.setReadOnly(True)
-        view.setPlainText(
-            text or "No work state yet: the agent records one with update_work_state."
-        )
+        view.setPlainText(text or (NO_WORK_STATE if tools else NO_WORK_STATE_NO_TOOLS))
         self._open("work", "/work — the agent's work state", view)
 
     def show_compaction(

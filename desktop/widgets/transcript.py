@@ -20,6 +20,7 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QGuiApplication,
+    QKeyEvent,
     QTextBlockFormat,
     QTextCharFormat,
     QTextCursor,
@@ -30,13 +31,16 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from desktop import theme
 from desktop.markdown import MarkdownRenderer
+from desktop.widgets.follow import EndFollower
 from desktop.widgets.transcript_rows import (
+    ACTION_CONTINUE,
     Row,
     describe_call,
     merge_live_rows,
     place_receipts,
     receipt_row,
     rows_for,
+    stale_actions,
 )
 from engine.api import (
     Message,
@@ -56,12 +60,15 @@ __all__ = [
 ROW_GAP = 6  # pixels between rows
 TOGGLE_SCHEME = "toggle"
 COMPACTION_SCHEME = "compaction"  # a compaction row's Show / Restore: compaction:<id>
+CONTINUE_SCHEME = "continue"  # a cut answer's Continue: continue:<row id>
+CONTINUE_LABEL = "▶ Continue"
 MONO_FAMILY = "DejaVu Sans Mono"
 
 
 class TranscriptView(QTextBrowser):
     toggled = Signal(int)  # a collapsible row was opened or closed (its id)
     compaction_requested = Signal(str)  # a compaction row's Show / Restore (the compaction id)
+    continue_requested = Signal()  # a cut answer's Continue: ask for the rest of it
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,6 +82,7 @@ class TranscriptView(QTextBrowser):
         self._stream_frame: QTextFrame | None = None
         self._assistant_name = "Assistant"
         self._markdown = MarkdownRenderer()
+        self.follower = EndFollower(self)
         self.anchorClicked.connect(self._on_anchor)
 
     # -- what the user sees -----------------------------------------------------------------
@@ -102,6 +110,9 @@ class TranscriptView(QTextBrowser):
 
     def add_user(self, text: str) -> None:
         self._append(Row("user", text))
+        for row in stale_actions(self._rows):
+            row.action = ""
+            self._refill(row)
 
     def remove_last_user(self, text: str) -> None:
         """Take back the newest row when it is the user's `text` (a message the engine side
@@ -110,8 +121,10 @@ class TranscriptView(QTextBrowser):
             self._rows.pop()
             self._rebuild()
 
-    def add_notice(self, text: str, level: str = "info", marker: str = "", ref: str = "") -> None:
-        self._append(Row("notice", text, level=level, marker=marker, ref=ref))
+    def add_notice(
+        self, text: str, level: str = "info", marker: str = "", ref: str = "", action: str = ""
+    ) -> None:
+        self._append(Row("notice", text, level=level, marker=marker, ref=ref, action=action))
 
     def mark_restored(self, compaction: str) -> None:
         """The compaction's replaced messages were put back: its row says so."""
@@ -121,6 +134,13 @@ class TranscriptView(QTextBrowser):
                 self._refill(row)
 
     def add_error(self, text: str) -> None:
+        """An error row; the same error again (a retry that met it again) counts up the row
+        already shown instead of stacking copies of it."""
+        last = next((r for r in reversed(self._rows) if r.kind != "receipt"), None)
+        if last is not None and last.kind == "error" and last.text == text:
+            last.repeats += 1
+            self._refill(last)
+            return
         self._append(Row("error", text))
 
     def add_receipt(self, text: str) -> None:
@@ -154,10 +174,10 @@ class TranscriptView(QTextBrowser):
             self._append(Row("assistant", "", complete=False))
         row = self._rows[self._stream_row_index()]
         row.text += text
-        with self._keeping_scroll():
-            assert self._stream_frame is not None
-            cursor = self._stream_frame.lastCursorPosition()
-            cursor.insertText(text, _char(theme.TEXT))
+        assert self._stream_frame is not None
+        cursor = self._stream_frame.lastCursorPosition()
+        cursor.insertText(text, _char(theme.TEXT))
+        self.follower.content_added()
 
     def finish_stream(self) -> None:
         """The message is complete: render it as Markdown and stop growing it."""
@@ -189,6 +209,8 @@ class TranscriptView(QTextBrowser):
         if not rows:
             return
         self._rows = merge_live_rows(rows, self._rows)
+        for row in stale_actions(self._rows):
+            row.action = ""
         self._rebuild()
 
     def scroll_to_message(self, message_id: str, quote: str = "") -> bool:
@@ -210,6 +232,7 @@ class TranscriptView(QTextBrowser):
             found = self.document().find(first_line, frame.firstPosition())
             if not found.isNull() and found.position() <= frame.lastPosition():
                 cursor = found
+        self.follower.stop_following()
         self.setTextCursor(cursor)
         top = self.document().documentLayout().frameBoundingRect(frame).top()
         self.verticalScrollBar().setValue(max(0, int(top) - 12))
@@ -219,8 +242,8 @@ class TranscriptView(QTextBrowser):
 
     def _append(self, row: Row) -> None:
         self._rows.append(row)
-        with self._keeping_scroll():
-            self._render(row)
+        self._render(row)
+        self.follower.content_added()
 
     def _rebuild(self) -> None:
         self.document().clear()
@@ -228,7 +251,7 @@ class TranscriptView(QTextBrowser):
         self._stream_frame = None
         for row in self._rows:
             self._render(row)
-        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+        self.follower.follow_end()
 
     def _render(self, row: Row) -> None:
         if not row.id:
@@ -249,13 +272,14 @@ class TranscriptView(QTextBrowser):
         frame = self._frames.get(row.id)
         if frame is None:
             return
-        with self._keeping_scroll():
-            cursor = frame.firstCursorPosition()
-            cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
-            cursor.removeSelectedText()
-            cursor.setBlockFormat(QTextBlockFormat())
-            cursor.setCharFormat(QTextCharFormat())
-            self._fill(cursor, row)
+        cursor = frame.firstCursorPosition()
+        cursor.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        cursor.setBlockFormat(QTextBlockFormat())
+        cursor.setCharFormat(QTextCharFormat())
+        self._fill(cursor, row)
+        if self.follower.following:
+            self.follower.follow_end()
 
     def _fill(self, cursor: QTextCursor, row: Row) -> None:
         if row.kind in ("user", "assistant"):
@@ -281,8 +305,15 @@ class TranscriptView(QTextBrowser):
                 cursor.insertBlock(_block(top=2), _char(colour, scale=0.92))
                 cursor.insertText("    ", _char(colour, scale=0.92))
                 cursor.insertText(f"↺ {action}", _anchor(f"{COMPACTION_SCHEME}:{row.ref}", colour))
+            if row.action == ACTION_CONTINUE:
+                cursor.insertBlock(_block(top=4), _char(colour, scale=0.92))
+                cursor.insertText("    ", _char(colour, scale=0.92))
+                link = _anchor(f"{CONTINUE_SCHEME}:{row.id}", theme.USER_ACCENT)
+                link.setFontWeight(QFont.Weight.DemiBold)
+                cursor.insertText(CONTINUE_LABEL, link)
         elif row.kind == "error":
-            cursor.insertText(f"✕  {row.text}", _char(theme.ERROR_TEXT, scale=0.92))
+            again = f"   (×{row.repeats})" if row.repeats > 1 else ""
+            cursor.insertText(f"✕  {row.text}{again}", _char(theme.ERROR_TEXT, scale=0.92))
         elif row.kind == "tool":
             self._fill_tool(cursor, row)
         elif row.kind == "summary":
@@ -373,33 +404,21 @@ class TranscriptView(QTextBrowser):
                 return index
         raise LookupError("no assistant row is streaming")
 
-    def _keeping_scroll(self) -> _ScrollKeeper:
-        return _ScrollKeeper(self)
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        super().keyPressEvent(event)
+        self.follower.reader_moved()  # End, Page Up, Ctrl+Home: the reader's own move
 
     @Slot(QUrl)
     def _on_anchor(self, url: QUrl) -> None:
         if url.scheme() == COMPACTION_SCHEME:
             self.compaction_requested.emit(url.path() or url.host())
+        elif url.scheme() == CONTINUE_SCHEME:
+            self.continue_requested.emit()
         elif url.scheme() == TOGGLE_SCHEME:
             try:
                 self.toggle(int(url.path() or url.host()))
             except ValueError:
                 return
-
-
-class _ScrollKeeper:
-    """Follow the bottom while the user is at the bottom; leave them alone if they scrolled up."""
-
-    def __init__(self, view: TranscriptView) -> None:
-        self._bar = view.verticalScrollBar()
-        self._follow = False
-
-    def __enter__(self) -> None:
-        self._follow = self._bar.value() >= self._bar.maximum() - 4
-
-    def __exit__(self, *_: object) -> None:
-        if self._follow:
-            self._bar.setValue(self._bar.maximum())
 
 
 def _notice_look(row: Row) -> tuple[str, str]:

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from desktop.format import format_receipt
-from engine.api import NOTICE_RESTORED, Message, Receipt
+from engine.api import NOTICE_ANSWER_CUT, NOTICE_RESTORED, Message, Receipt
 
 MARKER_COMPACTION = "compaction"
+ACTION_CONTINUE = "continue"  # a cut answer's notice: Continue asks for the rest
 
 
 @dataclass
@@ -37,6 +38,8 @@ class Row:
     message_id: str = ""  # the saved message a user row shows (a memory quote links to it)
     ref: str = ""  # a compaction row's compaction id (its Show / Restore names it)
     restored: bool = False  # a compaction row whose replaced messages were put back
+    repeats: int = 1  # an error row met again and again, shown once with its count
+    action: str = ""  # a notice's one action (ACTION_CONTINUE), offered until the next message
 
 
 def describe_call(name: str, arguments: str) -> tuple[str, str]:
@@ -68,7 +71,20 @@ def notice_row(message: Message) -> Row:
         level=str(message.meta_value("level", "info")),
         marker=marker,
         ref=ref,
+        action=ACTION_CONTINUE if message.meta_value("notice_kind") == NOTICE_ANSWER_CUT else "",
     )
+
+
+def notice_action(kind: str) -> str:
+    """The action a live notice of this kind offers ("" for none)."""
+    return ACTION_CONTINUE if kind == NOTICE_ANSWER_CUT else ""
+
+
+def stale_actions(rows: Sequence[Row]) -> list[Row]:
+    """The rows whose action no longer applies: a message was sent after them (Continue
+    resumes only the answer cut last, and only before anything else was said)."""
+    last_user = max((i for i, row in enumerate(rows) if row.kind == "user"), default=-1)
+    return [row for row in rows[:last_user] if row.action]
 
 
 def merge_live_rows(saved: list[Row], live: list[Row]) -> list[Row]:

@@ -227,7 +227,7 @@ class AgentLoop:
             if prepared.cleared:
                 self.sink(ClearEvent(results_cleared=prepared.cleared))
             self.sink(StepEvent(iterations, cap))
-            self.sink(StateEvent("streaming"))
+            self.sink(StateEvent("waiting for the engine"))  # "streaming" once a token came
             request, counted = await self._held_to_window(prepared, overhead)
             await self.watch.before_request()
             sent_at = time.time()
@@ -413,12 +413,14 @@ class AgentLoop:
 
     async def _pooled(self, request: list[Message], max_tokens: int, counted: int) -> Answer:
         """The answer, sent again while a shared KV pool drains (engine/agent/shared_pool.py)."""
-        return await self.pool.run(
+        answer: Answer = await self.pool.run(
             functools.partial(self._stream, request, max_tokens, counted),
             needed=counted + max_tokens,
             pool=self.context.budget.window,
             slots=self.window.slots,
         )
+        answer.ended = time.monotonic()  # its rate counts generation, not the checks after it
+        return answer
 
     async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> Answer:
         parts: list[str] = []
@@ -439,6 +441,7 @@ class AgentLoop:
                     if isinstance(item, TextDelta):
                         if first_token is None:
                             first_token = time.monotonic()
+                            self.sink(StateEvent("streaming"))
                         parts.append(item.text)
                         self.sink(DeltaEvent(item.text))
                         written.add(item.text)
@@ -514,7 +517,7 @@ class AgentLoop:
         if usage.eval_s:
             totals.eval_s += usage.eval_s
         elif answer.first_token is not None:
-            totals.generating_s += time.monotonic() - answer.first_token
+            totals.generating_s += (answer.ended or time.monotonic()) - answer.first_token
         self.sink(
             UsageEvent(
                 prompt_tokens=usage.prompt_tokens,

@@ -16,6 +16,11 @@ def no_tools_text(refusal: ToolsUnsupported) -> str:
     )
 
 
+# What the user sends for the rest of a cut answer or a stopped run (typed headless; the
+# window's Continue sends the same).
+CONTINUE_TEXT = "continue"
+
+
 def iteration_limit_text(iterations: int, cap: int) -> str:
     return (
         f"Iteration limit reached ({iterations}/{cap}): the run stops here. "
@@ -25,7 +30,8 @@ def iteration_limit_text(iterations: int, cap: int) -> str:
 
 def answer_cut_text(written: int, limit: str, window: int) -> str:
     """An answer stopped at its output cap: at how many tokens, and whose cap it was."""
-    return f"Cut at {written:,} tokens: {cut_reason(limit, window)}. Type 'continue' for the rest."
+    reason = cut_reason(limit, window)
+    return f"Cut at {written:,} tokens: {reason}. Type '{CONTINUE_TEXT}' for the rest."
 
 
 def cut_reason(limit: str, window: int) -> str:

@@ -70,6 +70,7 @@ class Answer:
     overran: bool = False
     # Calls past the cap on calls per answer; the last of `calls` stands for them.
     calls_not_run: int = 0
+    ended: float | None = None  # monotonic time the stream ended (generation's end)
 
 
 @dataclass

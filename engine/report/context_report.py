@@ -20,6 +20,8 @@ from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO,
 from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions
+from engine.report.cache_share import CacheShare
+from engine.report.figures import format_tokens
 from engine.report.timeline import (  # noqa: F401 (the timeline's names, importable here too)
     MARKER_CLEAR,
     MARKER_COMPACTION,
@@ -50,24 +52,6 @@ NO_PRICE = "(no published price)"
 LOCAL_PRICE_NOTE = "local engines publish no price: nothing here is a bill"
 
 
-# -- numbers as people read them ------------------------------------------------------------
-
-
-def format_tokens(n: int) -> str:
-    """`950`, `1.2K`, `43K`, `1.2M`: one decimal below 10K and for millions. A window that is
-    a whole multiple of 4096 reads the way engines advertise it (8192 → 8K, 131072 → 128K),
-    as the header shows it."""
-    n = max(0, int(n))
-    if n < 1_000:
-        return str(n)
-    base = 1024 if n % 4096 == 0 else 1000
-    if n < 10 * base:
-        return f"{n / base:.1f}".rstrip("0").rstrip(".") + "K"
-    if n < base * base:
-        return f"{round(n / base)}K"
-    return f"{n / (base * base):.1f}".rstrip("0").rstrip(".") + "M"
-
-
 # -- values ---------------------------------------------------------------------------------
 
 
@@ -78,34 +62,6 @@ class Category:
     name: str
     tokens: int
     tool: str | None = None
-
-
-@dataclass(frozen=True)
-class CacheShare:
-    """Cached prompt tokens against prompt tokens (for the session: over every request sent).
-    `reported` False: the engine said nothing about its cache (not the same as 0)."""
-
-    cached: int
-    prompt: int
-    reported: bool
-
-    @property
-    def percent(self) -> float | None:
-        if not self.reported or self.prompt <= 0:
-            return None
-        return 100.0 * self.cached / self.prompt
-
-    @property
-    def alarm(self) -> bool:
-        """A reported zero: the cache was cold (shown in the alarm colour)."""
-        return self.reported and self.cached == 0
-
-    def describe(self) -> str:
-        if not self.reported:
-            return "not reported"
-        percent = self.percent
-        share = f"{round(percent)}%" if percent is not None else "0%"
-        return f"{format_tokens(self.cached)} read ({share} of prompt)"
 
 
 @dataclass(frozen=True)
@@ -176,6 +132,9 @@ class ContextReport:
     def headroom_line(self) -> str:
         if not self.window:
             return ""
+        if self.compact_at and self.used >= self.compact_at:
+            # Past the mark (a long answer cut at its cap): this is never sent as it stands.
+            return "Past auto-compact: the next request is compacted before it is sent"
         return f"{self.headroom:,} tokens available before auto-compact"
 
     def cache_lines(self) -> list[str]:
@@ -470,10 +429,10 @@ class RequestTracker:
     def cache_shares(self) -> tuple[CacheShare | None, CacheShare | None]:
         if not self.last_measured:
             return None, None
-        session = CacheShare(self.session_cached, self.session_prompt, self.any_reported)
-        last = CacheShare(
-            self.last_cached or 0, self.last_prompt or 0, self.last_cached is not None
-        )
+        first = self.requests <= 1  # nothing sent before it: nothing could be cached yet
+        session = CacheShare(self.session_cached, self.session_prompt, self.any_reported, first)
+        reported = self.last_cached is not None
+        last = CacheShare(self.last_cached or 0, self.last_prompt or 0, reported, first)
         return session, last
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from engine.agent.loop import AgentLoop
@@ -140,12 +141,21 @@ def oversized_for_loop(text: str, messages: list[Message], loop: AgentLoop) -> E
     return oversized_message(text, messages, counter=loop.counter, schemas=schemas, window=window)
 
 
-async def journal_room(loop: AgentLoop, messages: list[Message]) -> int:
-    """The resumed journal preamble's budget beside `messages` (engine/context/budget.py),
-    the history counted as the loop's preflight counts it: through the engine first, where
-    it counts, so the preamble is sized from what will be sent."""
+async def counted_journal_room(
+    loop: AgentLoop, messages: list[Message]
+) -> Callable[[], Awaitable[int]]:
+    """The history counted through the engine first, where it counts: an opened
+    conversation's first report then counts as the live one did once its requests had
+    primed the counter, not by the estimate the counter falls back to for what it has not
+    seen (a compacted conversation read 7.2K on reopen where it had read 6.9K live). Returns
+    the resumed journal preamble's budget beside that history (engine/context/budget.py),
+    sized from what will be sent."""
     history = model_messages(messages)
     schemas = loop.tools.schemas() if loop.tools is not None else []
     await loop.counter.prime(history, schemas, within=2 * loop.context.budget.window)
-    used = loop.context.usage(history, loop.overhead_tokens()).used
-    return loop.context.budget.journal_tokens(used)
+
+    async def room() -> int:
+        used = loop.context.usage(history, loop.overhead_tokens()).used
+        return loop.context.budget.journal_tokens(used)
+
+    return room

@@ -48,7 +48,7 @@ from engine.providers.errors import ProviderError
 from engine.report.context_report import ContextReport
 from engine.session.adapters import AnnouncingApprover, RegistryRunner, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
-from engine.session.budget import journal_room, oversized_for_loop
+from engine.session.budget import counted_journal_room, oversized_for_loop
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
     LoadProgress,
@@ -458,7 +458,7 @@ class ChatSession:
     async def _fold_in_journal(self) -> None:
         """A resumed conversation's journal, sized from the window and the history it joins."""
         if (loop := self._loop) is not None:
-            room = lambda: journal_room(loop, self._messages)  # noqa: E731
+            room = await counted_journal_room(loop, self._messages)  # counted as live first
             await self.conversation.fold_in_journal(room, self._ensure_counter().count_text)
 
     def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
@@ -530,7 +530,7 @@ class ChatSession:
             command,
             self.context_report,
             lambda: reports.usage_report(self.conversation.store, self.conversation_id),
-            lambda: reports.work_state_text(folder),
+            lambda: (reports.work_state_text(folder), self._tools is not None),
         )
         if answer is not None:
             self._emit(answer)

@@ -104,15 +104,17 @@ def command_answer(
     command: str,
     context: Callable[[], ContextReport],
     usage: Callable[[], UsageReport],
-    work: Callable[[], str],
+    work: Callable[[], tuple[str, bool]],
 ) -> Event | None:
-    """The event answering a read-only slash command (`/work clear` once it cleared)."""
+    """The event answering a read-only slash command (`/work clear` once it cleared).
+    `work()`: the work state's text and whether the agent has the tools to record one."""
     if command == "/context":
         return ContextReportEvent(context(), snapshot=True)
     if command == "/usage":
         return UsageReportEvent(usage())
     if command == "/work":
-        return WorkStateEvent(work())
+        text, tools = work()
+        return WorkStateEvent(text, tools=tools)
     if command == "/work clear":
         return WorkStateEvent("", cleared=True)
     return None

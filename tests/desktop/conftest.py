@@ -17,6 +17,11 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+if os.environ["QT_QPA_PLATFORM"] == "offscreen":
+    # The offscreen platform's own screen is 800x800, smaller than the window's 1280x800:
+    # the window would be fitted onto it. Tests run on a desktop-sized screen instead.
+    SCREEN = Path(__file__).with_name("offscreen-screen.json")
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={SCREEN}"
 
 from desktop.app import DesktopApp
 from engine.memory import MemoryService

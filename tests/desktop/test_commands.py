@@ -178,3 +178,23 @@ def test_a_command_refused_while_a_turn_runs_says_why_and_stays(qtbot, open_desk
     assert d.window.composer.toPlainText() == "/new"
     qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not d.app.bridge.busy)
+
+
+def test_the_slash_popup_shows_whole_descriptions_and_stays_inside_the_window(qtbot, open_desktop):
+    d = open_desktop()
+    d.window.resize(900, 600)
+    qtbot.waitUntil(lambda: d.window.width() == 900)
+    d.window.composer.setFocus()
+    qtbot.keyClicks(d.window.composer, "/")
+    qtbot.waitUntil(d.window.composer.completion_visible)
+    popup = d.window.composer._completer.popup()
+    window = d.window
+    inside = window.geometry().adjusted(-1, -1, 1, 1)  # the client area, in global terms
+    inside.moveTopLeft(window.mapToGlobal(inside.topLeft() - window.geometry().topLeft()))
+    assert inside.contains(popup.geometry()), (popup.geometry(), inside)
+    model = d.window.composer._completer.completionModel()
+    metrics = popup.fontMetrics()
+    for row in range(model.rowCount()):
+        description = str(model.index(row, 1).data())
+        shown = popup.visualRect(model.index(row, 1)).width()
+        assert shown >= metrics.horizontalAdvance(description), description

@@ -144,7 +144,17 @@ def test_a_reported_zero_cache_is_drawn_in_the_alarm_colour_and_silence_is_not(q
     report = build_context_report(
         budget=ContextBudget(8192), source="server", estimate=900, tracker=tracker
     )
-    assert report.cache_session == CacheShare(0, 900, True)
+    rail.set_report(report)  # a first request: nothing could have been cached yet
+    shown = [label for label in rail.cache_labels if not label.isHidden()]
+    assert {label.objectName() for label in shown} == {"railMuted"}
+    assert "first request: nothing to reuse yet" in shown[1].text()
+
+    tracker.on_usage(900, 0)
+    tracker.on_context(900, 8192, estimated=False)
+    report = build_context_report(
+        budget=ContextBudget(8192), source="server", estimate=900, tracker=tracker
+    )
+    assert report.cache_session == CacheShare(0, 1800, True)
     rail.set_report(report)
     shown = [label for label in rail.cache_labels if not label.isHidden()]
     assert [label.text() for label in shown] == [

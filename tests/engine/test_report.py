@@ -16,6 +16,7 @@ from engine.report.context_report import (
     MARKER_COMPACTION,
     MARKER_TRIM,
     CacheShare,
+    ContextReport,
     FillWarnings,
     RequestTracker,
     build_context_report,
@@ -76,6 +77,21 @@ def test_a_reported_zero_cache_is_an_alarm_and_silence_is_not_reported():
     silent = CacheShare(0, 900, reported=False)
     assert cold.describe() == "0 read (0% of prompt)" and cold.alarm
     assert silent.describe() == "not reported" and not silent.alarm
+
+
+def test_a_zero_cache_on_the_first_request_is_no_alarm_and_says_why():
+    tracker = RequestTracker()
+    tracker.on_usage(2_400, 0)
+    tracker.on_context(2_400, 8_192, estimated=False)
+    session, last = tracker.cache_shares()
+    assert session is not None and last is not None
+    assert not session.alarm and not last.alarm
+    assert last.describe() == "0 read (first request: nothing to reuse yet)"
+    tracker.on_usage(2_500, 0)  # the second request could have reused the first one's prefix
+    tracker.on_context(2_500, 8_192, estimated=False)
+    session, last = tracker.cache_shares()
+    assert session is not None and last is not None
+    assert session.alarm and last.alarm
 
 
 def test_the_session_cache_share_is_a_share_of_tokens_not_a_mean_of_percentages():
@@ -273,3 +289,12 @@ def test_saved_marks_of_an_older_conversation_are_read_from_the_notice_text():
 def test_a_saved_notice_without_a_marker_is_no_mark():
     plain = notice(trim_notice(3), "warning")  # the text alone does not make a mark
     assert saved_marks(_saved(plain)) == []
+
+
+def test_past_the_auto_compact_mark_the_rail_says_the_next_request_is_compacted_first():
+    over = ContextReport(window=8192, source="server", used=8438, estimated=True, compact_at=6600)
+    assert over.headroom_line() == (
+        "Past auto-compact: the next request is compacted before it is sent"
+    )
+    under = ContextReport(window=8192, source="server", used=3000, estimated=True, compact_at=6600)
+    assert under.headroom_line() == "3,600 tokens available before auto-compact"

@@ -198,3 +198,29 @@ def test_headless_events_mark_a_cut_answer_with_its_kind_and_figures(tmp_path: P
     assert [c["details"]["completion_tokens"] for c in cuts] == [1024, 1024]
     assert all(c["text"].startswith("Cut at 1,024 tokens") for c in cuts)
     assert [e["finish_reason"] for e in run.of_type("turn_end")] == ["length", "length"]
+
+
+def test_headless_continue_after_a_cut_answer_sends_the_cut_answer_back_and_gets_the_rest(
+    tmp_path: Path,
+):
+    fake, _ = _engine("ollama")
+    rest = "And so the river reaches the sea."
+
+    def respond(request: Any) -> Reply:
+        last = request.body["messages"][-1]
+        return Reply(text=rest) if last.get("content") == "continue" else Reply(text=ESSAY)
+
+    fake.responder = respond
+    with fake:
+        run = run_brim(
+            [*OLLAMA_CHAT, fake.url, "--model", "llama3.1:8b", "--num-ctx", str(WINDOW)],
+            data_dir=tmp_path,
+            stdin="Write a very long essay about rivers.\ncontinue\n",
+        )
+        second = fake.chat_requests[-1].body["messages"]
+    assert run.returncode == 0, run.stderr
+    assert [e["finish_reason"] for e in run.of_type("turn_end")] == ["length", "stop"]
+    assert second[-1]["content"] == "continue"
+    cut = next(m for m in second if m["role"] == "assistant")
+    assert cut["content"].startswith("essay0 essay1")  # the cut answer went back with it
+    assert rest in "".join(e["text"] for e in run.of_type("delta"))

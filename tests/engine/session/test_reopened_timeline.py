@@ -178,3 +178,34 @@ def test_a_clearing_is_found_in_the_saved_record_by_the_rewrite_that_cleared_it(
     assert [(m.kind, m.at, m.detail) for m in marks] == [
         (MARKER_CLEAR, archived_at, "1 tool results")
     ]
+
+
+def test_a_reopened_compacted_conversation_counts_its_history_as_the_live_one_did(
+    tmp_path: Path,
+):
+    """The gauge read 6.9K live and 7.2K on every reopen: the reopened counter had not had
+    the engine count the history yet, and fell back to its estimate while calling it exact."""
+    home = BrimPaths.resolve(tmp_path / "home")
+    with FakeLlamaServer(n_ctx=2048) as fake:
+        fake.responder = _respond
+        events: list[Event] = []
+        first = ChatSession(_agent(fake), home, events.append)
+        _chat_until_compacted(first, events)
+        live = _last_report(events)
+        reopened: list[Event] = []
+        again = ChatSession(
+            _agent(fake), home, reopened.append, conversation_id=first.conversation_id
+        )
+
+        async def reopen() -> ContextReport:
+            await again.start()
+            try:
+                return _last_report(reopened)
+            finally:
+                await again.close()
+
+        opened = asyncio.run(reopen())
+    assert MARKER_COMPACTION in {m.kind for m in live.markers}
+    counted = {c.name: c.tokens for c in live.categories}
+    assert {c.name: c.tokens for c in opened.categories} == counted
+    assert not opened.estimated

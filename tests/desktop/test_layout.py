@@ -1,0 +1,89 @@
+"""The chat keeps its room: below a width the rail folds into a toggle and the sidebar
+collapses to icons, and a window saved on a larger screen opens on the one it has."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from PySide6.QtCore import QRect, Qt
+
+from desktop.layout import CHAT_MIN, on_screen
+
+SIZES = [(698, 480), (900, 600), (1280, 800), (1920, 1080)]
+
+
+def _chat_width(window: Any) -> int:
+    return window.transcript.parentWidget().width()
+
+
+def _shown(widget: Any) -> bool:
+    return widget.isVisibleTo(widget.window())
+
+
+@pytest.mark.parametrize(("width", "height"), SIZES)
+def test_at_each_size_the_chat_column_keeps_its_room(qtbot, open_desktop, width, height):
+    d = open_desktop()
+    d.window.resize(width, height)
+    qtbot.waitUntil(lambda: d.window.width() == width)
+    qtbot.wait(20)
+    fitted = d.window.fitted
+    assert _chat_width(d.window) >= CHAT_MIN or fitted.rail_folded
+    assert _chat_width(d.window) >= CHAT_MIN
+    # The panels give way only when they must.
+    assert fitted.rail_folded == (width < 1280)
+    assert fitted.sidebar_collapsed == (width < 800)
+    assert _shown(d.window.sidebar) == (not fitted.sidebar_collapsed)
+    assert _shown(fitted.icons) == fitted.sidebar_collapsed
+    assert _shown(fitted.rail_strip) == fitted.rail_folded
+
+
+def test_the_folded_rail_opens_from_its_toggle_and_the_icons_still_act(qtbot, open_desktop):
+    d = open_desktop()
+    d.window.resize(698, 480)
+    qtbot.waitUntil(lambda: d.window.fitted.sidebar_collapsed)
+    fitted = d.window.fitted
+    rail = fitted.rail_panel
+    assert not _shown(rail)
+    qtbot.mouseClick(fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    assert _shown(rail)
+    qtbot.mouseClick(fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    assert not _shown(rail)
+    qtbot.mouseClick(fitted.show_sidebar, Qt.MouseButton.LeftButton)
+    assert _shown(d.window.sidebar)
+    # Wide again: the automatic layout, both panels shown, no strips.
+    d.window.resize(1400, 800)
+    qtbot.waitUntil(lambda: not d.window.fitted.rail_folded)
+    assert _shown(rail) and _shown(d.window.sidebar) and not _shown(fitted.icons)
+
+
+def test_opening_the_folded_rail_takes_the_room_from_the_sidebar_not_the_chat(qtbot, open_desktop):
+    d = open_desktop()
+    d.window.resize(900, 600)
+    qtbot.waitUntil(lambda: d.window.fitted.rail_folded)
+    assert _shown(d.window.sidebar)
+    qtbot.mouseClick(d.window.fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    qtbot.wait(20)
+    assert _shown(d.window.fitted.rail_panel) and not _shown(d.window.sidebar)
+    assert _chat_width(d.window) >= CHAT_MIN
+
+
+def test_a_window_saved_on_a_big_screen_is_fitted_onto_a_smaller_one():
+    screen = QRect(0, 0, 1440, 900)
+    saved = QRect(400, 100, 1920, 1080)  # saved at 1920x1080
+    fitted = on_screen(saved, screen)
+    assert screen.contains(fitted)
+    assert (fitted.width(), fitted.height()) == (1440, 900)
+    off = on_screen(QRect(1800, 950, 800, 600), screen)  # placed past the right and bottom edge
+    assert screen.contains(off) and (off.width(), off.height()) == (800, 600)
+
+
+def test_the_window_opens_on_its_screen_whatever_the_saved_place(qtbot, open_desktop):
+    d = open_desktop()
+    window = d.window
+    area = window.screen().availableGeometry()
+    window.hide()
+    window.resize(area.width() + 600, area.height() + 400)
+    window.move(area.right() + 300, area.bottom() + 300)
+    window.show()
+    qtbot.waitUntil(lambda: area.contains(window.frameGeometry()), timeout=2000)
