@@ -71,7 +71,3 @@ def tool_pairing_problems(messages: Sequence[Message]) -> list[str]:
 
 def total_tokens(messages: Sequence[Message], count_message: CountMessage) -> int:
     return sum(count_message(m) for m in messages)
-
-
-def unit_tokens(unit: Unit, tokens: Sequence[int]) -> int:
-    return sum(tokens[i] for i in unit)

@@ -22,17 +22,6 @@ REASON_PHRASES: dict[str, str] = {
 }
 
 
-def format_count(tokens: int) -> str:
-    """The receipt's `↑ 43K ↓ 1.1K` / `1.2M` form: one decimal below 10K and for millions."""
-    if tokens < 1_000:
-        return str(tokens)
-    if tokens < 10_000:
-        return f"{tokens / 1_000:.1f}".rstrip("0").rstrip(".") + "K"
-    if tokens < 1_000_000:
-        return f"{round(tokens / 1_000)}K"
-    return f"{tokens / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
-
-
 def preflight_notice(used: int, window: int) -> str:
     """`Context window ~83% full (~100,046 of 120,000 tokens): auto-compacting…`"""
     percent = round(100 * used / window) if window else 0
@@ -92,13 +81,6 @@ def compaction_fallback_notice(detail: str, messages_dropped: int) -> str:
 
 def nothing_to_compact_notice() -> str:
     return "Nothing to compact yet: every message is recent enough to keep as it is"
-
-
-def overflow_failed_notice() -> str:
-    return (
-        "The engine rejected the request as too long for its context window, and Brim "
-        "could not make it smaller"
-    )
 
 
 def fit_notice(results_cut: int, arguments_cut: int, calls_left_out: int, window: int) -> str:

@@ -2,7 +2,6 @@ from engine.context.notices import (
     compacted_notice,
     compaction_fallback_notice,
     compaction_reason_line,
-    format_count,
     preflight_notice,
     trim_notice,
 )
@@ -42,15 +41,6 @@ def test_every_compaction_reason_has_its_own_explanation():
     assert len(lines) == 4
     assert "token budget" in compaction_reason_line(3, "session_budget")
     assert "too long for the engine" in compaction_reason_line(3, "context_overflow")
-
-
-def test_token_counts_print_in_the_receipt_style():
-    assert [format_count(n) for n in (1_100, 6_000, 43_000, 1_200_000)] == [
-        "1.1K",
-        "6K",
-        "43K",
-        "1.2M",
-    ]
 
 
 def test_the_user_is_told_when_messages_are_discarded_without_a_summary():
