@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import tempfile
-from typing import Any
+from typing import IO, Any, TextIO, cast
 
 import mcp_types as types
 from mcp import Client
@@ -48,8 +49,8 @@ class McpConnection:
         self._tools: list[types.Tool] = []
         self._garbage: list[str] = []  # what the server wrote that is not JSON-RPC
         self._gone: asyncio.Event = asyncio.Event()
-        # The server's stderr, kept for the words of a failure (closed with the object).
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        # The server's stderr, kept for the words of a failure (one file per start).
+        self._stderr: IO[str] | None = None
         self._starting = asyncio.Lock()
 
     @property
@@ -67,6 +68,7 @@ class McpConnection:
                 return self._tools
             await self._stop_host()
             self._stop, self._gone, self._garbage = asyncio.Event(), asyncio.Event(), []
+            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
             ready: asyncio.Future[list[types.Tool]] = asyncio.get_running_loop().create_future()
             self._host = asyncio.create_task(self._run(ready), name=f"mcp:{self.name}")
             try:
@@ -140,6 +142,8 @@ class McpConnection:
         if not done:
             host.cancel()
             await asyncio.wait({host}, timeout=STOP_TIMEOUT_S)
+        if self._stderr is not None:
+            self._stderr.close()
 
     async def _run(self, ready: asyncio.Future[list[types.Tool]]) -> None:
         try:
@@ -173,7 +177,8 @@ class McpConnection:
         if self.server.url is not None:
             return self.server.url
         # Its stderr is kept (the tail words a failure), not mixed into Brim's own.
-        return stdio_client(stdio_parameters(self.server), errlog=self._stderr)
+        errlog = cast(TextIO, self._stderr if self._stderr is not None else sys.stderr)
+        return stdio_client(stdio_parameters(self.server), errlog=errlog)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
@@ -182,6 +187,8 @@ class McpConnection:
             self._garbage.append(first)
 
     def _stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
         try:
             self._stderr.seek(0)
             text = self._stderr.read().strip()
