@@ -2,7 +2,8 @@
 
 MODE `ok` serves `echo` (read-only) and `store` (changes things); `exit` dies before it
 answers; `garbage` writes lines that are not JSON-RPC on stdout; `hang` serves an `echo`
-that never returns; `die` serves an `echo` that kills its own process mid-call; `http PORT`
+that never returns; `die` serves an `echo` that kills its own process mid-call; `deaf` never reads
+nor writes; `http PORT`
 serves `ok`'s tools over streamable HTTP on 127.0.0.1.
 """
 
@@ -41,6 +42,8 @@ def main(argv: list[str]) -> None:
     if mode == "exit":
         sys.stderr.write("boom: this server cannot start\n")
         sys.exit(3)
+    if mode == "deaf":  # neither reads its stdin nor writes: only a signal ends it
+        time.sleep(3600)
     if mode == "garbage":
         for _ in range(3):
             sys.stdout.write("this is not json-rpc\n")

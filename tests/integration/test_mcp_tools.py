@@ -209,26 +209,23 @@ def test_a_faulty_server_gives_its_own_error_and_the_next_turn_works(
 
 @pytest.mark.skipif(shutil.which("pgrep") is None, reason="needs pgrep")
 def test_no_server_is_left_after_brim_is_killed_outright(tmp_path: Path):
-    """A child Brim runs a turn that starts a server which ignores its closed stdin, then
-    is SIGKILLed: the kernel's parent-death signal takes the server along."""
-    marker = f"hang-{tmp_path.name}"
+    """A child Brim starts a server that never reads its stdin (so its closing tells it
+    nothing) and ignores SIGTERM and SIGHUP, then is SIGKILLed: the kernel's parent-death
+    signal takes the server along."""
+    marker = f"orphan-{tmp_path.name}"
     script = tmp_path / "brim_child.py"
     script.write_text(
         f"""
 import asyncio, sys
 sys.path.insert(0, {str(ROOT)!r})
-from tests.integration.test_mcp_tools import _session, _fault_server
-from engine.messages import ToolCall
-from engine.config.mcp_servers import McpServer
 from pathlib import Path
-line = "trap '' TERM HUP; exec {sys.executable} -m tests.helpers.mcp_servers hang"
-server = McpServer({marker!r}, command=("sh", "-c", line), env=(("PYTHONPATH", {str(ROOT)!r}),))
+from tests.integration.test_mcp_tools import _session
+from engine.config.mcp_servers import McpServer
+line = "trap '' TERM HUP; exec {sys.executable} -m tests.helpers.mcp_servers deaf {marker}"
+server = McpServer("deaf", command=("sh", "-c", line), env=(("PYTHONPATH", {str(ROOT)!r}),))
 async def main():
     engine, session = _session(Path({str(tmp_path)!r}), [], server)
     await session.start()
-    engine.script(tool_calls=[ToolCall("c1", "search_tools", '{{"query": "echo"}}')])
-    call = '{{"name": "{marker}__echo", "arguments": {{"text": "x"}}}}'
-    engine.script(tool_calls=[ToolCall("c2", "call_tool", call)])
     print("started", flush=True)
     await session.send("go")
 asyncio.run(main())
@@ -238,25 +235,21 @@ asyncio.run(main())
     assert child.stdout is not None
     assert child.stdout.readline().strip() == b"started"
     deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and not _servers_of(child.pid):
+    while time.monotonic() < deadline and not _servers(marker):
         time.sleep(0.2)
-    assert _servers_of(child.pid), "the server never started"
+    assert _servers(marker), "the server never started"
     child.kill()
     child.wait()
     child.stdout.close()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _hang_servers():
+    while time.monotonic() < deadline and _servers(marker):
         time.sleep(0.2)
-    assert not _hang_servers()
+    left = _servers(marker)
+    for pid in left:  # the defect's own clean-up, so a failing run leaves nothing either
+        subprocess.run(["kill", "-9", pid], check=False)
+    assert not left
 
 
-def _servers_of(pid: int) -> list[str]:
-    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
-    return out.split()
-
-
-def _hang_servers() -> list[str]:
-    out = subprocess.run(
-        ["pgrep", "-f", "tests.helpers.mcp_servers hang"], capture_output=True, text=True
-    )
-    return out.stdout.split()
+def _servers(marker: str) -> list[str]:
+    out = subprocess.run(["pgrep", "-f", f"mcp_servers deaf {marker}"], capture_output=True)
+    return out.stdout.decode().split()
