@@ -61,10 +61,13 @@ class McpHub:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def prepare(self) -> None:
-        """Start every server not started yet (together) and learn its tools."""
+    async def prepare(self) -> bool:
+        """Start every server not started yet (together) and learn its tools. True when
+        tools were learned before the eager servers were chosen: a registry attached
+        before then is to be attached again (the loop wired afresh)."""
         waiting = [s for s in self.servers if s.name not in self._entries]
-        await asyncio.gather(*(self._start(s) for s in waiting))
+        started = await asyncio.gather(*(self._start(s) for s in waiting))
+        return self._eager is None and any(started)
 
     async def _start(self, server: McpServer) -> bool:
         try:

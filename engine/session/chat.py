@@ -356,7 +356,8 @@ class ChatSession:
             if self._window is None:
                 return None
         await self._summarizer.prepare()
-        await self._mcp.prepare()  # MCP servers start at the first turn, not before
+        if await self._mcp.prepare():  # MCP servers start at the first turn, not before
+            self._loop = None  # wired again, with the tools of the servers that go eager
         loop = self._agent_loop()
         self._memory.begin_run()  # one snapshot of memory per run
         try:

@@ -253,3 +253,25 @@ asyncio.run(main())
 def _servers(marker: str) -> list[str]:
     out = subprocess.run(["pgrep", "-f", f"mcp_servers deaf {marker}"], capture_output=True)
     return out.stdout.decode().split()
+
+
+def test_a_server_marked_always_goes_eager_and_its_tool_is_called_directly(tmp_path: Path):
+    always = McpServer(
+        "time", command=(str(BIN / "mcp-server-time"), "--local-timezone", "UTC"), tier="always"
+    )
+
+    async def scenario() -> list[Request]:
+        events: list[Event] = []
+        engine, session = _session(tmp_path, events, always)
+        await session.start()
+        call = json.dumps({"timezone": "UTC"})
+        engine.script(tool_calls=[ToolCall("c1", "time__get_current_time", call)])
+        engine.script("Done.")
+        await session.send("What time is it?")
+        await session.close()
+        return engine.answered
+
+    first, second = asyncio.run(scenario())
+    assert "time__get_current_time" in _tool_names(first)
+    assert "time__convert_time" in _tool_names(first)
+    assert json.loads(_tool_results(second)[0])["timezone"] == "UTC"
