@@ -25,6 +25,7 @@ from engine.mcp.catalog import McpEntry, brim_tool, entries
 from engine.mcp.connection import McpConnection
 from engine.mcp.deferred import DeferredTools
 from engine.mcp.errors import McpFault
+from engine.report.mcp_rows import McpServerRow, McpToolsReport
 from engine.tools.errors import ToolError
 from engine.tools.registry import Tool, ToolRegistry
 
@@ -135,10 +136,17 @@ class McpHub:
                 f"{fault} ({fault.kind}); the conversation goes on without it"
             ) from None
 
-    def loaded_tokens(self, count_text: Callable[[str], int]) -> int:
-        """What the loaded deferred schemas cost (they sit in search_tools results)."""
-        schemas = [t.schema() for t in self.deferred.loaded.values()]
-        return count_text(json.dumps(schemas, ensure_ascii=False)) if schemas else 0
+    def report(self, count_tools: Callable[[list[Any]], int], schemas: list[Any]) -> McpToolsReport:
+        """What `/context` says: the always-on tools block (`schemas`, as the loop sends
+        it), each server's tier and cost, and the deferred schemas loaded so far."""
+        rows = tuple(
+            McpServerRow(c.server, c.tools, c.tokens, "eager" if c.eager else "deferred")
+            for c in self.costs
+        )
+        loaded = tuple(
+            (name, count_tools([tool.schema()])) for name, tool in self.deferred.loaded.items()
+        )
+        return McpToolsReport(len(schemas), count_tools(schemas), rows, loaded)
 
     def _fault(self, fault: McpFault) -> None:
         if self._emit is not None:

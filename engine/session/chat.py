@@ -517,6 +517,7 @@ class ChatSession:
             workspace=self.workspace,
             memory_line=self._memory.line,
             max_iterations=self.agent.max_iterations,
+            mcp=self._mcp,
         )
 
     def _answer_command(self, command: str, argument: str = "") -> None:

@@ -75,8 +75,15 @@ def test_the_model_finds_the_time_tool_calls_it_and_reads_the_real_time(tmp_path
         await session.send("What time is it?")
         engine.script("Still here.")
         await session.send("Thanks")
+        lines = session.context_report().lines()
         await session.close()
         assert not [e for e in events if isinstance(e, ErrorEvent)]
+        mcp = [line for line in lines if line.lstrip().startswith(("MCP", "time", "loaded"))]
+        assert mcp[0].startswith("MCP: always-on tool schemas") and "(11 tools)" in mcp[0]
+        assert mcp[1].startswith("  time: deferred, 2 tools,")
+        assert mcp[2].startswith("  loaded: time__get_current_time (")
+        saved = int(mcp[0].split("saves ")[1].split(" ")[0].replace(",", ""))
+        assert saved > 100
         return engine.answered
 
     first, second, third, fourth = asyncio.run(scenario())
