@@ -39,6 +39,7 @@ from PySide6.QtWidgets import (
 
 from desktop import theme
 from desktop.agent_fields import SettingField, align_labels, make_field, show_field_problems
+from desktop.mcp_section import McpSection
 from desktop.probe_panel import ProbePanel
 from engine.api import (
     DEFAULT_BASE_URLS,
@@ -161,6 +162,8 @@ class AgentEditorDialog(QDialog):
         self.table = self.probe_panel.table
         self.failure = self.probe_panel.failure
         right.addWidget(self.probe_panel, 1)
+        self.mcp_section = McpSection(self.original.mcp, self._engine, self._changed)
+        right.addWidget(self.mcp_section)
 
         columns = QHBoxLayout()
         columns.setSpacing(12)
@@ -305,7 +308,7 @@ class AgentEditorDialog(QDialog):
             except FieldProblem:
                 return None
         try:
-            return self.original.with_changes(**values)
+            return self.original.with_changes(**values, mcp=self.mcp_section.servers())
         except AgentConfigError:
             return None
 

@@ -79,6 +79,8 @@ from engine.config import (
     save_agent,
 )
 from engine.window.resolution import WindowResolution
+from engine.config.mcp_servers import McpEntryProblem, McpServer, parse_servers
+from engine.mcp.probe import ServerTest, check_mcp_server
 from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
 from engine.window.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
@@ -173,6 +175,12 @@ __all__ = [
     "load_agent",
     "save_agent",
     "WindowResolution",
+    # MCP servers (the agent editor's section)
+    "McpEntryProblem",
+    "McpServer",
+    "ServerTest",
+    "parse_servers",
+    "check_mcp_server",
     "ProbeComparison",
     "ProbeFailure",
     "list_agent_models",

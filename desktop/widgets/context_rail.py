@@ -3,7 +3,7 @@
 It draws an `engine.report.context_report.ContextReport` and computes nothing of its own: the
 percentages, marks, headroom, categories and cache lines all come from the engine. The same
 widget shows the live rail beside the conversation and the frozen snapshot in the `/context`
-overlay. """
+overlay."""
 
 from __future__ import annotations
 
