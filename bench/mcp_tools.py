@@ -6,12 +6,20 @@ Brim's nine built-in tools plus the registry's `mcp-server-time` and `mcp-server
 carries all of them. Counted with tiktoken's o200k encoding (the gpt-oss family's), as the
 request's tools block, and set against a 4,096 and a 32,768-token window.
 
+Then the KV cache across a `search_tools` load on the embedded engine (the bundled
+SmolLM2, `MCP_KV=0` skips it): the engine's `cached_tokens` of the request after the load
+against the prompt tokens of the one before it. Target: the whole previous request reused.
+(SmolLM2's chat template renders no tools block, so on this model the schema inserted into
+the tools block, as other loaders do, changes nothing either; that row needs a model whose
+template carries tools, through llama-server.)
+
     python -m bench mcp_tools
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -19,9 +27,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from engine.config import default_agent
 from engine.config.mcp_servers import McpServer
 from engine.mcp.catalog import brim_tool
 from engine.mcp.hub import McpHub
+from engine.messages import Message, ToolCall, assistant, system, tool_result, user
+from engine.providers.base import ChatOptions, StreamDone
 from engine.tokens import TokenCounter
 from engine.tools import default_registry
 
@@ -47,8 +58,16 @@ async def _measure(repo: Path) -> list[dict[str, Any]]:
         entries = [e for listed in hub._entries.values() for e in listed]
         for entry in entries:
             eager.register(brim_tool(entry, hub.call))
+        search = await hub.deferred.search("current time")
     finally:
         await hub.close()
+    rows = _token_rows(counter, deferred, eager)
+    if os.environ.get("MCP_KV", "1") != "0":
+        rows += await _kv_rows(deferred, search)
+    return rows
+
+
+def _token_rows(counter: TokenCounter, deferred: Any, eager: Any) -> list[dict[str, Any]]:
     rows = []
     for label, registry in (("deferred (Brim)", deferred), ("all schemas eager", eager)):
         tokens = counter.count_tools(registry.schemas())
@@ -63,6 +82,43 @@ async def _measure(repo: Path) -> list[dict[str, Any]]:
             "tokens": rows[1]["tokens"] - rows[0]["tokens"],
         }
     )
+    return rows
+
+
+async def _send(provider: Any, messages: list[Message], tools: list[Any]) -> tuple[int, int]:
+    """(prompt tokens, cached tokens) of one request with a one-token answer."""
+    usage = None
+    async for item in provider.stream_chat("", messages, ChatOptions(max_tokens=1, tools=tools)):
+        if isinstance(item, StreamDone):
+            usage = item.usage
+    assert usage is not None
+    return usage.prompt_tokens or 0, usage.cached_tokens or 0
+
+
+async def _kv_rows(registry: Any, search: str) -> list[dict[str, Any]]:
+    from engine.providers.embedded import EmbeddedProvider
+
+    call = ToolCall("c1", "search_tools", '{"query": "current time"}')
+    before = [system(default_agent().system_prompt), user("What time is it in UTC?")]
+    after = [*before, assistant("", (call,)), tool_result(call, search)]
+    tools = registry.schemas()
+    rows = []
+    for label, tools_after in (("schema in the search result (Brim)", tools),):
+        provider = EmbeddedProvider(n_ctx=8192)
+        try:
+            first, _ = await _send(provider, before, tools)
+            second, cached = await _send(provider, after, tools_after)
+        finally:
+            await provider.aclose()
+        rows.append(
+            {
+                "tools block": f"KV after a load: {label}",
+                "request before": first,
+                "request after": second,
+                "reused": cached,
+                "% of before reused": round(100 * cached / first, 1) if first else None,
+            }
+        )
     return rows
 
 
