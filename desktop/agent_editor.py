@@ -39,6 +39,7 @@ from desktop.agent_fields import SettingField, show_field_problems
 from desktop.agent_form import AgentForm
 from desktop.agent_models import EngineCalls, ModelList
 from desktop.fit_panel import FitPanel
+from desktop.mcp_section import McpSection
 from desktop.probe_panel import ProbePanel
 from engine.api import (
     DEFAULT_BASE_URLS,
@@ -142,6 +143,8 @@ class AgentEditorDialog(QDialog):
         right.addWidget(self.probe_panel, 1)
         self.fit_panel = FitPanel(self._engine.call)  # desktop/fit_panel.py
         right.addWidget(self.fit_panel)
+        self.mcp_section = McpSection(self.original.mcp, self._engine, self._changed)
+        right.addWidget(self.mcp_section)
 
         columns = QHBoxLayout()
         columns.setSpacing(12)
@@ -239,7 +242,7 @@ class AgentEditorDialog(QDialog):
             except FieldProblem:
                 return None
         try:
-            return self.original.with_changes(**values)
+            return self.original.with_changes(**values, mcp=self.mcp_section.servers())
         except AgentConfigError:
             return None
 

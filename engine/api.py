@@ -93,6 +93,8 @@ from engine.config.agent_admin import (
 from engine.folder_watcher import FolderWatcher
 from engine.window.resolution import WindowResolution
 from engine.agent.texts import CONTINUE_TEXT
+from engine.config.mcp_servers import McpEntryProblem, McpServer, parse_servers
+from engine.mcp.probe import ServerTest, check_mcp_server
 from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
 from engine.window.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
@@ -204,6 +206,12 @@ __all__ = [
     "load_agent",
     "save_agent",
     "WindowResolution",
+    # MCP servers (the agent editor's section)
+    "McpEntryProblem",
+    "McpServer",
+    "ServerTest",
+    "parse_servers",
+    "check_mcp_server",
     "ProbeComparison",
     "ProbeFailure",
     "list_agent_models",

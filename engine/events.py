@@ -243,6 +243,11 @@ ErrorKind = Literal[
     "bad_command",
     "not_restorable",
     "unknown_compaction",
+    "mcp_start_failed",
+    "mcp_server_exited",
+    "mcp_timeout",
+    "mcp_malformed_reply",
+    "mcp_call_failed",
 ]
 
 

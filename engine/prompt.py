@@ -51,6 +51,12 @@ def tool_free_prompt(agent_prompt: str) -> str:
     return agent_prompt
 
 
+def project_block(item: ProjectInstructions) -> str:
+    """The text one instructions file adds to the system prompt."""
+    cut = "\n(truncated)" if item.truncated else ""
+    return f"# Project instructions ({item.name})\n{item.text.strip()}{cut}"
+
+
 def system_prompt(
     agent_prompt: str,
     *,
@@ -64,9 +70,7 @@ def system_prompt(
     prompt's tool-free twin, and no working directory, so a small model is not led to
     invent what a file it cannot read holds."""
     parts = [(agent_prompt if tools else tool_free_prompt(agent_prompt)).strip()]
-    for item in project_instructions(workspace):
-        cut = "\n(truncated)" if item.truncated else ""
-        parts.append(f"# Project instructions ({item.name})\n{item.text.strip()}{cut}")
+    parts.extend(project_block(item) for item in project_instructions(workspace))
     if memory_line.strip():
         parts.append(memory_line.strip())
     if workspace is not None and tools:

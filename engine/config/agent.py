@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.errors import AgentConfigError, Problem
+from engine.config.mcp_servers import McpServer
 from engine.config.schema import (
     AGENT_FIELDS,
     FIELDS_BY_NAME,
@@ -50,6 +51,7 @@ class AgentConfig:
     temperature: float | None = _default("temperature")
     budget_max_tokens: int | None = _default("budget_max_tokens")
     system_prompt: str = _default("system_prompt")
+    mcp: tuple[McpServer, ...] = _default("mcp")
     # Where it was loaded from, and the file's state then (for conflict detection on save).
     source_path: Path | None = field(default=None, compare=False)
     loaded_mtime_ns: int | None = field(default=None, compare=False)

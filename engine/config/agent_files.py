@@ -43,6 +43,7 @@ from tomlkit.items import Comment, Null, Table, Whitespace
 from engine.atomic import atomic_write_text, file_lock
 from engine.config.agent import AgentConfig
 from engine.config.errors import AgentConfigError, AgentFileChanged, DuplicateAgentName, Problem
+from engine.config.mcp_servers import McpServer
 from engine.config.schema import (
     AGENT_FIELDS,
     FIELDS_BY_KEY,
@@ -218,6 +219,8 @@ def _toml_value(value: Any) -> Any:
         except tomllib.TOMLDecodeError:
             pass
         return tomlkit.string(value)
+    if isinstance(value, tuple) and all(isinstance(v, McpServer) for v in value):
+        return tomlkit.item([server.table() for server in value])  # [[mcp]] tables
     return tomlkit.item(value)
 
 

@@ -22,10 +22,11 @@ from types import MappingProxyType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from engine.config.mcp_servers import parse_servers
 from engine.providers.base import PROVIDER_KINDS
 from engine.resources import prompt
 
-FieldType = Literal["str", "text", "url", "int", "float", "choice", "secret"]
+FieldType = Literal["str", "text", "url", "int", "float", "choice", "secret", "mcp"]
 
 MAX_WINDOW = 100_000_000  # far above any served window; stops absurd values early
 MAX_NAME_CHARS = 100
@@ -85,6 +86,8 @@ class FieldSpec:
             return "a string"
         elif self.type == "secret":
             return "a key of printable ASCII characters without spaces"
+        elif self.type == "mcp":
+            return "an array of [[mcp]] tables"
         else:
             return "a single-line string"
         lo, hi = self.minimum, self.maximum
@@ -114,6 +117,11 @@ class FieldSpec:
             raise FieldProblem("must be set" if self.required else f"must be {self.expectation()}")
         if isinstance(value, str) and value == "" and self.nullable:
             return None
+        if self.type == "mcp":
+            try:
+                return parse_servers(value)
+            except ValueError as exc:
+                raise FieldProblem(str(exc)) from None
         if self.type == "int":
             return self._check_range(self._check_int(value), value)
         if self.type == "float":
@@ -548,6 +556,17 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         group="prompt",
         label="System prompt",
         description="The agent's own instructions, first in every conversation.",
+    ),
+    FieldSpec(
+        "mcp",
+        "mcp",
+        default=(),
+        group="tools",
+        label="MCP servers",
+        description=(
+            "Model Context Protocol servers whose tools the agent may call: [[mcp]] tables "
+            "with a name and a command (stdio) or a url (streamable HTTP); see the README."
+        ),
     ),
 )
 

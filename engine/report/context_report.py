@@ -19,9 +19,10 @@ from engine.context.budget import ContextBudget
 from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO, REASON_MANUAL
 from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
-from engine.prompt import ProjectInstructions
+from engine.prompt import ProjectInstructions, project_block
 from engine.report.cache_share import CacheShare
 from engine.report.figures import format_tokens
+from engine.report.mcp_rows import McpToolsReport
 from engine.report.timeline import (  # noqa: F401 (the timeline's names, importable here too)
     MARKER_CLEAR,
     MARKER_COMPACTION,
@@ -89,6 +90,7 @@ class ContextReport:
     # How Brim counts on this engine: "exact: …" (how) or "estimated (…): …" (why).
     counting: str = ""
     compact_tools: bool = False  # the tool schemas go out with compact descriptions
+    mcp: McpToolsReport | None = None  # the MCP servers' tiers and what deferral saves
     # Which request `used` describes: "last request" (the engine's count of the request that
     # just landed, mid-run) or "next request" (what the history costs when sent now, while
     # an answer streams and whenever the agent is at rest).
@@ -171,7 +173,7 @@ class ContextReport:
             out.append(f"  {name:<32} {category.tokens:>9,}")
         if self.instructions:
             out.append("Project instructions: " + ", ".join(self.instructions))
-        return out
+        return out + (self.mcp.lines() if self.mcp is not None else [])
 
 
 @dataclass(frozen=True)
@@ -254,12 +256,6 @@ def build_usage_report(
 
 
 # -- the breakdown --------------------------------------------------------------------------
-
-
-def project_block(item: ProjectInstructions) -> str:
-    """The text one instructions file adds to the system prompt (as engine.prompt writes it)."""
-    cut = "\n(truncated)" if item.truncated else ""
-    return f"# Project instructions ({item.name})\n{item.text.strip()}{cut}"
 
 
 def categories(
@@ -448,6 +444,7 @@ def build_context_report(
     counting: str = "",
     compact_tools: bool = False,
     exact_estimate: bool = False,
+    mcp: McpToolsReport | None = None,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
     history would make now (overhead included; `exact_estimate`: by the engine's own
@@ -479,6 +476,7 @@ def build_context_report(
         "exact_breakdown": exact_breakdown,
         "counting": counting,
         "compact_tools": compact_tools,
+        "mcp": mcp,
     }
     if budget is None:
         return ContextReport(window=None, **common)  # type: ignore[arg-type]

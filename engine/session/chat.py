@@ -22,13 +22,7 @@ from pathlib import Path
 import engine.session.reports as reports
 import engine.session.tools_offer as offer
 from engine.agent.loop import AgentLoop, TurnOutcome
-from engine.commands import (
-    VIEW_AGENT_EDITOR,
-    VIEW_NEW_CONVERSATION,
-    Action,
-    Route,
-    route,
-)
+from engine.commands import VIEW_AGENT_EDITOR, VIEW_NEW_CONVERSATION, Action, Route, route
 from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
 from engine.conversation_claim import ConversationBusy, ConversationClaim
@@ -41,6 +35,7 @@ from engine.events import (
     WindowEvent,
     WithdrawnEvent,
 )
+from engine.mcp.hub import McpHub
 from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
 from engine.providers.base import Provider, StreamDone
@@ -104,6 +99,7 @@ class ChatSession:
         self._admission = Admission()  # one submission at a time; waits for the start
         self._loop: AgentLoop | None = None
         self._tools: RegistryRunner | None = None
+        self._mcp = McpHub.for_agent(agent, emit=self._emit)  # started at the first turn
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
         self.conversation = Conversation(  # the rail shows a rewritten history at once
@@ -176,6 +172,7 @@ class ChatSession:
         if self._turn_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
+        await self._mcp.close()  # the conversation's MCP servers end with it
         if self._provider is not None:
             # Closed first: an embedded model's memory is free before a reflection loads one.
             await self._provider.aclose()
@@ -357,6 +354,8 @@ class ChatSession:
             if self._window is None:
                 return None
         await self._summarizer.prepare()
+        if await self._mcp.prepare():  # MCP servers start at the first turn, not before
+            self._loop = None  # wired again, with the tools of the servers that go eager
         loop = self._agent_loop()
         self._memory.begin_run()  # one snapshot of memory per run
         try:
@@ -391,6 +390,7 @@ class ChatSession:
                 counter=self._ensure_counter(),
                 summarizer_window=self._summarizer.window,
                 summarizer_shares_cache=self._summarizer.shares_cache,
+                mcp=self._mcp,
             ),
             hooks=LoopHooks(
                 sink=self._emit,
@@ -515,6 +515,7 @@ class ChatSession:
             workspace=self.workspace,
             memory_line=self._memory.line,
             max_iterations=self.agent.max_iterations,
+            mcp=self._mcp,
         )
 
     def _answer_command(self, command: str, argument: str = "") -> None:

@@ -14,6 +14,7 @@ from engine.agent.loop import AgentLoop, ToolRunner
 from engine.context import render_work_state
 from engine.context.work_state import work_folder_files
 from engine.events import ContextReportEvent, Event, UsageReportEvent, WorkStateEvent
+from engine.mcp.hub import McpHub
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
 from engine.report.context_report import (
@@ -39,6 +40,7 @@ def context_report(
     workspace: Path | None,
     memory_line: str,
     max_iterations: int | None,
+    mcp: McpHub | None = None,
 ) -> ContextReport:
     """The rail's numbers now (engine/report/context_report.py); every message count is cached.
     Without a wired loop (the window is not known yet) only the tracker's figures."""
@@ -68,6 +70,7 @@ def context_report(
         counting=f"{engine}: {counter.describe()}",
         compact_tools=bool(getattr(loop.tools, "compact", False)),
         exact_estimate=counter.estimate_is_exact,
+        mcp=mcp.report(counter.count_tools, schemas) if mcp and loop.tools is not None else None,
     )
 
 

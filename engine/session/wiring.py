@@ -26,6 +26,7 @@ from engine.context import (
 )
 from engine.context.compaction import CompactionPlan
 from engine.events import EventSink
+from engine.mcp.hub import McpHub
 from engine.memory import SessionMemory
 from engine.messages import Message
 from engine.paths import BrimPaths
@@ -50,6 +51,7 @@ class LoopSetting:
     counter: TokenCounter
     summarizer_window: int | None
     summarizer_shares_cache: bool
+    mcp: McpHub | None = None  # the conversation's MCP servers (engine/mcp/hub.py)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ def wire_agent_loop(
         credentials=_credentials(agent, paths) if offered else None,
         emit=hooks.sink,
     )
+    if tools is not None and setting.mcp:
+        setting.mcp.attach(tools.registry, counter.count_text, window.window)
     reserve = output_reserve(agent, provider)
     advice = decide_tool_schemas(tools, agent, provider, counter, window, conversation.messages)
     context = ContextManager(

@@ -104,6 +104,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "temperature": 0.2,
         "budget_max_tokens": 0,
         "system_prompt": "Be brief.\nCite files.",
+        "mcp": (),
     }
     assert config.source_path == path
     assert config.loaded_mtime_ns == path.stat().st_mtime_ns

@@ -111,6 +111,8 @@ def _valid(spec: FieldSpec) -> st.SearchStrategy:
         base = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80)
     elif spec.type == "secret":
         base = st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1)
+    elif spec.type == "mcp":
+        base = st.just(())
     elif spec.name == "api_key_env":
         base = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
     else:
