@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -132,7 +133,11 @@ class AgentEditorDialog(QDialog):
         self.models = ModelList(self.form, self._engine, self.edited, self._alive, self)
         left = self.form
 
-        right = QVBoxLayout()
+        # The engine's answers (probe, fit, MCP servers) scroll as one column, so the dialog
+        # still fits a 768-pixel screen however much they say.
+        right_column = QWidget(objectName="editorAnswers")
+        right = QVBoxLayout(right_column)
+        right.setContentsMargins(0, 0, 0, 0)
         right.setSpacing(6)
         self.probe_panel = ProbePanel()
         self.probe_panel.button.clicked.connect(self.probe)
@@ -149,7 +154,12 @@ class AgentEditorDialog(QDialog):
         columns = QHBoxLayout()
         columns.setSpacing(12)
         columns.addWidget(left, 11)
-        columns.addLayout(right, 10)
+        answers = QScrollArea(objectName="editorAnswersScroll")
+        answers.setWidgetResizable(True)
+        answers.setFrameShape(QFrame.Shape.NoFrame)
+        answers.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        answers.setWidget(right_column)
+        columns.addWidget(answers, 10)
 
         self.save_problem = QLabel("", objectName="fieldProblem")
         self.save_problem.setWordWrap(True)
