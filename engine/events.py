@@ -322,7 +322,7 @@ CompactionPhase = Literal["started", "finished", "failed"]
 class CompactionEvent(Event):
     type: ClassVar[str] = "compaction"
     phase: CompactionPhase
-    reason: str  # preflight | context_overflow | manual | session_budget
+    reason: str  # preflight | context_overflow | manual | session_budget | shared_pool
     messages_before: int = 0
     messages_after: int = 0
     tokens_saved: int = 0

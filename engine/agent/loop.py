@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.agent.answer_calls import calls_capped, not_run_result, take_calls
+from engine.agent.answer_calls import take_calls
 from engine.agent.records import record_receipt, record_usage, turn_end_event
-from engine.agent.shared_pool import SharedPoolWatch, keep_partial
+from engine.agent.shared_pool import PoolContended, SharedPoolWatch, keep_partial, pool_shrink_text
 from engine.agent.telling import Teller
 from engine.agent.texts import (
     answer_cut_text,
@@ -29,12 +29,12 @@ from engine.agent.texts import (
     repetition_notice,
     silent_cut_text,
 )
+from engine.agent.tool_steps import run_tool_steps
 from engine.agent.types import (
     FINISH_LENGTH,
     FINISH_REPETITION,
     Answer,
     Conversation,
-    ToolRun,
     ToolRunner,
     Totals,
     TurnOutcome,
@@ -45,10 +45,8 @@ from engine.context import ContextManager, IterationPressure, LadderOutcome, Pre
 from engine.context.constants import REASON_MANUAL, REASON_SESSION_BUDGET
 from engine.events import (
     NOTICE_ANSWER_CUT,
-    NOTICE_CALLS_CAPPED,
     NOTICE_REPETITION,
     NOTICE_TOOLS_UNAVAILABLE,
-    TOOL_PREVIEW_CHARS,
     TOOLS_REASON_ENGINE,
     AnswerProgressEvent,
     ClearEvent,
@@ -58,8 +56,6 @@ from engine.events import (
     Event,
     StateEvent,
     StepEvent,
-    ToolCallEvent,
-    ToolResultEvent,
     UsageEvent,
 )
 from engine.messages import (
@@ -68,7 +64,6 @@ from engine.messages import (
     alternating,
     assistant,
     model_messages,
-    tool_result,
 )
 from engine.providers.base import (
     ChatOptions,
@@ -197,6 +192,7 @@ class AgentLoop:
         totals = Totals()
         iterations = 0
         overflows = 0  # rejections and silent cuts met in this turn
+        pool_shrinks = 0  # compactions to leave a busy shared KV pool room
         budget_compacted = False
         cap = self.agent.max_iterations
         stopped: str | None = None
@@ -254,6 +250,12 @@ class AgentLoop:
                     )
                 iterations -= 1
                 continue
+            except PoolContended as exc:
+                pool_shrinks += 1
+                if not await self._leave_pool_room(exc, counted, overhead, pool_shrinks):
+                    return self._failed(totals, started, iterations, exc, pool_shrink_text(exc))
+                iterations -= 1
+                continue
             except ToolsUnsupported as exc:
                 if self.tools is None:  # nothing to take away: the refusal is the answer
                     return self._failed(totals, started, iterations, exc, exc.message)
@@ -278,7 +280,14 @@ class AgentLoop:
             if not answer.calls:
                 break
             self._size_tool_results()
-            await self._run_tools(answer.calls, not_run=answer.calls_not_run)
+            await run_tool_steps(
+                answer.calls,
+                tools=self.tools,
+                conversation=self.conversation,
+                sink=self.sink,
+                tell=self.tell,
+                not_run=answer.calls_not_run,
+            )
             if self._over_budget(totals):
                 if budget_compacted:
                     self._notice(budget_stop_text(self._budget() or 0), "warning")
@@ -360,38 +369,23 @@ class AgentLoop:
             self.conversation.replace(outcome.history)
         return outcome.shrank
 
-    async def _run_tools(self, calls: tuple[ToolCall, ...], *, not_run: int = 0) -> None:
-        """With `not_run`, the last call stands for the calls past the cap on calls per
-        answer (answer_calls.py): it is answered, not run."""
-        for index, call in enumerate(calls):
-            self.sink(ToolCallEvent(id=call.id, name=call.name, arguments=call.arguments))
-            if not_run and index == len(calls) - 1:
-                run = not_run_result(not_run, ran=index)
-            elif self.tools is None:
-                run = ToolRun("Error: this agent has no tools.", 0, False, True)
-            else:
-                try:
-                    run = await self.tools.run(call)
-                except asyncio.CancelledError:
-                    self.conversation.append(tool_result(call, "Cancelled by the user."))
-                    raise
-                except Exception as exc:  # a tool bug must not kill the turn
-                    log.exception("tool %s failed", call.name)
-                    run = ToolRun(f"Error: the tool failed: {exc}", 0, False, True)
-            self.conversation.append(tool_result(call, run.content))
-            self.sink(
-                ToolResultEvent(
-                    id=call.id,
-                    name=call.name,
-                    chars=run.chars,
-                    truncated=run.truncated,
-                    preview=run.content[:TOOL_PREVIEW_CHARS],
-                    is_error=run.is_error,
-                )
-            )
-        if not_run:
-            text, details = calls_capped(not_run, ran=len(calls) - 1)
-            self._mark(NOTICE_CALLS_CAPPED, text, details, level="warning")
+    async def _leave_pool_room(
+        self, exc: PoolContended, counted: int, overhead: int, attempt: int
+    ) -> bool:
+        """Compact so the request takes no more than its share of a shared KV pool that
+        other requests keep full; False when that cannot be done (again)."""
+        if attempt > MAX_OVERFLOW_ATTEMPTS:
+            return False
+        self.sink(StateEvent("compacting"))
+        outcome = await self.context.on_shared_pool(
+            self.conversation.live(),
+            overhead_tokens=overhead,
+            target_tokens=max(1, counted - exc.excess),
+            attempt=attempt,
+        )
+        if outcome.history != model_messages(self.conversation.live()):
+            self.conversation.replace(outcome.history)
+        return outcome.shrank
 
     async def _answer(
         self, request: list[Message], cap: OutputCap, counted: int

@@ -110,7 +110,7 @@ class CompactionPlan:
 @dataclass(frozen=True)
 class CompactionResult:
     status: CompactionStatus
-    reason: str  # preflight | context_overflow | manual | session_budget
+    reason: str  # preflight | context_overflow | manual | session_budget | shared_pool
     messages: list[Message]  # the rebuilt history, or the original one when not compacted
     messages_before: int
     messages_after: int

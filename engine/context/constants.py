@@ -102,7 +102,14 @@ REASON_PREFLIGHT = "preflight"
 REASON_OVERFLOW = "context_overflow"
 REASON_MANUAL = "manual"
 REASON_SESSION_BUDGET = "session_budget"
-COMPACTION_REASONS = (REASON_PREFLIGHT, REASON_OVERFLOW, REASON_MANUAL, REASON_SESSION_BUDGET)
+REASON_SHARED_POOL = "shared_pool"
+COMPACTION_REASONS = (
+    REASON_PREFLIGHT,
+    REASON_OVERFLOW,
+    REASON_MANUAL,
+    REASON_SESSION_BUDGET,
+    REASON_SHARED_POOL,
+)
 
 # The fixed checkpoint every compaction writes: (level, title) in order.
 SUMMARY_SCHEMA: tuple[tuple[int, str], ...] = (

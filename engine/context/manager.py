@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 from engine.context.budget import ContextBudget, ContextUsage, overflow_trim_budget
 from engine.context.clearing import StoreResult, clear_tool_results
@@ -44,10 +43,12 @@ from engine.context.constants import (
     REASON_MANUAL,
     REASON_OVERFLOW,
     REASON_PREFLIGHT,
+    REASON_SHARED_POOL,
 )
 from engine.context.fitting import FitResult, fit_messages
 from engine.context.history import CountMessage
 from engine.context.ladder_events import fitted_event, trimmed_event
+from engine.context.ladder_outcomes import LadderOutcome, PreparedRequest
 from engine.context.notices import (
     compacted_notice,
     compaction_fallback_notice,
@@ -78,47 +79,6 @@ OVERFLOW_NOTICE = (
     "The engine rejected the request as too long for its context window: "
     "compacting and retrying with less of the conversation"
 )
-
-
-@dataclass(frozen=True)
-class PreparedRequest:
-    """What `prepare` decided. Store `history` back as the conversation's model messages
-    and send `request` (the history plus the ephemeral nudge, which is never stored)."""
-
-    history: list[Message]
-    request: list[Message]
-    nudge: Message | None
-    usage: ContextUsage  # of `request`, overhead included
-    changed: bool  # the history was rewritten (cleared, compacted or trimmed)
-    cleared: int = 0
-    compaction: CompactionResult | None = None
-    trimmed: int = 0
-    fitted: FitResult | None = None  # what the fit rung cut (None: it did not run)
-
-    @property
-    def fits(self) -> bool:
-        """False only when even the ladder's last resort left the request over the window:
-        what no rung may cut (the system prompt, the user's own message, the checkpoint)
-        is itself too big, and sending it will meet an overflow."""
-        return not self.usage.over_window
-
-
-@dataclass(frozen=True)
-class LadderOutcome:
-    """The result of `compact` and `on_overflow`: the new history, what compaction did
-    (None when it could not run at all) and how many messages trimming dropped."""
-
-    history: list[Message]
-    compaction: CompactionResult | None
-    trimmed: int
-    tokens_before: int
-    tokens_after: int
-
-    @property
-    def shrank(self) -> bool:
-        """Whether the history got smaller; an overflow retry without it would only fail
-        the same way, so the caller gives up instead."""
-        return self.tokens_after < self.tokens_before
 
 
 class ContextManager:
@@ -369,17 +329,35 @@ class ContextManager:
         once" notice is only said for a rejection; the caller tells of the cut itself."""
         msgs = model_messages(list(history))
         self.measure_prefix(msgs, overhead_tokens)
-        before = self.tokens(msgs)
         if rejected:
             self.sink(NoticeEvent(level="warning", text=OVERFLOW_NOTICE, kind=NOTICE_OVERFLOW))
+        fallback = overflow_trim_budget(sum(map(self.count_message, msgs)))
+        return await self._shrink(msgs, REASON_OVERFLOW, overhead_tokens, attempt, fallback)
+
+    async def on_shared_pool(
+        self,
+        history: Sequence[Message],
+        *,
+        overhead_tokens: int = 0,
+        target_tokens: int,
+        attempt: int = 1,
+    ) -> LadderOutcome:
+        """Other requests kept a shared KV pool too full for this one to run beside them
+        (engine/agent/shared_pool.py): compact with a tail halved per attempt so that the
+        request leaves them room; when compaction cannot run, trim to `target_tokens`.
+        The window itself is not in doubt, so nothing is learned from this."""
+        msgs = model_messages(list(history))
+        self.measure_prefix(msgs, overhead_tokens)
+        fallback = max(1, target_tokens - overhead_tokens)
+        return await self._shrink(msgs, REASON_SHARED_POOL, overhead_tokens, attempt, fallback)
+
+    async def _shrink(
+        self, msgs: list[Message], reason: str, overhead: int, attempt: int, fallback: int
+    ) -> LadderOutcome:
+        before = self.tokens(msgs)
         tail = max(1, self.budget.tail_tokens >> max(0, attempt))
         outcome = await self._compact_or_trim(
-            msgs,
-            REASON_OVERFLOW,
-            overhead_tokens,
-            announce=None,
-            fallback_budget=overflow_trim_budget(sum(map(self.count_message, msgs))),
-            tail_tokens=tail,
+            msgs, reason, overhead, announce=None, fallback_budget=fallback, tail_tokens=tail
         )
         return LadderOutcome(
             outcome.history,

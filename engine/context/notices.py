@@ -12,6 +12,7 @@ from engine.context.constants import (
     REASON_OVERFLOW,
     REASON_PREFLIGHT,
     REASON_SESSION_BUDGET,
+    REASON_SHARED_POOL,
 )
 
 REASON_PHRASES: dict[str, str] = {
@@ -19,6 +20,10 @@ REASON_PHRASES: dict[str, str] = {
     REASON_OVERFLOW: "the prompt was too long for the engine's window (it refused or cut it)",
     REASON_SESSION_BUDGET: "the run used up its token budget",
     REASON_MANUAL: "you asked for it",
+    REASON_SHARED_POOL: (
+        "other requests kept the engine's shared KV pool full, so this conversation makes "
+        "room for them"
+    ),
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from engine.agent.loop import ToolRun
+from engine.agent.types import ToolRun
 from engine.commands import NOTICE_VIEW_FALLBACK, VIEW_AGENT_EDITOR, VIEW_NEW_AGENT
 from engine.config.credentials import Credentials
 from engine.context import WorkState

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from engine.agent.shared_pool import retried_while_pool_full
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
 from engine.config.credentials import agent_api_key
@@ -207,22 +208,27 @@ async def summarize(
     the agent's engine. `on_done` hears the model asked and the stream's end (its usage).
     A request built from the conversation as last sent carries the same tool schemas, so
     the engine's cache still matches its prefix (the instruction says not to call them)."""
-    model = model or agent.summarizer_model or agent.model
-    parts: list[str] = []
-    finish: str | None = None
+    chosen = model or agent.summarizer_model or agent.model
     options = ChatOptions(
         max_tokens=request.max_tokens,
         temperature=0.2,
         stop=list(request.stop),
         tools=list(request.tools),
     )
-    async for item in provider.stream_chat(model, request.messages, options):
-        if isinstance(item, TextDelta):
-            parts.append(item.text)
-        elif isinstance(item, StreamDone):
-            finish = item.finish_reason
-            on_done(model, item)
-    return SummaryResult("".join(parts), finish)
+
+    async def attempt() -> SummaryResult:
+        parts: list[str] = []
+        finish: str | None = None
+        async for item in provider.stream_chat(chosen, request.messages, options):
+            if isinstance(item, TextDelta):
+                parts.append(item.text)
+            elif isinstance(item, StreamDone):
+                finish = item.finish_reason
+                on_done(chosen, item)
+        return SummaryResult("".join(parts), finish)
+
+    # llama-server's shared pool fails a summary as it fails the agent's requests
+    return await retried_while_pool_full(attempt)
 
 
 def record_request_usage(

@@ -26,6 +26,9 @@ class KvPool:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     peak_in_flight: int = 0  # the most chat requests it held at once
     runs_dry: int = 0  # how many times the pool ran out
+    # Cells another client keeps holding: failed with the others, it sends its request
+    # again at once, so to the requests beside it the pool never drains (0: no such client).
+    steady_tenant: int = 0
 
     def admit(self, key: int, prompt: int) -> bool:
         """A request starts with `prompt` cells; False when that ran the pool dry (and every
@@ -55,7 +58,7 @@ class KvPool:
             return len(self._held)
 
     def _fits(self, key: int) -> bool:
-        if not self.shared or sum(self._held.values()) <= self.cells:
+        if not self.shared or sum(self._held.values()) + self.steady_tenant <= self.cells:
             return True
         self.runs_dry += 1
         self._failed.update(k for k in self._held if k != key)

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.agent.shared_pool import SharedPoolWatch
+from engine.agent import shared_pool
+from engine.agent.shared_pool import PoolContended, SharedPoolWatch
 from engine.config import default_agent
 from engine.events import (
     NOTICE_SHARED_POOL,
@@ -142,6 +143,44 @@ def test_brims_own_requests_to_one_server_never_overlap(tmp_path: Path):
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
 
 
+def _long_turn(i: int) -> str:
+    return f"Note {i}: " + " ".join(f"host-{i}-{j} runs job-{j}" for j in range(40))
+
+
+def test_a_pool_another_client_keeps_full_shrinks_the_request_and_the_turn_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A client that never lets the pool drain: waiting cannot help, so once the backoff is
+    spent the conversation shrinks until its request takes at most half the pool, and the
+    turn is answered instead of failing."""
+    monkeypatch.setattr(shared_pool, "POOL_BACKOFF_S", (0.01, 0.01))
+    events: list[Event] = []
+    with FakeLlamaServer(n_ctx=2048) as fake:
+        fake.responder = lambda request: Reply(text="Noted.")
+        agent = _agent(fake).with_changes(max_tokens=64)
+
+        async def go() -> None:
+            session = ChatSession(agent, BrimPaths.resolve(tmp_path), events.append)
+            await session.start()
+            for i in range(4):
+                await session.send(_long_turn(i))
+            assert fake.pool is not None
+            fake.pool.steady_tenant = 900  # from now on another client holds 900 cells
+            await session.send("What runs on host-2-5?")
+            await session.close()
+
+        asyncio.run(go())
+        last = fake.chat_requests[-1]
+        before = [r.prompt_tokens or 0 for r in fake.chat_requests[:-1] if not r.pool_failed]
+    # the premise: the request before the other client came took more than half the pool
+    assert max(before) > 1024
+    assert [e for e in events if isinstance(e, ErrorEvent)] == []
+    assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 5
+    assert not last.pool_failed and (last.prompt_tokens or 0) + 64 <= 1024
+    shrunk = [e for e in events if isinstance(e, CompactionEvent) and e.reason == "shared_pool"]
+    assert shrunk, "the conversation never shrank for the pool"
+
+
 # --- the rule, without a server ----------------------------------------------------------------
 
 
@@ -204,13 +243,27 @@ def test_a_request_that_fits_the_pool_alone_waits_and_is_sent_again():
     assert not [m for m in conversation.messages if m.meta_value("partial")]  # replaced
 
 
+def test_a_request_above_half_the_pool_asks_to_shrink_once_the_backoff_is_spent():
+    conversation, marks, slept = _Conversation(), [], []
+    attempt, calls = _failing(10)
+    with pytest.raises(PoolContended) as raised:
+        asyncio.run(
+            _watch(conversation, marks, slept).run(attempt, needed=1200, pool=2048, slots=4)
+        )
+    assert len(calls) == 3 and slept == [0.1, 0.2]
+    assert (raised.value.share, raised.value.excess) == (1024, 176)
+    # the request goes again after the shrink: what the pool cut is not kept as an answer
+    assert not [m for m in conversation.messages if m.meta_value("partial")]
+
+
 def test_a_pool_that_stays_full_fails_the_turn_clearly_and_keeps_what_was_answered():
     conversation, marks, slept = _Conversation(), [], []
     attempt, calls = _failing(10)
     with pytest.raises(KvPoolFull) as raised:
         asyncio.run(
-            _watch(conversation, marks, slept).run(attempt, needed=1200, pool=2048, slots=4)
+            _watch(conversation, marks, slept).run(attempt, needed=900, pool=2048, slots=4)
         )
+    assert not isinstance(raised.value, PoolContended)  # within its share: nothing to shrink
     assert len(calls) == 3 and raised.value.retryable
     assert "press Retry" in raised.value.message and "--parallel 1" in raised.value.message
     assert [m.content for m in conversation.messages if m.meta_value("partial")] == ["half an ans"]
