@@ -20,7 +20,6 @@ import logging
 from pathlib import Path
 
 import mcp_types as types
-from pydantic import ValidationError
 
 from engine.atomic import atomic_write_text
 from engine.config.mcp_servers import McpServer
@@ -57,7 +56,7 @@ class ListingCache:
             return [types.Tool.model_validate(t) for t in data["tools"]]
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):  # pydantic's too
             log.info("the MCP listing of %s in %s is unreadable", server.name, self.folder)
             return None
 
