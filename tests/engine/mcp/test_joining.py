@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.config.mcp_servers import McpServer
 from engine.events import NOTICE_MCP_TOOLS_JOINED, CompactionEvent, Event, NoticeEvent
@@ -21,6 +24,11 @@ from engine.session.adapters import RegistryRunner
 from engine.tools import ToolContext, ToolRegistry
 
 SERVER = McpServer("clock", command=("unused",))
+ALARM = types.Tool(
+    name="alarm",
+    description="Set an alarm",
+    input_schema={"type": "object", "properties": {"at": {"type": "string"}}, "required": ["at"]},
+)
 NOW = types.Tool(
     name="now",
     description="The current time in a timezone",
@@ -37,7 +45,7 @@ def _setup(tmp_path: Path) -> tuple[RegistryRunner, Joining, list[Event]]:
     async def call(server: str, tool: str, args: dict[str, Any]) -> types.CallToolResult:
         return types.CallToolResult(content=[types.TextContent(type="text", text="12:00")])
 
-    listed = entries(SERVER, [NOW])
+    listed = entries(SERVER, [NOW, ALARM])
 
     async def catalog() -> list:
         return listed
@@ -106,3 +114,47 @@ def test_calling_a_name_never_loaded_is_no_miss(tmp_path: Path):
     for _ in range(3):
         assert _run(runner, "clock__now", {"timezone": "UTC"}).startswith("Error: there is no")
     assert joining.misses == 0  # a tool not loaded: the model is to search first
+
+
+# What the model may do: load a tool, miss call_tool (or call a loaded tool by its name),
+# call one through call_tool, and the ladder's compaction ending one way or the other.
+STEPS = st.sampled_from(
+    ["load_now", "load_alarm", "miss_args", "miss_name", "call_ok", "compacted", "failed"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(STEPS, max_size=14))
+def test_the_tools_block_changes_only_by_adding_a_loaded_tool_at_a_compaction_or_the_fallback(
+    steps: list[str],
+):
+    with tempfile.TemporaryDirectory() as tmp:
+        runner, joining, _ = _setup(Path(tmp))
+        sink = joining.watching(lambda event: None)
+        for step in steps:
+            before = {s["function"]["name"]: json.dumps(s) for s in runner.schemas()}
+            was_fallback, misses = joining.fallback, joining.misses
+            if step.startswith("load_"):
+                _run(runner, "search_tools", {"query": step.removeprefix("load_")})
+            elif step == "miss_args":
+                _run(runner, "call_tool", _call({}))
+            elif step == "miss_name":
+                _run(runner, "clock__now", {"timezone": "UTC"})
+            elif step == "call_ok":
+                _run(runner, "call_tool", _call({"timezone": "UTC"}))
+            else:
+                sink(
+                    CompactionEvent(
+                        phase="finished" if step == "compacted" else "failed", reason="manual"
+                    )
+                )
+            after = {s["function"]["name"]: json.dumps(s) for s in runner.schemas()}
+            # Nothing in the block ever changes a byte or goes; tools only join it.
+            assert {n: after[n] for n in before} == before
+            if after != before:
+                assert step == "compacted" or joining.fallback
+                assert set(after) - set(before) <= set(joining._deferred.loaded)
+            if step == "compacted":  # every tool loaded so far is in the block
+                assert set(joining._deferred.loaded) <= set(after)
+            if joining.fallback and not was_fallback:
+                assert step.startswith("miss") and misses + 1 >= 2
