@@ -67,6 +67,7 @@ class McpHub:
         self._connections = {s.name: McpConnection(s) for s in servers}
         self._entries: dict[str, list[McpEntry]] = {}
         self._prepared = False
+        self._attached_early = False  # a registry got the pair before the choice was made
         self._eager: dict[str, bool] | None = None  # decided once per conversation
         self._eager_set: dict[str, Tool] = {}  # their tools, fixed with the decision
         self._count_text: Callable[[str], int] | None = None
@@ -92,9 +93,9 @@ class McpHub:
 
     async def prepare(self) -> bool:
         """At the first turn: the listings kept from earlier runs, and the `always` servers
-        whose listing is not known started. True when the eager servers are not chosen
-        yet: a registry attached before then is to be attached again (the loop wired
-        afresh), and the choice is taken then. Later turns: nothing."""
+        whose listing is not known started. True when a registry was attached before
+        then (the pair alone): it is to be attached again (the loop wired afresh), and the
+        eager servers are chosen then. Later turns: nothing."""
         if self._prepared:
             return False
         self._prepared = True
@@ -104,7 +105,7 @@ class McpHub:
                 self._learn(server, kept)
         unknown = [s for s in self.servers if s.tier == "always" and s.name not in self._entries]
         await asyncio.gather(*(self._start(s) for s in unknown))
-        return self._eager is None
+        return self._eager is None and self._attached_early
 
     async def list_all(self) -> list[McpEntry]:
         """Every server's tools, starting those whose listing is not known (a bench, a test)."""
@@ -139,6 +140,7 @@ class McpHub:
         self._count_text = count_text
         if self._eager is None and self._prepared:
             self._decide(count_text, window)
+        self._attached_early = self._attached_early or not self._prepared
         for tool in [*self.deferred.tools(), *self._eager_tools().values(), *self.joining.tools()]:
             if tool.name not in registry:
                 registry.register(tool)
