@@ -169,9 +169,12 @@ def test_a_later_conversation_searches_the_kept_listing_and_starts_the_server_at
     assert _results(requests[-1])[-1] == "cba"
 
 
+@pytest.mark.parametrize("wired_first", [False, True])
 def test_a_cheap_server_goes_eager_from_its_kept_listing_and_starts_at_its_first_call(
-    tmp_path: Path,
+    tmp_path: Path, wired_first: bool
 ):
+    """`wired_first`: a /compact before the first turn wires the loop with the pair alone;
+    the first turn wires it again, with the eager tools."""
     marker = f"eager-{tmp_path.name}"
     seen: dict[str, object] = {}
 
@@ -179,6 +182,8 @@ def test_a_cheap_server_goes_eager_from_its_kept_listing_and_starts_at_its_first
         engine = InProcessEngine(window=8192)  # 148 tokens are under 2% of 8,192: eager
         session = _session(tmp_path, [], _server(marker), engine)
         await session.start()
+        if wired_first:
+            await session.compact()  # nothing to compact yet; the loop is wired
         engine.script("Hello.")
         await session.send("Hi")
         seen["chatted"] = _processes(marker)
