@@ -51,6 +51,7 @@ async def _measure(repo: Path) -> list[dict[str, Any]]:
     counter = TokenCounter("gpt-oss:20b")
     hub = McpHub(_servers(repo))
     try:
+        await hub.list_all()  # both servers started: their costs decide the tier
         await hub.prepare()
         deferred = default_registry()
         hub.attach(deferred, counter.count_text, window=WINDOWS[0])  # both servers defer here

@@ -134,6 +134,7 @@ NoticeKind = Literal[
     "view_fallback",
     "secret_redacted",
     "model_spilled_to_cpu",
+    "mcp_tools_joined",
 ]
 
 
@@ -205,6 +206,10 @@ NOTICE_SHARED_POOL: Final = "shared_kv_pool"
 # again with the room the engine left (engine/window/output_cap.py): max_tokens, refused,
 # prompt_tokens (the engine's count), counted (Brim's), window.
 NOTICE_ANSWER_ROOM: Final = "answer_room_lowered"
+# The model missed call_tool (engine/mcp/joining.py): the loaded MCP tools join the tools
+# block, each later load too, so the engine evaluates the prompt again from the start: reason
+# (calls_missed), misses, tools (joined now).
+NOTICE_MCP_TOOLS_JOINED: Final = "mcp_tools_joined"
 
 
 @dataclass

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
+from engine.mcp.probe import tool_calling_warnings
 from engine.providers import bundled_models
 from engine.providers.base import EngineReport, ModelInfo, Provider
 from engine.providers.errors import ProviderError
@@ -158,15 +159,17 @@ def compare(
     notes: tuple[str, ...] = (),
 ) -> ProbeComparison:
     """Lay one engine report out for the edited agent and (same engine) the saved one."""
+    resolution = resolve_for(report, edited)
+    mcp = tool_calling_warnings(edited.mcp, resolution.tool_calls)
     return ProbeComparison(
         provider=edited.provider,
         base_url=edited.effective_base_url,
-        edited=resolve_for(report, edited),
+        edited=resolution,
         saved=resolve_for(report, saved)
         if saved is not None and same_engine(saved, edited)
         else None,
         loaded=report.loaded,
-        setting_warnings=tuple(edited.warnings()),
+        setting_warnings=(*edited.warnings(), *mcp),
         notes=notes,
     )
 

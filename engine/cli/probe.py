@@ -14,6 +14,7 @@ from engine.cli.errors import EXIT_UNREACHABLE
 from engine.cli.terminal import say, shown
 from engine.config import AgentConfig
 from engine.config.credentials import agent_api_key
+from engine.mcp.probe import tool_calling_warnings
 from engine.paths import BrimPaths
 from engine.providers.errors import ProviderError
 from engine.redaction import without_known
@@ -48,6 +49,11 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
     finally:
         await provider.aclose()
     result = resolution.to_probe_json()
+    # An agent with MCP servers on a model that cannot call tools: none of them is offered.
+    result["warnings"] = [
+        *result["warnings"],
+        *tool_calling_warnings(agent.mcp, resolution.tool_calls),
+    ]
     if offload is not None:  # the embedded engine: where llama.cpp put the model
         result["offload"] = offload
     if spill is not None:  # Ollama: part of the model is on the CPU (its text is a warning)

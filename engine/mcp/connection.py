@@ -58,6 +58,11 @@ class McpConnection:
         return self._client is not None and not self._gone.is_set()
 
     @property
+    def listed(self) -> list[types.Tool]:
+        """The tools the server listed when it last started."""
+        return self._tools
+
+    @property
     def name(self) -> str:
         return self.server.name
 

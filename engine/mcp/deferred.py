@@ -42,6 +42,11 @@ class DeferredTools:
         self._tool_for = tool_for
         self._eager = eager
         self.loaded: dict[str, Tool] = {}
+        # Hooks of engine/mcp/joining.py: a load, a call_tool its schema refused, one that ran.
+        self.on_load: Callable[[str], None] | None = None
+        self.on_miss: Callable[[str], None] | None = None
+        self.on_call: Callable[[str], None] | None = None
+        self.direct = False  # loaded tools join the tools block (the fallback)
 
     def tools(self) -> list[Tool]:
         return [self._search_tool(), self._call_tool()]
@@ -57,13 +62,16 @@ class DeferredTools:
         best = ranked[0]
         tool = self.loaded.get(best.name) or self._tool_for(best)
         self.loaded[best.name] = tool
+        if self.on_load is not None:
+            self.on_load(best.name)
         lines = [e.line() for e in ranked[:MAX_MATCHES]]
         schema = json.dumps(tool.schema()["function"], ensure_ascii=False, sort_keys=True)
-        return (
-            "\n".join(lines)
-            + f"\n\nLoaded {best.name}; call it with {CALL_NAME}(name, arguments). Its schema:\n"
-            + schema
+        how = (
+            f"it is in your tools now: call {best.name} directly"
+            if self.direct
+            else f"call it with {CALL_NAME}(name, arguments)"
         )
+        return "\n".join(lines) + f"\n\nLoaded {best.name}; {how}. Its schema:\n" + schema
 
     async def call(self, name: str, arguments: Any, ctx: ToolContext) -> str:
         tool = self.loaded.get(name) or self._eager().get(name)
@@ -72,7 +80,14 @@ class DeferredTools:
                 f"{name!r} is not loaded: find it with {SEARCH_NAME} first (it loads the "
                 "best match and shows its schema)"
             )
-        args = check_arguments(tool, parse_arguments(arguments))
+        try:
+            args = check_arguments(tool, parse_arguments(arguments))
+        except ToolArgumentError:
+            if self.on_miss is not None and name in self.loaded:
+                self.on_miss(name)
+            raise
+        if self.on_call is not None:
+            self.on_call(name)
         text = await tool.handler(args, ctx)
         ctx.metrics.record(name, len(text))  # counted per MCP tool, beside call_tool
         return text

@@ -56,3 +56,22 @@ async def check_mcp_server(
             ToolCost(entry.name, count(json.dumps(schema, ensure_ascii=False)), entry.read_only)
         )
     return ServerTest(server.name, tuple(costs))
+
+
+def tool_calling_warnings(
+    servers: tuple[McpServer, ...], tool_calls: bool | None
+) -> tuple[str, ...]:
+    """What the agent probe says of the agent's MCP servers on an engine that reports the
+    model cannot call tools (`tool_calls` False): none is offered, deferred or eager. An
+    engine that does not say (None) keeps them: a model that then misses `call_tool` gets
+    the loaded tools in its tools block instead (engine/mcp/joining.py)."""
+    if not servers or tool_calls is not False:
+        return ()
+    names = ", ".join(s.name for s in servers)
+    count = len(servers)
+    return (
+        f"The engine reports that this model cannot call tools, so its {count} MCP "
+        f"server{'s' if count != 1 else ''} ({names}) {'are' if count != 1 else 'is'} not "
+        "offered: neither search_tools nor their tools go out. Pick a model that calls "
+        "tools to use them.",
+    )

@@ -20,6 +20,7 @@ class McpToolsReport:
     always_on_tokens: int  # the whole tools block, built-in tools included
     servers: tuple[McpServerRow, ...] = ()
     loaded: tuple[tuple[str, int], ...] = ()  # (server__tool, tokens): in search results
+    joined: tuple[str, ...] = ()  # loaded tools a compaction (or the fallback) put in the block
 
     @property
     def saved_tokens(self) -> int:
@@ -35,4 +36,5 @@ class McpToolsReport:
             f"  {r.server}: {r.tier}, {r.tools} tools, {r.tokens:,} tokens" for r in self.servers
         )
         out.extend(f"  loaded: {name} ({tokens:,} tokens)" for name, tokens in self.loaded)
+        out.extend(f"  joined the tools block: {name}" for name in self.joined)
         return out

@@ -57,6 +57,8 @@ class RegistryRunner:
         self._emit = emit
         self._schemas = registry.schemas()
         self.compact = False
+        # Hears a call of a name the registry lacks before it is answered (engine/mcp/joining.py).
+        self.on_unknown: Callable[[str], None] | None = None
 
     def use_compact_schemas(self) -> None:
         """Advertise the same tools with compact descriptions (engine/tools/compact_schemas)."""
@@ -78,6 +80,8 @@ class RegistryRunner:
         self.ctx.count_tokens = count_tokens
 
     async def run(self, call: ToolCall) -> ToolRun:
+        if self.on_unknown is not None and call.name not in self.registry:
+            self.on_unknown(call.name)
         outcome = await self.registry.call(call.name, call.arguments, self.ctx, call_id=call.id)
         if outcome.redacted and self._emit is not None:
             self._emit(redacted_notice(call.name, outcome.redacted))

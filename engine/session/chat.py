@@ -99,7 +99,7 @@ class ChatSession:
         self._admission = Admission()  # one submission at a time; waits for the start
         self._loop: AgentLoop | None = None
         self._tools: RegistryRunner | None = None
-        self._mcp = McpHub.for_agent(agent, emit=self._emit)  # started at the first turn
+        self._mcp = McpHub.for_agent(agent, self._emit, paths)  # each server at its first use
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
         self.conversation = Conversation(  # the rail shows a rewritten history at once
@@ -354,7 +354,7 @@ class ChatSession:
             if self._window is None:
                 return None
         await self._summarizer.prepare()
-        if await self._mcp.prepare():  # MCP servers start at the first turn, not before
+        if await self._mcp.prepare():  # MCP listings known, eager servers chosen
             self._loop = None  # wired again, with the tools of the servers that go eager
         loop = self._agent_loop()
         self._memory.begin_run()  # one snapshot of memory per run

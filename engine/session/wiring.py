@@ -106,8 +106,13 @@ def wire_agent_loop(
         credentials=_credentials(agent, paths) if offered else None,
         emit=hooks.sink,
     )
+    ladder_sink = hooks.ladder_sink
     if tools is not None and setting.mcp:
         setting.mcp.attach(tools.registry, counter.count_text, window.window)
+        # Loaded MCP tools join the tools block when a compaction rebuilds the prefix.
+        setting.mcp.joining.bind(tools)
+        tools.on_unknown = setting.mcp.joining.unknown_tool
+        ladder_sink = setting.mcp.joining.watching(ladder_sink)
     reserve = output_reserve(agent, provider)
     advice = decide_tool_schemas(tools, agent, provider, counter, window, conversation.messages)
     context = ContextManager(
@@ -119,7 +124,7 @@ def wire_agent_loop(
         store_result=ToolResultStore(results_dir).store,
         journal=journal,
         work_state=lambda: render_work_state(state.read()),
-        sink=hooks.ladder_sink,
+        sink=ladder_sink,
         before_summarize=hooks.before_summarize,
         output_reserve=reserve,
         summarizer_window=setting.summarizer_window,

@@ -229,7 +229,9 @@ from pathlib import Path
 from tests.integration.test_mcp_tools import _session
 from engine.config.mcp_servers import McpServer
 line = "trap '' TERM HUP; exec {sys.executable} -m tests.helpers.mcp_servers deaf {marker}"
-server = McpServer("deaf", command=("sh", "-c", line), env=(("PYTHONPATH", {str(ROOT)!r}),))
+server = McpServer(  # always: started at the first turn (its schemas go in the request)
+    "deaf", command=("sh", "-c", line), env=(("PYTHONPATH", {str(ROOT)!r}),), tier="always"
+)
 async def main():
     engine, session = _session(Path({str(tmp_path)!r}), [], server)
     await session.start()
