@@ -260,9 +260,7 @@ def test_a_pool_that_stays_full_fails_the_turn_clearly_and_keeps_what_was_answer
     conversation, marks, slept = _Conversation(), [], []
     attempt, calls = _failing(10)
     with pytest.raises(KvPoolFull) as raised:
-        asyncio.run(
-            _watch(conversation, marks, slept).run(attempt, needed=900, pool=2048, slots=4)
-        )
+        asyncio.run(_watch(conversation, marks, slept).run(attempt, needed=900, pool=2048, slots=4))
     assert not isinstance(raised.value, PoolContended)  # within its share: nothing to shrink
     assert len(calls) == 3 and raised.value.retryable
     assert "press Retry" in raised.value.message and "--parallel 1" in raised.value.message
