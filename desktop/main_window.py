@@ -284,8 +284,8 @@ class MainWindow(QMainWindow):
             self.transcript.add_user(event.text)
             self._turns += 1
             self.header.set_turn(self._turns)
-        elif event.action == "learn":
-            self.learn_started.emit()
+        elif event.action == "learn" and not self.bridge.replaying:
+            self.learn_started.emit()  # not again for a conversation drawn anew on its return
 
     def new_conversation(self) -> None:
         """A new conversation of the current agent, keeping the engine loaded (scripted runs
