@@ -28,6 +28,13 @@ def _pixmap() -> tuple[QPixmap, QPainter]:
     return pixmap, painter
 
 
+def blank_icon() -> QIcon:
+    """No mark, in a mark's room: the titles of marked and unmarked rows line up."""
+    pixmap, painter = _pixmap()
+    painter.end()
+    return QIcon(pixmap)
+
+
 def dot_icon() -> QIcon:
     pixmap, painter = _pixmap()
     painter.setPen(Qt.PenStyle.NoPen)
@@ -60,6 +67,7 @@ class ActivityMarks(QObject):
         self.marks: dict[str, str] = {}  # conversation id -> "working" | "unseen"
         self.frame = 0
         self._dot = dot_icon()
+        self._blank = blank_icon()
         self._arcs = [arc_icon(i) for i in range(FRAMES)]
         self.timer = QTimer(self)
         self.timer.setInterval(FRAME_MS)
@@ -83,7 +91,7 @@ class ActivityMarks(QObject):
             return self._arcs[self.frame]
         if mark == "unseen":
             return self._dot
-        return QIcon()
+        return self._blank
 
     def _turn(self) -> None:
         self.frame = (self.frame + 1) % FRAMES

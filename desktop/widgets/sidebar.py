@@ -209,10 +209,11 @@ class Sidebar(QFrame):
                     if kind != "conversation":
                         continue
                     mark = self.marks.marks.get(key, "")
-                    if child.data(0, ACTIVITY_ROLE) != mark:
+                    if child.data(0, ACTIVITY_ROLE) != mark or child.icon(0).isNull():
                         child.setData(0, ACTIVITY_ROLE, mark)
                         child.setStatusTip(0, WORDS.get(mark, ""))
-                    if mark or not child.icon(0).isNull():
+                        child.setIcon(0, self.marks.icon(key))
+                    elif mark == "working":  # the arc's next frame
                         child.setIcon(0, self.marks.icon(key))
         finally:
             self._filling = False
