@@ -25,12 +25,12 @@ import asyncio
 import concurrent.futures
 import contextlib
 import inspect
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
+from desktop import slot_tasks as tasks
 from desktop.engine_thread import EngineThread
 from desktop.errors import EngineStopped
 from desktop.session_slot import (
@@ -41,24 +41,19 @@ from desktop.session_slot import (
     SessionRegistry,
     SessionSlot,
     Snapshot,
+    agent_model_label,
     describe_session,
-    did_not_start,
-    error_of,
     message_of,
-    no_session,
     session_info,
 )
 from engine.api import (
-    AgentConfig,
     Event,
-    EventSink,
     SessionControl,
-    default_model_path,
 )
 
 # The session is driven only through `SessionControl` (engine/session/protocol.py), which
 # the engine's ChatSession and the tests' fake both implement in full.
-SessionFactory = Callable[[EventSink], SessionControl]
+SessionFactory = tasks.SessionFactory
 
 __all__ = [
     "EngineBridge",
@@ -68,17 +63,6 @@ __all__ = [
     "describe_session",
     "session_info",
 ]
-
-
-def agent_model_label(agent: AgentConfig) -> str:
-    """The model the header names before the engine has answered: the agent's model (a GGUF
-    by its file name), or for an embedded agent without one the bundled model's name."""
-    model = str(agent.model or "")
-    if not model and agent.provider == "embedded":
-        model = default_model_path() or "bundled model"
-    if model.lower().endswith(".gguf"):
-        model = Path(model).stem  # as the engine names it once loaded
-    return model
 
 
 class EngineBridge(QObject):
@@ -104,6 +88,7 @@ class EngineBridge(QObject):
         self._slots = SessionRegistry()
         self._coalesce = True
         self._closing = False
+        self._last_close: concurrent.futures.Future[None] | None = None
         # GUI-thread state.
         self._busy = False
         self._replacing = False  # a reopen or a switch of conversation is in flight
@@ -112,6 +97,11 @@ class EngineBridge(QObject):
         self._callbacks: dict[int, tuple[Callable[[Any], None], Callable[[str], None] | None]] = {}
         self._next_call = 0
         queued = Qt.ConnectionType.QueuedConnection
+        self._out = tasks.Crossings(
+            self._opened_incoming.emit,
+            self._open_failed_incoming.emit,
+            self._turn_done_incoming.emit,
+        )
         self._incoming.connect(self._deliver, queued)
         self._opened_incoming.connect(self._deliver_opened, queued)
         self._open_failed_incoming.connect(self._deliver_open_failed, queued)
@@ -159,6 +149,23 @@ class EngineBridge(QObject):
         slot = self._slots.holding(conversation_id)
         return slot.activity if slot is not None else ""
 
+    def let_go(self, conversation_id: str) -> Callable[[], Awaitable[None]]:
+        """Close the session that holds a conversation not shown (a deleted one), cancelling
+        its turn. Returns what waits for that on the engine thread (for `call`, before the
+        conversation's rows go)."""
+        slot = self._slots.holding(conversation_id)
+        future = None
+        if slot is not None and slot is not self._slots.shown:
+            self._retire(slot)
+            future = self._last_close
+
+        async def closed() -> None:
+            if future is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wrap_future(future)
+
+        return closed
+
     def sessions(self) -> int:
         """How many sessions this window holds now."""
         return len(self._slots)
@@ -169,7 +176,7 @@ class EngineBridge(QObject):
         """Create a session on the engine thread, start it (loads the model) and show it."""
         slot = self._new_slot(factory)
         self._show(slot)
-        return self._submit(self._open(slot, factory))
+        return self._submit(tasks.open_session(self._out, slot, factory))
 
     def reopen(self, factory: SessionFactory | None = None) -> bool:
         """Close the shown session (if any) and open another in its place: a different
@@ -185,7 +192,7 @@ class EngineBridge(QObject):
         slot = self._new_slot(factory)
         self._show(slot)
         # Nothing is sent to a session that is being replaced.
-        return self._start_intent(slot, self._reopen(old, slot, factory), replacing=True)
+        return self._start_intent(slot, tasks.reopen(self._out, old, slot, factory), replacing=True)
 
     def open_beside(self, factory: SessionFactory) -> bool:
         """Show a new session while the shown one's turn goes on unseen (an idle one is
@@ -196,7 +203,9 @@ class EngineBridge(QObject):
         self._park(old)
         slot = self._new_slot(factory)
         self._show(slot)
-        return self._start_intent(slot, self._reopen(None, slot, factory), replacing=True)
+        return self._start_intent(
+            slot, tasks.reopen(self._out, None, slot, factory), replacing=True
+        )
 
     def switch_conversation(self, conversation_id: str | None) -> bool:
         """Show a conversation: the session that holds it already (one going on unseen), or
@@ -211,7 +220,9 @@ class EngineBridge(QObject):
         if self._busy or shown is None:
             return False
         # A message typed meanwhile waits in the composer for the new conversation.
-        return self._start_intent(shown, self._switch(shown, conversation_id), replacing=True)
+        return self._start_intent(
+            shown, tasks.switch(self._out, shown, conversation_id), replacing=True
+        )
 
     def retry(self) -> bool:
         """The banner's Retry: reopen a session that failed to start, else ask the session
@@ -221,7 +232,7 @@ class EngineBridge(QObject):
             return False
         if not shown.opened_ok:
             return self.reopen()
-        return self._start_intent(shown, self._retry(shown), turn=True)
+        return self._start_intent(shown, tasks.retry(self._out, shown), turn=True)
 
     def call(
         self,
@@ -263,7 +274,9 @@ class EngineBridge(QObject):
         shown = self._slots.shown
         if self._replacing or shown is None:
             return False
-        return self._start_intent(shown, self._send(shown, text, self._cancels), turn=True)
+        return self._start_intent(
+            shown, tasks.send(self._out, shown, text, self._cancels), turn=True
+        )
 
     def cancel(self) -> None:
         """Cancel the shown conversation's turn (or the one waiting for the model); harmless
@@ -275,7 +288,7 @@ class EngineBridge(QObject):
         self._cancels += 1
         cancels = self._cancels
         with contextlib.suppress(EngineStopped):
-            self._engine.call_soon(lambda: self._cancel_on_loop(shown, cancels))
+            self._engine.call_soon(lambda: tasks.cancel_on_loop(shown, cancels))
 
     def close(self, timeout: float = 5.0) -> None:
         """Cancel every turn, close every session, stop forwarding; blocks up to `timeout`."""
@@ -283,7 +296,7 @@ class EngineBridge(QObject):
         slots = list(self._slots)
 
         async def close_all() -> None:
-            await asyncio.gather(*(self._close(slot) for slot in slots), return_exceptions=True)
+            await asyncio.gather(*(tasks.close(slot) for slot in slots), return_exceptions=True)
 
         future = self._submit(close_all())
         if future is not None:
@@ -347,7 +360,7 @@ class EngineBridge(QObject):
         self._slots.drop(slot)
         self._set_activity(slot, "")
         slot.conversation_id = ""
-        self._submit(self._close(slot))
+        self._last_close = self._submit(tasks.close(slot))
 
     def _set_activity(self, slot: SessionSlot, activity: Activity) -> None:
         if slot.activity == activity:
@@ -355,115 +368,6 @@ class EngineBridge(QObject):
         slot.activity = activity
         if slot.conversation_id:
             self.activity.emit(slot.conversation_id, activity)
-
-    # -- engine-loop side -------------------------------------------------------------------
-
-    async def _open(self, slot: SessionSlot, factory: SessionFactory) -> None:
-        slot.started = asyncio.get_running_loop().create_future()
-        slot.opening = asyncio.current_task()
-        try:
-            session = factory(slot.sink)
-            slot.session = session
-            await session.start()
-            info = session_info(session)
-        except asyncio.CancelledError:
-            slot.started.cancel()
-            raise
-        except Exception as exc:  # a broken agent or a dead engine: say so, keep the window
-            message = message_of(exc)
-            slot.sink(error_of(exc, "startup"))
-            slot.started.set_result(False)
-            if slot.forwarding.is_set():
-                self._open_failed_incoming.emit(slot.key, message)
-            return
-        slot.started.set_result(True)
-        slot.shown_conversation = info.conversation_id
-        if slot.forwarding.is_set():
-            self._opened_incoming.emit(slot.key, info)
-
-    async def _send(self, slot: SessionSlot, text: str, cancels_before: int) -> None:
-        running = asyncio.current_task()
-        assert running is not None
-        idle = not slot.running
-        slot.running.add(running)
-        try:
-            if slot.cancels_seen > cancels_before:
-                return  # cancelled before it began
-            session = slot.session
-            if session is None:
-                failed = slot.started is not None  # a session was made, and failed
-                slot.sink(did_not_start() if failed else no_session())
-                return
-            if idle and slot.started is not None and slot.started.done():
-                # What the view holds before this turn: the turn's events follow it.
-                slot.post(Snapshot(session_info(session)))
-            await session.send(text)  # a message sent while the model loads waits in it
-            self._tell_if_switched(slot, session)  # `/new` opened another conversation
-        except asyncio.CancelledError:
-            pass  # cancelled while waiting for the model to load: nothing was sent
-        except Exception as exc:  # send() should never raise; if it does, show it, not crash
-            slot.sink(error_of(exc, "internal"))
-        finally:
-            slot.running.discard(running)
-            if slot.forwarding.is_set():
-                self._turn_done_incoming.emit(slot.key, True)
-
-    def _tell_if_switched(self, slot: SessionSlot, session: SessionControl) -> None:
-        if session is not slot.session or slot.shown_conversation is None:
-            return
-        if session.conversation_id != slot.shown_conversation:
-            slot.shown_conversation = session.conversation_id
-            if slot.forwarding.is_set():
-                self._opened_incoming.emit(slot.key, session_info(session))
-
-    async def _reopen(
-        self, old: SessionSlot | None, slot: SessionSlot, factory: SessionFactory
-    ) -> None:
-        try:
-            if old is not None:
-                await self._close(old)
-            await self._open(slot, factory)
-        finally:
-            if slot.forwarding.is_set():
-                self._turn_done_incoming.emit(slot.key, False)
-
-    async def _switch(self, slot: SessionSlot, conversation_id: str | None) -> None:
-        try:
-            session = slot.session
-            if session is None:
-                slot.sink(no_session())
-                return
-            try:
-                await session.open_conversation(conversation_id)
-                info = session_info(session)
-            except Exception as exc:  # an unknown or unreadable conversation: say so
-                slot.sink(error_of(exc, "startup"))
-                return
-            slot.shown_conversation = info.conversation_id
-            if slot.forwarding.is_set():
-                self._opened_incoming.emit(slot.key, info)
-        finally:
-            if slot.forwarding.is_set():
-                self._turn_done_incoming.emit(slot.key, False)
-
-    async def _retry(self, slot: SessionSlot) -> None:
-        running = asyncio.current_task()
-        assert running is not None
-        slot.running.add(running)
-        try:
-            session = slot.session
-            if session is None:
-                slot.sink(no_session())
-            else:
-                await session.retry()
-        except asyncio.CancelledError:
-            pass
-        except Exception as exc:
-            slot.sink(error_of(exc, "internal"))
-        finally:
-            slot.running.discard(running)
-            if slot.forwarding.is_set():
-                self._turn_done_incoming.emit(slot.key, True)
 
     async def _call(self, token: int, fn: Callable[[], Any]) -> None:
         try:
@@ -474,30 +378,6 @@ class EngineBridge(QObject):
             result, error = None, message_of(exc)
         if not self._closing:
             self._result_incoming.emit(token, result, error)
-
-    def _cancel_on_loop(self, slot: SessionSlot, cancels: int) -> None:
-        slot.cancels_seen = max(slot.cancels_seen, cancels)
-        if slot.session is not None:
-            slot.session.cancel()
-        started = slot.started
-        if started is None or not started.done():
-            for running in list(slot.running):
-                running.cancel()  # still waiting for the model: no turn began; drop it
-
-    async def _close(self, slot: SessionSlot) -> None:
-        opening = slot.opening
-        if opening is not None and not opening.done() and opening is not asyncio.current_task():
-            opening.cancel()  # still loading the model: stop loading
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await opening
-        session, slot.session = slot.session, None
-        if session is None:
-            return
-        session.cancel()
-        if slot.running:
-            await asyncio.wait(list(slot.running), timeout=2.0)
-        slot.shown_conversation = None
-        await session.close()
 
     # -- GUI-thread side --------------------------------------------------------------------
 

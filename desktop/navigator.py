@@ -334,7 +334,13 @@ class Navigator(QObject):
             else:
                 self.refresh()
 
-        self.bridge.call(lambda: self.library.delete(conversation_id), after)
+        closed = self.bridge.let_go(conversation_id)  # one still answering unseen stops first
+
+        async def delete() -> Any:
+            await closed()
+            return self.library.delete(conversation_id)
+
+        self.bridge.call(delete, after)
 
     @Slot(str)
     def restore(self, conversation_id: str) -> None:

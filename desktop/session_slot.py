@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from engine.api import (
+    AgentConfig,
     CompactionViewEvent,
     ContextEvent,
     ContextReportEvent,
@@ -37,6 +38,7 @@ from engine.api import (
     ViewRequestEvent,
     WindowEvent,
     WorkStateEvent,
+    default_model_path,
 )
 
 # What the sidebar marks beside a conversation: its answer is being written ("working"),
@@ -79,6 +81,17 @@ def describe_session(session: SessionControl) -> tuple[str, str]:
     if model.lower().endswith(".gguf"):
         model = Path(model).name
     return session.agent.name, model
+
+
+def agent_model_label(agent: AgentConfig) -> str:
+    """The model the header names before the engine has answered: the agent's model (a GGUF
+    by its file name), or for an embedded agent without one the bundled model's name."""
+    model = str(agent.model or "")
+    if not model and agent.provider == "embedded":
+        model = default_model_path() or "bundled model"
+    if model.lower().endswith(".gguf"):
+        model = Path(model).stem  # as the engine names it once loaded
+    return model
 
 
 @dataclass(frozen=True)

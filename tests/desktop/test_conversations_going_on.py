@@ -168,3 +168,29 @@ def test_the_highlight_stays_on_the_open_conversation_when_another_cannot_open(q
             assert sidebar.tree.currentItem() is sidebar.item_for(second)
         finally:
             claim.release()
+
+
+def test_deleting_a_conversation_that_answers_unseen_stops_its_session(qtbot, real_desktop):
+    from engine.store import Store
+
+    with FakeLlamaServer(n_ctx=4096, slots=2) as fake:
+        d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
+        first, second = _two_conversations(qtbot, d)
+        _start_long_answer_in(qtbot, d, fake, first)
+        _click(d, second)
+        qtbot.waitUntil(lambda: d.app.navigator.conversation_id == second, timeout=5000)
+        assert d.app.bridge.sessions() == 2
+        d.window.sidebar.delete(first)
+
+        def deleted() -> bool:
+            with Store.open(d.paths.db_path) as store:
+                return store.get_conversation(first) is None
+
+        qtbot.waitUntil(deleted, timeout=5000)
+        qtbot.waitUntil(lambda: d.app.bridge.sessions() == 1)
+        assert not d.app.bridge.holds(first)
+        assert d.window.sidebar.item_for(first) is None
+        assert not d.window.banner.isVisible()
+        qtbot.wait(300)
+        with Store.open(d.paths.db_path) as store:
+            assert store.get_conversation(first) is None  # nothing wrote it back
