@@ -5,11 +5,12 @@ signal; a queued connection delivers it to this object's slot on the GUI thread,
 re-emits the public `event` signal there for the conversation shown. Everything connected to
 `event` therefore runs on the GUI thread no matter what kind of callable it is.
 
-One session per open conversation (desktop/session_slot.py): a conversation whose answer is
-still being written when the user opens another keeps its session and goes on; its events are
-kept, not shown, and drawn again when it is shown once more. `activity` tells the sidebar which
-conversations are working and which finished unseen. Everything else here speaks for the
-session shown: `busy`, `send`, `cancel`, `retry`, `session_call`.
+One session per open conversation (desktop/session_slot.py; the engine-loop side of each is
+desktop/slot_tasks.py): a conversation whose answer is still being written when the user
+opens another keeps its session and goes on; its events are kept, not shown, and drawn again
+when it is shown once more. `activity` tells the sidebar which conversations are working and
+which finished unseen. Everything else here speaks for the session shown: `busy`, `send`,
+`cancel`, `retry`, `session_call`.
 
 GUI → engine: intents (send, cancel, retry, switching conversation, close) are scheduled on
 the engine loop; nothing here waits for a turn, so the window never blocks on the model.

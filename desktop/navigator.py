@@ -124,6 +124,7 @@ class Navigator(QObject):
         self.agent: AgentConfig | None = None
         self.conversation_id: str | None = None
         self._session_open = False
+        self._deleting: set[str] = set()  # conversations whose delete has not landed yet
         self.drafts = Drafts(
             composer,
             library.settings,
@@ -316,6 +317,8 @@ class Navigator(QObject):
         keep = self.conversation_id
 
         def done(listing: Listing) -> None:
+            if self._deleting:
+                return  # read before a delete landed, it would show the row again; one follows
             self.listing = listing
             self.sidebar.set_listing(listing, keep)
             self.listing_changed.emit(listing)
@@ -328,7 +331,14 @@ class Navigator(QObject):
 
     @Slot(str, str)
     def delete(self, conversation_id: str, _title: str) -> None:
+        self._deleting.add(conversation_id)
+
+        def failed(_message: str) -> None:
+            self._deleting.discard(conversation_id)
+            self.refresh()
+
         def after(_: Any) -> None:
+            self._deleting.discard(conversation_id)
             if conversation_id == self.conversation_id and self.agent is not None:
                 self.open(self.agent.name, None)  # the open one went: start a fresh one
             else:
@@ -340,7 +350,7 @@ class Navigator(QObject):
             await closed()
             return self.library.delete(conversation_id)
 
-        self.bridge.call(delete, after)
+        self.bridge.call(delete, after, failed)
 
     @Slot(str)
     def restore(self, conversation_id: str) -> None:
