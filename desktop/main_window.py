@@ -111,6 +111,7 @@ class MainWindow(QMainWindow):
         self._shown_warnings: set[str] = set()
         self._conversation = ""
         self._approvals: dict[int, ApprovalDialog] = {}
+        self._submission = ("", "")  # the id and text of the message whose turn runs
 
         self.header = HeaderBar()
         self.setup_banner = Banner()
@@ -281,11 +282,12 @@ class MainWindow(QMainWindow):
             return  # a report or a view: it comes back as an event
         self.banner.hide()
         if event.action == "message":
-            self.transcript.add_user(event.text)
+            self.transcript.add_user(event.text, event.submission)
+            self._submission = (event.submission, event.text)  # a refusal of it names no id
             self._turns += 1
             self.header.set_turn(self._turns)
-        elif event.action == "learn":
-            self.learn_started.emit()
+        elif event.action == "learn" and not self.bridge.replaying:
+            self.learn_started.emit()  # not again for a conversation drawn anew on its return
 
     def new_conversation(self) -> None:
         """A new conversation of the current agent, keeping the engine loaded (scripted runs
@@ -389,7 +391,7 @@ class MainWindow(QMainWindow):
                 # Dropped before it ran (Esc while the model loaded): it was never sent, so
                 # its row goes and the text returns to the composer.
                 if event.action == "message":
-                    self.transcript.remove_last_user(event.text)
+                    self._take_back(event.submission, event.text)
                     self._turns = max(0, self._turns - 1)
                     self.header.set_turn(self._turns)
                 typed = self.composer.toPlainText()
@@ -441,11 +443,12 @@ class MainWindow(QMainWindow):
                 # Refused before anything was sent or compacted: the text goes back into the
                 # composer (nothing typed is lost) and its row leaves the transcript.
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
-                self.transcript.remove_last_user(self.composer.last_sent())
+                submission, text = self._submission
+                self._take_back(submission, text)
                 self._turns = max(0, self._turns - 1)
                 self.header.set_turn(self._turns)
                 if not self.composer.toPlainText():
-                    self.composer.setPlainText(self.composer.last_sent())
+                    self.composer.setPlainText(text)
             case ErrorEvent(kind="busy"):
                 # Refused beside a running turn: the turn and its streaming row go on.
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
@@ -457,6 +460,14 @@ class MainWindow(QMainWindow):
                     self.transcript.add_error(self.banner.text())
             case _:
                 pass  # compaction, trim, clear, usage: the rail's report carries them
+
+    def _take_back(self, submission: str, text: str) -> None:
+        """The user's row of a submission that was not sent goes, found by its id (by its
+        text, when it is the newest row, only for a submission that came without one)."""
+        if submission:
+            self.transcript.remove_user(submission)
+        else:
+            self.transcript.remove_last_user(text)
 
     def _open_view(self, view: str) -> None:
         if view == VIEW_NEW_CONVERSATION:

@@ -1,8 +1,9 @@
 """Agents and conversations: the sidebar's requests turned into engine intents.
 
 The library (engine/library.py) is opened and read on the engine thread; results come back
-through the bridge. Switching within one agent keeps its engine (and loaded model); another
-agent gets a session of its own. Start-up problems — a broken agent file, no usable agent,
+through the bridge. Switching within one agent keeps its engine (and loaded model) when no
+turn runs; another agent, or a conversation left while its answer streams, gets a session of
+its own, and the one left goes on. Start-up problems — a broken agent file, no usable agent,
 a first start — are said in the window, never as a crash.
 """
 
@@ -123,6 +124,7 @@ class Navigator(QObject):
         self.agent: AgentConfig | None = None
         self.conversation_id: str | None = None
         self._session_open = False
+        self._deleting: set[str] = set()  # conversations whose delete has not landed yet
         self.drafts = Drafts(
             composer,
             library.settings,
@@ -136,6 +138,8 @@ class Navigator(QObject):
         sidebar.folder_requested.connect(self.choose_folder)
         bridge.opened.connect(self._on_opened)
         bridge.turn_finished.connect(self.refresh)
+        bridge.background_finished.connect(self.refresh)  # its title, its count
+        bridge.activity.connect(sidebar.set_activity)
         window.closing.connect(self.save_window)
         window.new_conversation_requested.connect(self.leave_for_new)
 
@@ -216,9 +220,18 @@ class Navigator(QObject):
 
     @Slot(str, object)
     def open(self, agent_name: str, conversation_id: str | None) -> None:
-        """Open a conversation (None: a new one) of an agent from the sidebar."""
-        if self.bridge.busy:
-            self.banner.show_error("busy", "A turn is still running; wait or cancel it first.")
+        """Open a conversation (None: a new one) of an agent from the sidebar. A turn running
+        in the one shown goes on in its own session (desktop/bridge.py); a conversation whose
+        session went on unseen is shown again from that session."""
+        entry = self.listing.agent(agent_name) if self.listing else None
+        if self.bridge.opening:
+            self.banner.show_error("busy", "A conversation is opening; try again once it is open.")
+            self._keep_highlight()
+            return
+        if conversation_id != self.conversation_id and self.bridge.holds(conversation_id):
+            if entry is not None and entry.config is not None:
+                self.agent = entry.config
+            self._leave(lambda: self.bridge.switch_conversation(conversation_id))
             return
         if (
             conversation_id
@@ -229,15 +242,14 @@ class Navigator(QObject):
                 "conversation_busy",
                 "That conversation is open in another Brim window or chat; close it there first.",
             )
+            self._keep_highlight()
             return
-        if self.agent is not None and agent_name == self.agent.name and self._session_open:
-            self.drafts.save_now()
-            if self.bridge.switch_conversation(conversation_id):
-                self.drafts.leave()
-                self.conversation_changing.emit()
+        same_agent = self.agent is not None and agent_name == self.agent.name
+        if same_agent and self._session_open and not self.bridge.busy:
+            self._leave(lambda: self.bridge.switch_conversation(conversation_id))
             return
-        entry = self.listing.agent(agent_name) if self.listing else None
         if entry is None or entry.config is None:
+            self._keep_highlight()
             return
         config = entry.config
 
@@ -248,6 +260,21 @@ class Navigator(QObject):
             return found
 
         self.bridge.call(workspace, lambda ws: self._open_session(config, conversation_id, ws))
+
+    def _leave(self, switch: Callable[[], bool]) -> None:
+        """Put this conversation's draft away and clear what it showed, once `switch` has
+        taken the window to another one."""
+        self.drafts.save_now()
+        if switch():
+            self.drafts.leave()
+            self.conversation_changing.emit()
+        else:
+            self._keep_highlight()
+
+    def _keep_highlight(self) -> None:
+        """The sidebar's highlight stays on the conversation shown (a click moved it)."""
+        if self.agent is not None and self.conversation_id:
+            self.sidebar.set_current(self.agent.name, self.conversation_id)
 
     @Slot()
     def leave_for_new(self) -> None:
@@ -267,7 +294,7 @@ class Navigator(QObject):
         self.conversation_changing.emit()
         self.header.set_agent(agent.name, agent_model_label(agent))
         if self._session_open:
-            self.bridge.reopen(factory)
+            self.bridge.open_beside(factory)  # a running turn goes on unseen
         else:
             self.bridge.open(factory)
         self._session_open = True
@@ -290,6 +317,8 @@ class Navigator(QObject):
         keep = self.conversation_id
 
         def done(listing: Listing) -> None:
+            if self._deleting:
+                return  # read before a delete landed, it would show the row again; one follows
             self.listing = listing
             self.sidebar.set_listing(listing, keep)
             self.listing_changed.emit(listing)
@@ -302,13 +331,26 @@ class Navigator(QObject):
 
     @Slot(str, str)
     def delete(self, conversation_id: str, _title: str) -> None:
+        self._deleting.add(conversation_id)
+
+        def failed(_message: str) -> None:
+            self._deleting.discard(conversation_id)
+            self.refresh()
+
         def after(_: Any) -> None:
+            self._deleting.discard(conversation_id)
             if conversation_id == self.conversation_id and self.agent is not None:
                 self.open(self.agent.name, None)  # the open one went: start a fresh one
             else:
                 self.refresh()
 
-        self.bridge.call(lambda: self.library.delete(conversation_id), after)
+        closed = self.bridge.let_go(conversation_id)  # one still answering unseen stops first
+
+        async def delete() -> Any:
+            await closed()
+            return self.library.delete(conversation_id)
+
+        self.bridge.call(delete, after, failed)
 
     @Slot(str)
     def restore(self, conversation_id: str) -> None:

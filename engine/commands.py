@@ -9,6 +9,7 @@ follows `route(text)`: a message for the model, a report it answers (`/context`,
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
@@ -161,5 +162,6 @@ def route(text: str) -> Route:
     )
     if command is not None and argument.split(" ", 1)[0] == COMPACTION_RESTORE:
         action, while_busy = Action.RESTORE, False  # it rewrites the history: a turn of its own
-    accepted = AcceptedEvent(text, action.value, takes_turn=not while_busy, view=view)
+    submission = uuid.uuid4().hex[:12]
+    accepted = AcceptedEvent(text, action.value, not while_busy, view, submission)
     return Route(action, accepted, command, view, while_busy, argument)

@@ -514,6 +514,9 @@ class AcceptedEvent(Event):
     # report or a view that is answered beside a running turn.
     takes_turn: bool
     view: str = ""  # for action "view": one of engine/commands.VIEWS
+    # This submission's id: a front end keys the row it draws by it, and the WithdrawnEvent
+    # that takes the submission back names it, so no row is found by matching its text.
+    submission: str = ""
 
 
 @dataclass
@@ -525,3 +528,4 @@ class WithdrawnEvent(Event):
     type: ClassVar[str] = "withdrawn"
     text: str
     action: SubmissionAction
+    submission: str = ""  # the AcceptedEvent's id

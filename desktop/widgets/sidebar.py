@@ -26,12 +26,14 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import theme
+from desktop.widgets.activity_marks import WORDS, ActivityMarks
 from engine.api import (
     Listing,
 )
 
 ROLE = Qt.ItemDataRole.UserRole
 TITLE_ROLE = Qt.ItemDataRole.UserRole + 1  # the title as stored, to tell a real rename
+ACTIVITY_ROLE = Qt.ItemDataRole.UserRole + 2  # "working", "unseen" or "" (its icon says it)
 UNDO_SECONDS = 10
 UNTITLED = "New conversation"
 
@@ -68,6 +70,8 @@ class Sidebar(QFrame):
         self._filling = False
         self._undo_id: str | None = None
         self._undo_kind = "conversation"  # or "agent": what the undo bar brings back
+        self.marks = ActivityMarks(self)  # which conversations work, which finished unseen
+        self.marks.changed.connect(self._paint_marks)
 
         title = QLabel("AGENTS", objectName="sectionTitle")
         self.new_button = QPushButton("+  New conversation", objectName="flat")
@@ -181,6 +185,38 @@ class Sidebar(QFrame):
             item.setExpanded(True)
         self._filling = False
         self._mark_current()
+        self._paint_marks()
+
+    @Slot(str, str)
+    def set_activity(self, conversation_id: str, activity: str) -> None:
+        """Mark a conversation as working (its answer is being written) or finished unseen;
+        "" takes the mark away."""
+        self.marks.set(conversation_id, activity)
+        self._paint_marks()
+
+    def activity_of(self, conversation_id: str) -> str:
+        item = self.item_for(conversation_id)
+        return str(item.data(0, ACTIVITY_ROLE) or "") if item is not None else ""
+
+    def _paint_marks(self) -> None:
+        self._filling = True  # an icon change emits itemChanged too; it is no rename
+        try:
+            for index in range(self.tree.topLevelItemCount()):
+                agent = self.tree.topLevelItem(index)
+                for i in range(agent.childCount()):
+                    child = agent.child(i)
+                    kind, key, _ = child.data(0, ROLE)
+                    if kind != "conversation":
+                        continue
+                    mark = self.marks.marks.get(key, "")
+                    if child.data(0, ACTIVITY_ROLE) != mark or child.icon(0).isNull():
+                        child.setData(0, ACTIVITY_ROLE, mark)
+                        child.setStatusTip(0, WORDS.get(mark, ""))
+                        child.setIcon(0, self.marks.icon(key))
+                    elif mark == "working":  # the arc's next frame
+                        child.setIcon(0, self.marks.icon(key))
+        finally:
+            self._filling = False
 
     def set_current(self, agent: str, conversation_id: str) -> None:
         self._current_agent = agent

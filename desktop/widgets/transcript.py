@@ -108,11 +108,23 @@ class TranscriptView(QTextBrowser):
 
     # -- appending --------------------------------------------------------------------------
 
-    def add_user(self, text: str) -> None:
-        self._append(Row("user", text))
+    def add_user(self, text: str, submission: str = "") -> None:
+        """The user's row; `submission` is the id of the submission it shows (AcceptedEvent)."""
+        self._append(Row("user", text, key=submission))
         for row in stale_actions(self._rows):
             row.action = ""
             self._refill(row)
+
+    def remove_user(self, submission: str) -> bool:
+        """Take back the user's row of a submission the engine side refused or dropped
+        before sending it (it returns to the composer, not to the record)."""
+        for index in range(len(self._rows) - 1, -1, -1):
+            row = self._rows[index]
+            if submission and row.kind == "user" and row.key == submission:
+                del self._rows[index]
+                self._rebuild()
+                return True
+        return False
 
     def remove_last_user(self, text: str) -> None:
         """Take back the newest row when it is the user's `text` (a message the engine side

@@ -48,8 +48,8 @@ class LlamaCppProvider(OpenAICompatProvider):
         super().__init__(base_url, **kw)
         # Brim's own chat requests to this server never overlap (engine/providers/server_gate.py)
         # while its slots may share one KV pool: until /props says how many slots it runs,
-        # and from then on when they are the automatic, unified four. Slots of their own
-        # (an explicit --parallel N) serve two conversations at once, as they should.
+        # and from then on when they are the automatic, unified four, or only one. Slots of
+        # their own (an explicit --parallel N, N > 1) serve two conversations at once.
         self.gate = ServerGate(self.base_url)
         self.serialised = True
 
@@ -169,7 +169,9 @@ class LlamaCppProvider(OpenAICompatProvider):
                 "time and retries when another client fills the pool. Start it with an "
                 "explicit --parallel N for a guaranteed per-slot window."
             )
-        self.serialised = slots is None or unified
+        # One slot queues a second request inside the server ("no slot available, defer
+        # task"), where its timeout runs and it evicts the first one's prompt: one at a time.
+        self.serialised = slots is None or slots < 2 or unified
         caps = props.get("chat_template_caps")
         tools = caps.get("supports_tools") if isinstance(caps, dict) else None
         return EngineReport(

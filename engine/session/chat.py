@@ -211,7 +211,7 @@ class ChatSession:
             self._emit(busy_refusal(waiting=self._admission.waiting))
             return
         self._emit(decision.accepted)
-        withdrawn = WithdrawnEvent(text, decision.accepted.action)
+        withdrawn = WithdrawnEvent(text, decision.accepted.action, decision.accepted.submission)
         async with self._admission.hold(lambda: self._emit(withdrawn)) as started:
             if not started:
                 self._emit(ErrorEvent("no_session", "The session did not start.", retryable=True))
@@ -242,7 +242,7 @@ class ChatSession:
             self._memory.note_statements(message)
             await self._await_turn()
         except StoreError as exc:  # a full disk: said on the event stream; the session goes on
-            store_failure(exc, message, self._messages, decision.accepted.action, self._emit)
+            store_failure(exc, message, self._messages, decision.accepted, self._emit)
         finally:
             self._memory.emit_pending()
             self._emit(StateEvent("ready"))

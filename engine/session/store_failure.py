@@ -9,7 +9,7 @@ given back (a WithdrawnEvent returns the text to the composer).
 
 from __future__ import annotations
 
-from engine.events import ErrorEvent, ErrorKind, EventSink, SubmissionAction, WithdrawnEvent
+from engine.events import AcceptedEvent, ErrorEvent, ErrorKind, EventSink, WithdrawnEvent
 from engine.messages import Message
 from engine.store import StoreError, StoreFull
 
@@ -18,11 +18,11 @@ def store_failure(
     exc: StoreError,
     message: Message,
     messages: list[Message],
-    action: SubmissionAction,
+    accepted: AcceptedEvent,
     emit: EventSink,
 ) -> None:
     """Emit the events for a turn the store stopped: `message` is the user's, `messages`
-    the live history (whether the message made it in)."""
+    the live history (whether the message made it in), `accepted` what took it."""
     saved = any(m.id == message.id for m in reversed(messages))
     text = str(exc)
     if not saved:
@@ -30,4 +30,4 @@ def store_failure(
     kind: ErrorKind = "disk_full" if isinstance(exc, StoreFull) else "store_error"
     emit(ErrorEvent(kind, text, data={"saved": saved}, retryable=saved))
     if not saved:
-        emit(WithdrawnEvent(message.content, action))
+        emit(WithdrawnEvent(message.content, accepted.action, accepted.submission))

@@ -83,6 +83,9 @@ def open_desktop(qtbot: Any) -> Iterator[Callable[..., OpenDesktop]]:
 
         def factory(sink: Any) -> FakeSession:
             made.append(FakeSession(sink, **fake_kwargs))
+            # A reopen gets the first fake again (the test's handle on it), speaking to the
+            # sink of the session the bridge now holds, as a new session would.
+            made[0]._sink = sink
             return made[0]
 
         app = DesktopApp(factory)
@@ -200,6 +203,9 @@ def memory_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., MemoryD
 
         def factory(sink: Any) -> FakeSession:
             made.append(FakeSession(sink, **fake_kwargs))
+            # A reopen gets the first fake again (the test's handle on it), speaking to the
+            # sink of the session the bridge now holds, as a new session would.
+            made[0]._sink = sink
             return made[0]
 
         app = DesktopApp(factory, memory_root=service.root)

@@ -195,7 +195,8 @@ class FakeSession:
             try:
                 started = self._started is None or await asyncio.shield(self._started)
             except asyncio.CancelledError:
-                self._sink(WithdrawnEvent(text, decision.accepted.action))
+                accepted = decision.accepted
+                self._sink(WithdrawnEvent(text, accepted.action, accepted.submission))
                 raise
             if not started:
                 self._sink(ErrorEvent("no_session", "The session did not start.", retryable=True))
