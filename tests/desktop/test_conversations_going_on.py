@@ -49,16 +49,20 @@ def _start_long_answer_in(qtbot: Any, d: Any, fake: Any, conversation: str) -> N
     qtbot.waitUntil(lambda: "word3" in d.window.transcript.toPlainText(), timeout=10000)
 
 
+def _leave_while_answering(qtbot: Any, d: Any, fake: Any, first: str, second: str) -> None:
+    """A long answer starts streaming in `first`, and the user opens `second` meanwhile."""
+    _start_long_answer_in(qtbot, d, fake, first)
+    _click(d, second)
+    qtbot.waitUntil(lambda: d.app.navigator.conversation_id == second, timeout=5000)
+
+
 def test_switching_away_from_a_streaming_answer_and_back_shows_the_whole_answer(
     qtbot, real_desktop
 ):
     with FakeLlamaServer(n_ctx=4096, slots=2) as fake:  # two slots of its own: both at once
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
         first, second = _two_conversations(qtbot, d)
-        _start_long_answer_in(qtbot, d, fake, first)
-
-        _click(d, second)
-        qtbot.waitUntil(lambda: d.app.navigator.conversation_id == second, timeout=5000)
+        _leave_while_answering(qtbot, d, fake, first, second)
         qtbot.waitUntil(lambda: "Conversation B" in d.window.transcript.toPlainText())
         assert "word3" not in d.window.transcript.toPlainText()
         assert "THE-END" not in d.window.transcript.toPlainText()
@@ -87,9 +91,7 @@ def test_an_answer_still_streaming_on_return_goes_on_streaming_where_it_is(qtbot
     with FakeLlamaServer(n_ctx=4096, slots=2) as fake:
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
         first, second = _two_conversations(qtbot, d)
-        _start_long_answer_in(qtbot, d, fake, first)
-        _click(d, second)
-        qtbot.waitUntil(lambda: d.app.navigator.conversation_id == second, timeout=5000)
+        _leave_while_answering(qtbot, d, fake, first, second)
         qtbot.wait(300)
         _click(d, first)  # back before it ends: what it wrote meanwhile, then the rest
         qtbot.waitUntil(lambda: d.app.navigator.conversation_id == first, timeout=5000)
@@ -107,9 +109,7 @@ def test_the_sidebar_marks_a_working_conversation_and_one_that_finished_unseen(q
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
         sidebar = d.window.sidebar
         first, second = _two_conversations(qtbot, d)
-        _start_long_answer_in(qtbot, d, fake, first)
-        _click(d, second)
-        qtbot.waitUntil(lambda: d.app.navigator.conversation_id == second, timeout=5000)
+        _leave_while_answering(qtbot, d, fake, first, second)
         qtbot.waitUntil(lambda: sidebar.activity_of(first) == "working")
         blank = sidebar.marks.icon("").cacheKey()  # no mark: an empty icon of a mark's size
         assert sidebar.item_for(first).icon(0).cacheKey() != blank
@@ -176,9 +176,7 @@ def test_deleting_a_conversation_that_answers_unseen_stops_its_session(qtbot, re
     with FakeLlamaServer(n_ctx=4096, slots=2) as fake:
         d = real_desktop(agents={"chat.toml": agent_toml("chat", fake.url)})
         first, second = _two_conversations(qtbot, d)
-        _start_long_answer_in(qtbot, d, fake, first)
-        _click(d, second)
-        qtbot.waitUntil(lambda: d.app.navigator.conversation_id == second, timeout=5000)
+        _leave_while_answering(qtbot, d, fake, first, second)
         assert d.app.bridge.sessions() == 2
         d.window.sidebar.delete(first)
 
