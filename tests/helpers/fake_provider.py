@@ -82,7 +82,12 @@ class _Counter:
         return count_text(text)
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
-        return len(tokenize(render_chat([], tools, add_generation_prompt=False)))
+        """What the schemas add to the system message they join (Qwen's template)."""
+        head = [{"role": "system", "content": "x"}]
+        with_tools = render_chat(head, tools, add_generation_prompt=False)
+        return len(tokenize(with_tools)) - len(
+            tokenize(render_chat(head, add_generation_prompt=False))
+        )
 
     def request_overhead(self, has_tools: bool) -> int:
         return len(tokenize("<|im_start|>assistant\n"))
