@@ -113,19 +113,7 @@ def _report(case: str, kind: str, requests: list[RecordedRequest]) -> None:
     )
 
 
-ESTIMATED_OLLAMA_OVERSHOOTS = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Ollama without the model's GGUF is counted by estimate, calibrated on the first "
-        "request (no tool results); Qwen's template frames 300 tool results in <tool_response> "
-        "blocks the estimate does not know, and the second request lands at ~103% of the window"
-    ),
-)
-
-
-@pytest.mark.parametrize(
-    "kind", [pytest.param("ollama", marks=ESTIMATED_OLLAMA_OVERSHOOTS), "llamacpp"]
-)
+@pytest.mark.parametrize("kind", ["ollama", "llamacpp"])
 def test_one_answer_with_300_reads_of_1_kb_never_sends_a_request_above_the_window(
     kind: str, tmp_path: Path
 ):
