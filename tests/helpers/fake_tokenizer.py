@@ -11,13 +11,16 @@ parts Brim's requests reach; its markers are special tokens (one token each):
 
     <|im_start|>system\n{system text, or Qwen's default}[tools block]<|im_end|>\n
     <|im_start|>user\n{text}<|im_end|>\n
-    <|im_start|>assistant\n{text}[\n<tool_call>\n{json}\n</tool_call>]<|im_end|>\n
+    <|im_start|>assistant\n{text}<|im_end|>\n
+    <|im_start|>assistant[\n{text}]\n<tool_call>\n{"name": …, "arguments": …}\n</tool_call>
+        <|im_end|>\n                              (an answer with calls, on one line)
     <|im_start|>user\n<tool_response>\n{result}\n</tool_response>[...]<|im_end|>\n
     <|im_start|>assistant\n                          (the generation prompt)
 
-The system block is there even without a system message, the tools join the system text
-(not a block of their own), and consecutive tool results share one user block: so the
-request's count differs from its messages' counts plus a fixed framing, as on the real model.
+The system block is there even when the first message is not a system message (it then
+holds Qwen's default text), the tools join the system text (not a block of their own), and
+consecutive tool results share one user block: so a request's count differs from its
+messages' counts plus a fixed framing, as on the real model.
 
 llama-server also adds a BOS token when asked to (`add_special`). Every fake counts the prompt
 through these functions, so `count_prompt` on llama-server and vLLM equals the `prompt_tokens`
@@ -99,11 +102,13 @@ def _tool_calls_text(message: dict[str, Any]) -> str:
     out = ""
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
-        payload = {"name": function.get("name", ""), "arguments": function.get("arguments")}
-        if isinstance(payload["arguments"], str):
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
             with contextlib.suppress(ValueError):
-                payload["arguments"] = json.loads(payload["arguments"])
-        out += "\n<tool_call>\n" + json.dumps(payload, sort_keys=True) + "\n</tool_call>"
+                arguments = json.loads(arguments)
+        name = function.get("name", "")
+        out += f'\n<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(arguments)}}}'
+        out += "\n</tool_call>"
     return out
 
 
@@ -114,7 +119,10 @@ def render_message(message: dict[str, Any]) -> str:
     role = message.get("role", "user")
     if role == "tool":
         return f"<|im_start|>user\n<tool_response>\n{body}\n</tool_response><|im_end|>\n"
-    return f"<|im_start|>{role}\n{body}{_tool_calls_text(message)}<|im_end|>\n"
+    if role == "assistant" and message.get("tool_calls"):  # the text, if any, on its own line
+        text = ("\n" + body if body else "") + _tool_calls_text(message)
+        return f"<|im_start|>assistant{text}<|im_end|>\n"
+    return f"<|im_start|>{role}\n{body}<|im_end|>\n"
 
 
 def _system_block(system: str, tools: list[dict[str, Any]] | None) -> str:
