@@ -19,8 +19,10 @@ the expensive, model-independent part (tokens, or characters for the heuristic),
 ratio never forces a recount.
 
 The package: `counter` (TokenCounter and counter_for), `calibration` (the starting figures and how
-they are learned), `encodings` (the shipped OpenAI encodings), `truncation` (whether the engine
-silently cut the prompt). Every public name is importable from `engine.tokens`.
+they are learned), `framing` (what a template spends around tool calls and results, learned
+for estimated counts), `encodings` (the shipped OpenAI encodings), `text_segments` (SGLang's
+text-only counts), `growing` (an answer counted as it streams). Every public name is
+importable from `engine.tokens`.
 """
 
 from engine.tokens.calibration import (

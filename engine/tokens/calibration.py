@@ -13,6 +13,10 @@ from engine.messages import Message
 
 MESSAGE_OVERHEAD = 4  # role tags and separators around every message
 TOOL_RESULT_OVERHEAD = 10  # tool results are framed more heavily, and there are many of them
+# Each tool call's wrapper beyond its name and arguments: a prior on the high side, which
+# `framing.ToolFraming` scales to what the engine's reports show (every template wraps a call;
+# the first request, which calibration sees first, holds none).
+TOOL_CALL_OVERHEAD = 16
 SMOOTHING = 0.7  # weight of what was known before each new observation
 RATIO_BOUNDS = (2.0, 6.0)  # chars per token no real tokenizer leaves
 DEFAULT_RATIO = 3.5  # unknown family: on the low side, so Brim compacts early rather than late
@@ -64,9 +68,16 @@ def message_text(message: Message) -> list[str]:
     return parts
 
 
+def tool_framing(message: Message) -> int:
+    """The prior's tokens for the wrappers of a message's tool calls and of a tool result."""
+    calls = TOOL_CALL_OVERHEAD * len(message.tool_calls)
+    return calls + (TOOL_RESULT_OVERHEAD if message.role == "tool" else 0)
+
+
 def heuristic_framing(message: Message) -> int:
-    """The heuristic's per-message overhead."""
-    return MESSAGE_OVERHEAD + (TOOL_RESULT_OVERHEAD if message.role == "tool" else 0)
+    """The framing an estimate starts from for one message: its role tags, and the prior
+    for its tool calls' and result's wrappers."""
+    return MESSAGE_OVERHEAD + tool_framing(message)
 
 
 def smooth(old: float, observed: float) -> float:

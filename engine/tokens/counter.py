@@ -36,6 +36,7 @@ from engine.tokens.calibration import (
     smooth,
 )
 from engine.tokens.encodings import load_encoding, openai_encoding_name
+from engine.tokens.framing import ToolFraming
 from engine.tokens.text_segments import TextSegments
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,7 @@ class TokenCounter:
             seed = float(SEED_REQUEST_OVERHEAD)
         self._ratio = family_ratio(model)
         self._overhead = RequestOverhead(seed, seed)
+        self._tool_framing = ToolFraming()  # estimated counts: learned from the reports
         self.observations = 0
         self._units: dict[str, int] = {}  # content hash -> tokens (chars for the heuristic)
         self._tool_units: dict[str, int] = {}  # schema hash -> tokens (chars)
@@ -174,10 +176,10 @@ class TokenCounter:
             exact = self._exact.get(message.content_hash)
             if exact is not None:
                 return exact
-            return self._estimate(message) + MESSAGE_OVERHEAD
+            return self._estimate(message) + heuristic_framing(message)
         if self._encoding is not None:
-            return units + MESSAGE_OVERHEAD
-        return math.ceil(units / self._ratio) + heuristic_framing(message)
+            return units + self._tool_framing.framing(message)
+        return math.ceil(units / self._ratio) + self._tool_framing.framing(message)
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         return sum(self.count_message(m) for m in messages)
@@ -230,9 +232,15 @@ class TokenCounter:
             return
         has_tools = bool(tools)
         reported = float(reported_prompt_tokens)
+        if self._tokenizer is None and self._engine is None:
+            # Estimated: what the template spends on tool calls and results is learned first,
+            # so the ratio and the overhead learn only what is left.
+            self._tool_framing.learn(
+                messages, tools_key(tools) if tools else "", reported, self._text_tokens
+            )
         tool_tokens = self.count_tools(tools)
         if self.strategy == "heuristic":
-            gap = self._learn_ratio(messages, tool_tokens, has_tools, reported)
+            gap = self._learn_ratio(messages, tools, has_tools, reported)
         elif self._engine is not None and self._engine_failed is not None:
             gap = self._learn_scale_from(messages, tools, has_tools, reported)
         else:
@@ -241,24 +249,39 @@ class TokenCounter:
         self._overhead.learn(has_tools, gap)
         self.observations += 1
 
+    def _text_tokens(self, message: Message) -> float:
+        """The estimate of a message's text alone (no framing), at what is known now."""
+        units = self._message_units(message)
+        return float(units) if self._encoding is not None else units / self._ratio
+
     def _learn_ratio(
-        self, messages: list[Message], tool_tokens: int, has_tools: bool, reported: float
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        has_tools: bool,
+        reported: float,
     ) -> float:
         """Learn the ratio from the text's share of the report, and return the request overhead
         gap to learn from: what the text, at the ratio this request shows, cannot explain.
+
+        The text is the messages' and the tool schemas': both are tokenized alike, and on a
+        first request the schemas are most of it (a dozen tools against a short prompt), so
+        an error in their estimate, taken as known, would all land on the ratio of the few
+        characters left (to its clamp) and undercount every tool result that follows.
 
         One report cannot tell a larger overhead from a denser text, so the ratio, which scales
         with the conversation, takes it all while it can; the overhead only learns what is
         left once the observed ratio hits its clamp (CJK text, a huge tool preamble)."""
         chars = sum(self._message_units(m) for m in messages)
-        framing = sum(heuristic_framing(m) for m in messages)
+        chars += sum(self._schema_units(t) for t in tools)
+        framing = sum(self._tool_framing.framing(m) for m in messages)
         if chars < MIN_CHARS_TO_LEARN_RATIO:
             # A few characters measure the framing, not the text: only the overhead learns.
-            return reported - chars / self._ratio - framing - tool_tokens
-        text_tokens = reported - framing - tool_tokens - self._overhead.get(has_tools)
+            return reported - chars / self._ratio - framing
+        text_tokens = reported - framing - self._overhead.get(has_tools)
         observed = clamp_ratio(chars / text_tokens) if text_tokens >= 1 else RATIO_BOUNDS[1]
         self._ratio = clamp_ratio(smooth(self._ratio, observed))
-        return reported - chars / observed - framing - tool_tokens
+        return reported - chars / observed - framing
 
     # -- counting through the engine ------------------------------------------------------
 
@@ -352,7 +375,7 @@ class TokenCounter:
         units += (
             len(encoding.encode_ordinary(json.dumps(tools, ensure_ascii=False))) if tools else 0
         )
-        framing = MESSAGE_OVERHEAD * len(messages)
+        framing = sum(heuristic_framing(m) for m in messages)
         text_tokens = reported - framing - self._overhead.get(has_tools)
         if units >= MIN_UNITS_TO_LEARN_SCALE and text_tokens >= 1:
             low, high = O200K_SCALE_BOUNDS

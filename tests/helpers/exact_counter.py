@@ -1,17 +1,24 @@
-"""An exact counter for the fake OpenAI-compatible engines: their own tokenizer and template.
+"""An exact counter for the fake engines: their own tokenizer and template.
 
 Brim counts exactly where the engine lends it a tokenizer (the embedded model; llama-server
 through /tokenize and /apply-template). For a test that compares the gauge with what the
 engine really evaluated, a session on a fake llama-server gets this segment tokenizer: it
-counts each message as `fake_tokenizer.render_chat` renders it, so Brim's count of a request
-is the fake's `prompt_tokens` for it, to the token.
+counts each message as `fake_tokenizer.render_message` renders it, and measures the framing
+and the tool schemas as an engine's own template would show them, by rendering small probe
+requests (a system message and a user message, as Brim's requests begin) with and without
+what is measured, as `engine.providers.gguf_tokenizer` does on a real GGUF. It never reads
+the template's parts from `fake_tokenizer`: Qwen's default system message, for one, is in
+the framing only of a request that has no system message of its own, and Brim's always do.
 
     monkeypatch.setattr("engine.session.chat.counter_for", exact_counter_for)
+
+What is left is the template's own: tokens where the tools block meets the system text, and
+the user block that consecutive tool results share. The counter's calibration learns that
+residual from each answer, as it does on the real engines.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from engine.messages import Message, to_openai
@@ -19,14 +26,22 @@ from engine.providers.base import Provider
 from engine.tokens import TokenCounter
 from tests.helpers.fake_tokenizer import render_chat, render_message, tokenize
 
+_PROBE = [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}]
+
 
 def _wrapped(tool: dict[str, Any]) -> dict[str, Any]:
     return tool if "function" in tool else {"type": "function", "function": tool}
 
 
 class FakeTemplateTokenizer:
-    """`SegmentTokenizer` for the fakes' template: `<|role|> content <|end|>` per message,
-    one tools line, BOS and the generation prompt around them."""
+    """`SegmentTokenizer` for the fakes' template. `bos`: the engine adds a BOS token to
+    every prompt (the fake llama-server does, the in-process engine does not)."""
+
+    def __init__(self, *, bos: bool = True) -> None:
+        self._bos = bos
+
+    def _count(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+        return len(tokenize(render_chat(messages, tools), add_special=self._bos))
 
     def count_message(self, message: Message) -> int:
         return len(tokenize(render_message(to_openai(message))))
@@ -35,15 +50,16 @@ class FakeTemplateTokenizer:
         return len(tokenize(text))
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
-        return len(tokenize(json.dumps([_wrapped(t) for t in tools], sort_keys=True)))
+        """What the schemas add to a request that begins as Brim's do."""
+        if not tools:
+            return 0
+        return self._count(_PROBE, [_wrapped(t) for t in tools]) - self._count(_PROBE, None)
 
     def request_overhead(self, has_tools: bool) -> int:
-        framing = len(tokenize(render_chat([]), add_special=True))  # BOS, <|assistant|>
-        if not has_tools:
-            return framing
-        probe = [{"x": 1}]  # the tools line's own tags: its rendering less the JSON
-        tagged = len(tokenize(render_chat([], probe), add_special=True))
-        return tagged - len(tokenize(json.dumps(probe, sort_keys=True)))
+        """What a request costs beyond its messages' segments (BOS, generation prompt);
+        the schemas' share is `count_tools`'."""
+        segments = sum(len(tokenize(render_message(m))) for m in _PROBE)
+        return self._count(_PROBE, None) - segments
 
 
 def exact_counter_for(provider: Provider, model: str) -> TokenCounter:

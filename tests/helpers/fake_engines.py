@@ -13,7 +13,7 @@
         srv.wait_for_disconnect(2)   # the client abandoned a stream
 
 Each fake counts prompts with a real BPE vocabulary, so counts depend on content as on a real
-engine: `fake_tokenizer` (o200k under ChatML), and for SGLang `fake_llama3` (cl100k under
+engine: `fake_tokenizer` (cl100k, Qwen 2.5's ChatML), for SGLang `fake_llama3` (cl100k under
 Llama 3.1's template, whose per-message counts do not add up to the request's); tests
 compute their expectations with the same functions. Details per engine: `fake_ollama`,
 `fake_openai` (llama-server), `fake_vllm` (vLLM, SGLang), and the shared machinery (replies,

@@ -39,11 +39,11 @@ from engine.providers.base import (
     Usage,
 )
 from engine.providers.errors import ContextOverflow
+from tests.helpers.exact_counter import FakeTemplateTokenizer
 from tests.helpers.fake_tokenizer import (
     common_prefix,
     count_text,
     render_chat,
-    render_message,
     split_reply,
     tokenize,
 )
@@ -69,23 +69,6 @@ class Request:
     @property
     def roles(self) -> list[str]:
         return [m.role for m in self.messages]
-
-
-class _Counter:
-    """The engine's own count of one message under its template (what `/tokenize` of the
-    message as `/apply-template` frames it says)."""
-
-    def count_message(self, message: Message) -> int:
-        return len(tokenize(render_message(to_openai(message))))
-
-    def count_text(self, text: str) -> int:
-        return count_text(text)
-
-    def count_tools(self, tools: list[dict[str, Any]]) -> int:
-        return len(tokenize(render_chat([], tools, add_generation_prompt=False)))
-
-    def request_overhead(self, has_tools: bool) -> int:
-        return len(tokenize("<|im_start|>assistant\n"))
 
 
 class InProcessEngine(Provider):
@@ -116,8 +99,10 @@ class InProcessEngine(Provider):
             provider=self.kind, model=model, served=self.window, slots=1, tool_calls=True
         )
 
-    def segment_tokenizer(self, model: str) -> _Counter:
-        return _Counter()
+    def segment_tokenizer(self, model: str) -> FakeTemplateTokenizer:
+        """The engine's own count of each message under its template (what `/tokenize` of
+        the message as `/apply-template` frames it says); no BOS, as this engine adds none."""
+        return FakeTemplateTokenizer(bos=False)
 
     def counting_source(self, model: str) -> str:
         return "the in-process engine's tokenizer"

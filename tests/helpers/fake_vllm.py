@@ -162,7 +162,7 @@ class FakeSglang(FakeOpenAIServer):
     a `/get_server_info` that holds an API key (Brim must never ask for it), its two
     refusals (the prompt alone, and prompt + max_tokens, each from a total equal to the
     window), and `/v1/tokenize` of text. It serves a Llama 3.1 model: prompts are counted
-    with `fake_llama3` (cl100k under Llama 3.1's template), not the other doubles' o200k.
+    with `fake_llama3` (cl100k under Llama 3.1's template), not the other doubles' Qwen template.
     `tokenize=False` is a build without `/v1/tokenize` (404)."""
 
     name = "fake-sglang"

@@ -71,7 +71,8 @@ def test_ollama_0_30_reloads_a_model_asked_for_with_another_shift():
 
 
 def test_ollama_with_shift_off_ends_an_answer_at_the_window():
-    near_full = [{"role": "user", "content": "word " * 4080}]
+    near_full = [{"role": "user", "content": "word " * 4050}]
+    assert 4060 <= count_chat(near_full) < 4096  # a few tokens short of the window
     with FakeOllama(version="0.33.0") as fake:
         fake.script_reply(" ".join(["more"] * 100))
         answer = _strict_chat(fake, near_full, shift=False).json()

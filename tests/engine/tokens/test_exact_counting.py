@@ -85,6 +85,7 @@ def test_on_llama_server_each_new_message_is_counted_once_and_the_request_exactl
                     calls = len(fake.requests_to("/apply-template")) - before
                     engine = len(tokenize(render_chat(_to_wire(messages), TOOLS), add_special=True))
                     out.append((counted - engine, calls))
+                    counter.calibrate(messages, TOOLS, engine)  # as each answer does
             finally:
                 await provider.aclose()
             return out
@@ -92,7 +93,12 @@ def test_on_llama_server_each_new_message_is_counted_once_and_the_request_exactl
         results = asyncio.run(go())
 
     assert counter.estimate_is_exact
-    assert [gap for gap, _ in results] == [0] * 6  # exact, prose and numbers alike
+    # Qwen's template writes the tools into the system message, so where the system text
+    # meets the tools block the tokens are the request's, no message's: the first count is
+    # off by that junction (a token or two), and the answers teach it.
+    gaps = [gap for gap, _ in results]
+    assert all(abs(gap) <= 2 for gap in gaps), gaps
+    assert gaps[2:] == [0] * 4, gaps  # exact, prose and numbers alike
     # After the first request only the four new messages of each turn are sent to count.
     assert all(calls == 4 for _, calls in results[1:])
 
@@ -103,17 +109,29 @@ def test_on_vllm_the_loop_counter_equals_the_engines_own_count_of_the_request():
         provider = VllmProvider(fake.url)
         counter = counter_for(provider, model)
 
-        async def go() -> tuple[int, int | None]:
+        async def go() -> tuple[int, int | None, int]:
             try:
                 messages = _conversation(4)
                 counted = await _prime_and_count(counter, messages, TOOLS)
-                return counted, await provider.count_prompt(model, messages, TOOLS)
+                engine = await provider.count_prompt(model, messages, TOOLS)
+                for _ in range(2):  # two answers to requests of this shape
+                    counter.calibrate(messages, TOOLS, engine)
+                later = [*messages, user("And the total?")]
+                return (
+                    counted,
+                    engine,
+                    await _prime_and_count(counter, later, TOOLS)
+                    - (await provider.count_prompt(model, later, TOOLS) or 0),
+                )
             finally:
                 await provider.aclose()
 
-        counted, engine = asyncio.run(go())
+        counted, engine, later_gap = asyncio.run(go())
 
-    assert counter.estimate_is_exact and counted == engine
+    # The tools join Qwen's system message: the junction is the request's own (a token or
+    # two off before the first answer), then learned.
+    assert counter.estimate_is_exact and engine is not None and abs(counted - engine) <= 2
+    assert later_gap == 0
 
 
 def test_what_the_engine_has_not_counted_yet_is_estimated_close_to_its_count():
