@@ -1,8 +1,8 @@
 """A fake Ollama: `/api/version`, `/api/tags`, `/api/ps`, `/api/show`, `/api/chat` (NDJSON).
 
 Faithful where Brim depends on it (engines.md, and Ollama's source at the tags named): the
-window is the request's `options.num_ctx`, else the Modelfile's, else the server default
-(capped at the training length); a different `num_ctx` than the loaded one reloads the model
+window is the request's `options.num_ctx`, else the Modelfile's, else the server default,
+each capped at the training length; a different `num_ctx` than the loaded one reloads the model
 (`reloads` counts it), and so, from 0.30.0, does a different `shift` (a launch setting of the
 model's llama-server there); `/api/ps` lists only loaded models, with `context_length`
 (unless `ps_context_length=False`, as before v0.10); unknown models are 404; a mid-stream
@@ -277,7 +277,9 @@ class FakeOllama(FakeServer):
     def window_for(self, model: OllamaModel, options: dict[str, Any]) -> int:
         requested = options.get("num_ctx")
         if isinstance(requested, int) and requested > 0:
-            return requested
+            # No more than the training length (server/sched.go effectiveContext, and
+            # llm/llama_server.go: "requested context size too large for model").
+            return min(requested, model.context_length)
         if model.modelfile_num_ctx:
             return model.modelfile_num_ctx
         return min(self.default_num_ctx, model.context_length)
