@@ -429,9 +429,8 @@ class WindowWatch:
 
     async def _reported(self) -> int | None:
         """The window the engine reports now (None when it says none or cannot be asked)."""
-        num_ctx = self.agent.num_ctx if self.provider.kind == "ollama" else None
-        try:
-            report: Any = await self.provider.report(self.agent.model, num_ctx)
+        try:  # the pin is the provider's own (given at build): nothing to hand it again
+            report: Any = await self.provider.report(self.agent.model)
         except Exception:  # asking again must never fail the turn
             log.info("could not ask the engine for its window again", exc_info=True)
             return None

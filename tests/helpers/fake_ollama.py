@@ -106,6 +106,9 @@ class OllamaModel:
     parameter_size: str = "8.0B"
     size: int = 6591830464  # /api/ps `size`: bytes the loaded model takes
     size_vram: int | None = None  # /api/ps `size_vram`: of those, on the GPU (None: all)
+    # Loaded with at most this num_ctx, all of it is on the GPU (None: `size_vram` at any):
+    # a smaller window's KV cache leaves room for the layers that spilled.
+    on_gpu_up_to: int | None = None
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -129,8 +132,12 @@ def _rfc3339(epoch: float) -> str:
     )
 
 
-def _vram(model: OllamaModel) -> int:
-    return model.size if model.size_vram is None else model.size_vram
+def _vram(model: OllamaModel, num_ctx: int) -> int:
+    if model.size_vram is None or (
+        model.on_gpu_up_to is not None and num_ctx <= model.on_gpu_up_to
+    ):
+        return model.size
+    return model.size_vram
 
 
 def _full_name(name: str) -> str:
@@ -332,7 +339,7 @@ class FakeOllama(FakeServer):
                 "digest": "c" * 64,
                 "details": self._details(self.models[name]),
                 "expires_at": _rfc3339(self.expires.get(name, time.time())),
-                "size_vram": _vram(self.models[name]),
+                "size_vram": _vram(self.models[name], num_ctx),
             }
             if self.ps_context_length:
                 entry["context_length"] = num_ctx

@@ -133,26 +133,28 @@ def _smollm2() -> str:
 
 
 def _spilling() -> OllamaModel:
-    # 200 of 400 MiB on the GPU at the pin: the estimate of SmolLM2 finds a smaller window.
+    # 200 of 400 MiB on the GPU at the pin: the estimate of SmolLM2 finds a smaller window,
+    # and at a window that small (as a real Ollama would) all of it is on the GPU.
     return OllamaModel(
-        MODEL, context_length=8192, blob=_smollm2(), size=400 * MIB, size_vram=200 * MIB
+        MODEL,
+        context_length=8192,
+        blob=_smollm2(),
+        size=400 * MIB,
+        size_vram=200 * MIB,
+        on_gpu_up_to=6144,
     )
 
 
-def _spill_run(tmp_path: Path, policy: str) -> tuple[list[Event], list[int]]:
-    model = _spilling()
-    with FakeOllama([model]) as fake:
-
-        def all_on_the_gpu_once_reloaded() -> None:
-            model.size_vram = None  # what a smaller window gets from a real Ollama
-
+def _spill_run(
+    tmp_path: Path, policy: str, *, loaded: bool = False
+) -> tuple[list[Event], list[int]]:
+    """Three turns on a pin of 8,192 that spills; `loaded`: the model is loaded at the pin
+    already when the conversation starts (the start's report sees the spill)."""
+    with FakeOllama([_spilling()]) as fake:
+        if loaded:
+            fake.load(MODEL, 8192)
         agent = _agent(fake.url, "ollama", MODEL, num_ctx=8192, on_spill=policy)
-        events = _run(
-            agent,
-            tmp_path,
-            ["hello", "and again", "a third time"],
-            between={0: all_on_the_gpu_once_reloaded} if policy == "shrink" else None,
-        )
+        events = _run(agent, tmp_path, ["hello", "and again", "a third time"])
         sent = [r.body["options"]["num_ctx"] for r in fake.chat_requests]
     return events, sent
 
@@ -192,3 +194,12 @@ def test_ask_offers_both_windows_as_an_event_then_keeps_the_pin(tmp_path: Path) 
     }
     assert set(sent) == {8192}  # headless: the event, then warn
     assert _notices(events, "pin_lowered") == []
+
+
+def test_shrink_acts_before_the_first_request_on_a_spill_the_start_saw(tmp_path: Path) -> None:
+    events, sent = _spill_run(tmp_path, "shrink", loaded=True)
+    (spill,) = _notices(events, "model_spilled_to_cpu")
+    fits = int(spill.details["fits_num_ctx"])
+    (lowered,) = _notices(events, "pin_lowered")
+    assert lowered.details["lowered_to"] == fits
+    assert set(sent) == {fits}  # not one request at the pin that spills
