@@ -96,6 +96,7 @@ class WindowWatch:
         # not read yet), so each is told once.
         self._refusals: set[tuple[int, int]] = set()
         self._spill_read: str | None = None
+        self._spill_cpu = 0  # the share of the model on the CPU at the last spill read
 
     @property
     def engine(self) -> str:
@@ -219,13 +220,15 @@ class WindowWatch:
                 },
                 level="warning",
             )
-        elif act.action == "shrink" and act.fits is not None:
-            self.lower_pin(act.fits, cpu_percent=act.cpu_percent)
+        self._spill_cpu = act.cpu_percent
+        if act.action == "shrink" and act.fits is not None:
+            self.lower_pin(act.fits)
 
-    def lower_pin(self, fits: int, *, cpu_percent: int = 0) -> bool:
-        """The pin lowered to `fits` (on_spill = shrink, or the user's choice of it): the
-        engine asks for it from the next request on and Brim accounts against it."""
-        old = self.window
+    def lower_pin(self, fits: int, *, chosen: bool = False) -> bool:
+        """The pin lowered to `fits` (on_spill = shrink, or `chosen` by the user from an ask's
+        choice): the engine asks for it from the next request on and Brim accounts against it.
+        False where there is no larger pin to lower or the engine takes no pin."""
+        old, cpu_percent = self.window, self._spill_cpu
         if old.pinned is None or fits >= old.pinned or not self.provider.set_pin(fits):
             return False
         window = min(fits, old.ceiling) if old.ceiling is not None else fits
@@ -247,12 +250,13 @@ class WindowWatch:
         act = SpillAct("shrink", old.pinned, fits, cpu_percent)
         self.mark(
             NOTICE_PIN_LOWERED,
-            lowered_text(self.agent.model, act, compacts_at=compacts_at),
+            lowered_text(self.agent.model, act, compacts_at=compacts_at, chosen=chosen),
             {
                 "asked": old.pinned,
                 "lowered_to": fits,
                 "cpu_percent": cpu_percent,
                 "compacts_at": compacts_at,
+                "by": "user" if chosen else "on_spill",
             },
             level="warning",
         )

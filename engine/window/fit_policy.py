@@ -49,15 +49,16 @@ def spill_act(policy: str, pin: int | None, details: dict[str, int | str]) -> Sp
     return SpillAct("warn", pin, fits, cpu)
 
 
-def lowered_text(model: str, act: SpillAct, *, compacts_at: int) -> str:
+def lowered_text(model: str, act: SpillAct, *, compacts_at: int, chosen: bool = False) -> str:
     """shrink's line, e.g. "on_spill = shrink: num_ctx 40,960 left 23% of qwen3:8b on the
-    CPU, so Brim lowers the pin to 32,768, the largest window that stays on the GPU; …"."""
+    CPU, so Brim lowers the pin to 32,768, the largest window that stays on the GPU; …"
+    (`chosen`: the user picked it from an ask's choice)."""
     assert act.asked is not None and act.fits is not None
+    why = "As chosen" if chosen else "on_spill = shrink"
     return (
-        f"on_spill = shrink: num_ctx {act.asked:,} left {act.cpu_percent}% of {model} on the "
-        f"CPU, so Brim lowers the pin to {act.fits:,}, the largest window that stays on the "
-        f"GPU; the next request reloads the model with it, and Brim now compacts at "
-        f"{compacts_at:,}."
+        f"{why}: num_ctx {act.asked:,} left {act.cpu_percent}% of {model} on the CPU, so "
+        f"Brim lowers the pin to {act.fits:,}, the largest window that stays on the GPU; the "
+        f"next request reloads the model with it, and Brim now compacts at {compacts_at:,}."
     )
 
 
