@@ -127,8 +127,8 @@ class WindowWatch:
             self.learn(lesson, told=refused is None)
             if refused is not None:
                 self._tell_refusal(refused)
-            if self._spill_read is None or before is None or before != now:
-                await self._read_spill()
+            if self._spill_read is None or before is None or _moved(before, now):
+                await self._read_spill()  # after a load: where the model sits now
             return
         pinned = self.window.pinned
         if pinned is None or reload.load_s is not None:
@@ -439,6 +439,11 @@ class WindowWatch:
             log.info("could not ask the engine for its window again", exc_info=True)
             return None
         return report.served if isinstance(report.served, int) else None
+
+
+def _moved(before: LoadedModel, now: LoadedModel | None) -> bool:
+    """The model was loaded anew between two readings (another window, or unloaded)."""
+    return now is None or before.window != now.window
 
 
 def _said(lesson: WindowLesson) -> str:
