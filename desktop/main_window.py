@@ -217,6 +217,7 @@ class MainWindow(QMainWindow):
         self.stream.flushed.connect(self.transcript.append_stream)
         self.transcript.compaction_requested.connect(self.show_compaction)
         self.transcript.continue_requested.connect(lambda: self._on_submitted(CONTINUE_TEXT))
+        self.transcript.pin_requested.connect(self.lower_pin)
         self.rail.timeline.compaction_clicked.connect(self.show_compaction)
         self.banner.retry_requested.connect(self.retry)
         bridge.event.connect(self.on_event)
@@ -410,7 +411,7 @@ class MainWindow(QMainWindow):
                     # The loop's repeats are not in the saved answer; nor are they shown.
                     self.transcript.drop_answer_tail(int(event.details.get("dropped_chars", 0)))
                 ref = event.details.get("compaction", "") if event.marker == "compaction" else ""
-                action = notice_action(event.kind)
+                action = notice_action(event.kind, event.details)
                 self._notice(event.text, event.level, event.marker, str(ref or ""), action)
             case StateEvent():
                 self._on_state(event.state)
@@ -515,6 +516,16 @@ class MainWindow(QMainWindow):
             self.load_progress.show()
         elif state in ("ready", "streaming", "waiting for the engine", "not started"):
             self.load_progress.hide()
+
+    def lower_pin(self, window: int) -> None:
+        """A spill_choice answered with Lower the pin: the session lowers it (its notice
+        says so); nothing to lower is said as a plain notice."""
+
+        def told(lowered: object) -> None:
+            if not lowered:
+                self._notice("The pin could not be lowered: nothing larger is pinned.", "info")
+
+        self.bridge.session_call(lambda s: s.lower_pin(window), told)
 
     def _notice(
         self, text: str, level: str, marker: str = "", ref: str = "", action: str = ""

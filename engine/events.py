@@ -41,8 +41,8 @@ class WindowLearnedEvent(Event):
     """The engine revealed its window after the start (Ollama loaded the model, an overflow
     error named it, a rejection or a silent cut showed it is smaller): Brim accounts against
     `new` from now on and compacts at `compacts_at`. `source` is the window's new source
-    (server | observed); `cause` what showed it (loaded | overflow | rejected_below_report |
-    truncation)."""
+    (server | observed | pinned); `cause` what showed it (loaded | overflow |
+    rejected_below_report | truncation), or spill_shrink (the fit policy lowered the pin)."""
 
     type: ClassVar[str] = "window_learned"
     engine: str
@@ -135,6 +135,9 @@ NoticeKind = Literal[
     "secret_redacted",
     "model_spilled_to_cpu",
     "mcp_tools_joined",
+    "pin_not_honoured",
+    "pin_lowered",
+    "spill_choice",
 ]
 
 
@@ -210,6 +213,16 @@ NOTICE_ANSWER_ROOM: Final = "answer_room_lowered"
 # block, each later load too, so the engine evaluates the prompt again from the start: reason
 # (calls_missed), misses, tools (joined now).
 NOTICE_MCP_TOOLS_JOINED: Final = "mcp_tools_joined"
+# The engine allocated less than the agent's pin (engine/window/pin_check.py), said once after
+# the load: asked, allocated, cause (training_length | parallel_split | unknown), engine,
+# model, and slots and model_max where known.
+NOTICE_PIN_NOT_HONOURED: Final = "pin_not_honoured"
+# The agent's fit policy (on_spill, engine/window/fit_policy.py) met a model partly on the
+# CPU: NOTICE_PIN_LOWERED (shrink: asked, lowered_to, cpu_percent, compacts_at) and
+# NOTICE_SPILL_CHOICE (ask: asked, fits, cpu_percent, choices "keep,shrink").
+NOTICE_SPILLED: Final = "model_spilled_to_cpu"  # engine/providers/ollama_spill.py
+NOTICE_PIN_LOWERED: Final = "pin_lowered"
+NOTICE_SPILL_CHOICE: Final = "spill_choice"
 
 
 @dataclass

@@ -36,6 +36,7 @@ from desktop.widgets.transcript_rows import (
     ACTION_CONTINUE,
     Row,
     describe_call,
+    lowered_pin,
     merge_live_rows,
     place_receipts,
     receipt_row,
@@ -61,6 +62,9 @@ ROW_GAP = 6  # pixels between rows
 TOGGLE_SCHEME = "toggle"
 COMPACTION_SCHEME = "compaction"  # a compaction row's Show / Restore: compaction:<id>
 CONTINUE_SCHEME = "continue"  # a cut answer's Continue: continue:<row id>
+PIN_SCHEME = "lowerpin"  # a spill_choice's Lower the pin: lowerpin:<window>
+KEEP_SCHEME = "keeppin"  # its Keep: keeppin:<row id>
+KEEP_LABEL = "Keep the pin"
 CONTINUE_LABEL = "▶ Continue"
 MONO_FAMILY = "DejaVu Sans Mono"
 
@@ -69,6 +73,7 @@ class TranscriptView(QTextBrowser):
     toggled = Signal(int)  # a collapsible row was opened or closed (its id)
     compaction_requested = Signal(str)  # a compaction row's Show / Restore (the compaction id)
     continue_requested = Signal()  # a cut answer's Continue: ask for the rest of it
+    pin_requested = Signal(int)  # a spill_choice's Lower the pin: the window to pin
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -169,6 +174,20 @@ class TranscriptView(QTextBrowser):
                 row.text, row.status = preview, status
                 self._refill(row)
                 return
+
+    def _answer_spill_choice(self, scheme: str, value: str) -> None:
+        """Either answer takes the choice's buttons away; Lower the pin asks for it."""
+        for row in self._rows:
+            window = lowered_pin(row.action)
+            if window is None or (scheme == KEEP_SCHEME and str(row.id) != value):
+                continue
+            if scheme == PIN_SCHEME and str(window) != value:
+                continue
+            row.action = ""
+            self._refill(row)
+            if scheme == PIN_SCHEME:
+                self.pin_requested.emit(window)
+            return
 
     def toggle(self, row_id: int) -> None:
         for row in self._rows:
@@ -317,6 +336,14 @@ class TranscriptView(QTextBrowser):
                 cursor.insertBlock(_block(top=2), _char(colour, scale=0.92))
                 cursor.insertText("    ", _char(colour, scale=0.92))
                 cursor.insertText(f"↺ {action}", _anchor(f"{COMPACTION_SCHEME}:{row.ref}", colour))
+            if (window := lowered_pin(row.action)) is not None:
+                cursor.insertBlock(_block(top=4), _char(colour, scale=0.92))
+                cursor.insertText("    ", _char(colour, scale=0.92))
+                link = _anchor(f"{PIN_SCHEME}:{window}", theme.USER_ACCENT)
+                link.setFontWeight(QFont.Weight.DemiBold)
+                cursor.insertText(f"▼ Lower the pin to {window:,}", link)
+                cursor.insertText("    ", _char(colour, scale=0.92))
+                cursor.insertText(KEEP_LABEL, _anchor(f"{KEEP_SCHEME}:{row.id}", colour))
             if row.action == ACTION_CONTINUE:
                 cursor.insertBlock(_block(top=4), _char(colour, scale=0.92))
                 cursor.insertText("    ", _char(colour, scale=0.92))
@@ -426,6 +453,8 @@ class TranscriptView(QTextBrowser):
             self.compaction_requested.emit(url.path() or url.host())
         elif url.scheme() == CONTINUE_SCHEME:
             self.continue_requested.emit()
+        elif url.scheme() in (PIN_SCHEME, KEEP_SCHEME):
+            self._answer_spill_choice(url.scheme(), url.path() or url.host())
         elif url.scheme() == TOGGLE_SCHEME:
             try:
                 self.toggle(int(url.path() or url.host()))

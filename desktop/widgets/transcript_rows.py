@@ -6,14 +6,16 @@ shown live). No drawing here: desktop/widgets/transcript.py renders the rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from desktop.format import format_receipt
-from engine.api import NOTICE_ANSWER_CUT, NOTICE_RESTORED, Message, Receipt
+from engine.api import NOTICE_ANSWER_CUT, NOTICE_RESTORED, NOTICE_SPILL_CHOICE, Message, Receipt
 
 MARKER_COMPACTION = "compaction"
 ACTION_CONTINUE = "continue"  # a cut answer's notice: Continue asks for the rest
+# A spill_choice notice (on_spill = "ask"): "lower_pin:<window>" offers Lower the pin / Keep it.
+ACTION_LOWER_PIN = "lower_pin"
 
 
 @dataclass
@@ -75,9 +77,18 @@ def notice_row(message: Message) -> Row:
     )
 
 
-def notice_action(kind: str) -> str:
+def notice_action(kind: str, details: Mapping[str, object] | None = None) -> str:
     """The action a live notice of this kind offers ("" for none)."""
+    if kind == NOTICE_SPILL_CHOICE:
+        fits = (details or {}).get("fits")
+        return f"{ACTION_LOWER_PIN}:{fits}" if isinstance(fits, int) and fits > 0 else ""
     return ACTION_CONTINUE if kind == NOTICE_ANSWER_CUT else ""
+
+
+def lowered_pin(action: str) -> int | None:
+    """The window a lower_pin action offers (None: it is another action)."""
+    verb, _, figure = action.partition(":")
+    return int(figure) if verb == ACTION_LOWER_PIN and figure.isdigit() else None
 
 
 def stale_actions(rows: Sequence[Row]) -> list[Row]:

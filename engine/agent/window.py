@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from engine.config import AgentConfig
@@ -22,6 +23,10 @@ from engine.context import ContextManager
 from engine.events import (
     NOTICE_ANSWER_ROOM,
     NOTICE_MODEL_RELOADED,
+    NOTICE_PIN_LOWERED,
+    NOTICE_PIN_NOT_HONOURED,
+    NOTICE_SPILL_CHOICE,
+    NOTICE_SPILLED,
     NOTICE_WINDOW_DOUBTED,
     NOTICE_WINDOW_DROPPED,
     NOTICE_WINDOW_LEARNED,
@@ -30,8 +35,9 @@ from engine.events import (
     WindowLearnedEvent,
 )
 from engine.messages import Message
-from engine.providers.base import LoadedModel, Provider
+from engine.providers.base import EngineNotice, LoadedModel, Provider
 from engine.providers.errors import ContextOverflow
+from engine.window.fit_policy import SpillAct, choice_text, lowered_text, spill_act
 from engine.window.learning import (
     ENGINE_NAMES,
     WindowLesson,
@@ -42,6 +48,7 @@ from engine.window.learning import (
     learned_text,
 )
 from engine.window.output_cap import room_after_refusal
+from engine.window.pin_check import PinRefused, ollama_refusal, refusal_details, refusal_text
 from engine.window.reloads import reload_seen, reload_text
 from engine.window.resolution import WindowResolution
 from engine.window.vetting import (
@@ -85,6 +92,11 @@ class WindowWatch:
         self._loaded_read = False
         # The window in force before a lesson drawn from an error, and that lesson.
         self._provisional: tuple[WindowResolution, WindowLesson] | None = None
+        # The pin refusals told (asked, allocated), and the last spill read ("": none; None:
+        # not read yet), so each is told once.
+        self._refusals: set[tuple[int, int]] = set()
+        self._spill_read: str | None = None
+        self._spill_cpu = 0  # the share of the model on the CPU at the last spill read
 
     @property
     def engine(self) -> str:
@@ -98,6 +110,7 @@ class WindowWatch:
         if not self._loaded_read:
             self._loaded_read = True
             self._loaded = await self._read_loaded()
+            await self.start_spill()
 
     async def after_answer(self, *, load_s: float | None, sent_at: float) -> None:
         """After every answer: the window the model runs with now (an unpinned agent learns
@@ -110,7 +123,12 @@ class WindowWatch:
         lesson = from_loaded(self.window, now.window if now is not None else None)
         reload = reload_seen(before, now, load_s=load_s, sent_at=sent_at)
         if reload is None:
-            self.learn(lesson)
+            refused = self._refused(now)
+            self.learn(lesson, told=refused is None)
+            if refused is not None:
+                self._tell_refusal(refused)
+            if self._spill_read is None or before is None or _moved(before, now):
+                await self._read_spill()  # after a load: where the model sits now
             return
         pinned = self.window.pinned
         if pinned is None or reload.load_s is not None:
@@ -135,6 +153,114 @@ class WindowWatch:
             },
             level="warning" if reload.window_changed else "info",
         )
+        await self._read_spill()
+
+    # -- the pin: honoured, or refused; on the GPU, or spilled ------------------------------
+
+    def _refused(self, now: LoadedModel | None) -> PinRefused | None:
+        """The engine loaded the model with less than the pin its requests carry."""
+        pinned = self.window.pinned
+        if pinned is None or now is None:
+            return None
+        refused = ollama_refusal(pinned, now.window, model_max=self.window.model_max)
+        if refused is None or (refused.asked, refused.allocated) in self._refusals:
+            return None
+        return refused
+
+    def _tell_refusal(self, refused: PinRefused) -> None:
+        self._refusals.add((refused.asked, refused.allocated))
+        engine, model = self.window.provider, self.agent.model
+        compacts_at = self.context.budget.compact_threshold
+        self.mark(
+            NOTICE_PIN_NOT_HONOURED,
+            refusal_text(refused, engine=engine, model=model, compacts_at=compacts_at),
+            refusal_details(refused, engine=engine, model=model),
+            level="warning",
+        )
+
+    async def start_spill(self) -> None:
+        """Before the first request: the fit policy on a spill the start's report told."""
+        if self._spill_read is not None:
+            return
+        self._spill_read = ""
+        for found in self.window.notices:
+            if found.kind == NOTICE_SPILLED:
+                self._spill_read = found.text
+                self._on_spill(found, told=True)
+
+    async def _read_spill(self) -> None:
+        """After a load: the share of the model off the GPU, told once per reading, and the
+        agent's fit policy applied to it (on_spill)."""
+        try:
+            found = await self.provider.gpu_spill(self.agent.model)
+        except Exception:  # a status read must never fail the turn that already answered
+            log.warning("could not read where the model is loaded", exc_info=True)
+            return
+        text = found.text if found is not None else ""
+        if found is None or text == self._spill_read:
+            self._spill_read = text
+            return
+        self._spill_read = text
+        told = any(n.text == text for n in self.window.notices)
+        self._on_spill(found, told=told)
+
+    def _on_spill(self, found: EngineNotice, *, told: bool) -> None:
+        if not told:
+            self.mark(found.kind, found.text, dict(found.details), level="warning")
+        act = spill_act(self.agent.on_spill, self.window.pinned, found.details)
+        if act.action == "ask":
+            self.mark(
+                NOTICE_SPILL_CHOICE,
+                choice_text(self.agent.model, act),
+                {
+                    "asked": act.asked or 0,
+                    "fits": act.fits or 0,
+                    "cpu_percent": act.cpu_percent,
+                    "choices": "keep,shrink",
+                },
+                level="warning",
+            )
+        self._spill_cpu = act.cpu_percent
+        if act.action == "shrink" and act.fits is not None:
+            self.lower_pin(act.fits)
+
+    def lower_pin(self, fits: int, *, chosen: bool = False) -> bool:
+        """The pin lowered to `fits` (on_spill = shrink, or `chosen` by the user from an ask's
+        choice): the engine asks for it from the next request on and Brim accounts against it.
+        False where there is no larger pin to lower or the engine takes no pin."""
+        old, cpu_percent = self.window, self._spill_cpu
+        if old.pinned is None or fits >= old.pinned or not self.provider.set_pin(fits):
+            return False
+        window = min(fits, old.ceiling) if old.ceiling is not None else fits
+        self.window = replace(old, window=window, source="pinned", pinned=fits)
+        self.context.set_window(window)
+        compacts_at = self.context.budget.compact_threshold
+        self.sink(
+            WindowLearnedEvent(
+                engine=old.provider,
+                model=old.model,
+                old=old.window,
+                new=window,
+                source="pinned",
+                cause="spill_shrink",
+                compacts_at=compacts_at,
+            )
+        )
+        self._tell_window(window, "pinned")
+        act = SpillAct("shrink", old.pinned, fits, cpu_percent)
+        self.mark(
+            NOTICE_PIN_LOWERED,
+            lowered_text(self.agent.model, act, compacts_at=compacts_at, chosen=chosen),
+            {
+                "asked": old.pinned,
+                "lowered_to": fits,
+                "cpu_percent": cpu_percent,
+                "compacts_at": compacts_at,
+                "by": "user" if chosen else "on_spill",
+            },
+            level="warning",
+        )
+        return True
 
     async def _read_loaded(self) -> LoadedModel | None:
         try:
@@ -307,13 +433,17 @@ class WindowWatch:
 
     async def _reported(self) -> int | None:
         """The window the engine reports now (None when it says none or cannot be asked)."""
-        num_ctx = self.agent.num_ctx if self.provider.kind == "ollama" else None
-        try:
-            report: Any = await self.provider.report(self.agent.model, num_ctx)
+        try:  # the pin is the provider's own (given at build): nothing to hand it again
+            report: Any = await self.provider.report(self.agent.model)
         except Exception:  # asking again must never fail the turn
             log.info("could not ask the engine for its window again", exc_info=True)
             return None
         return report.served if isinstance(report.served, int) else None
+
+
+def _moved(before: LoadedModel, now: LoadedModel | None) -> bool:
+    """The model was loaded anew between two readings (another window, or unloaded)."""
+    return now is None or before.window != now.window
 
 
 def _said(lesson: WindowLesson) -> str:

@@ -42,6 +42,7 @@ class AgentConfig:
     flash_attn: str = _default("flash_attn")
     kv_cache_type: str = _default("kv_cache_type")
     num_ctx: int | None = _default("num_ctx")
+    on_spill: str = _default("on_spill")
     max_context_tokens: int | None = _default("max_context_tokens")
     summarizer_model: str | None = _default("summarizer_model")
     compaction_ratio: float = _default("compaction_ratio")

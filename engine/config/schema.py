@@ -33,6 +33,8 @@ MAX_NAME_CHARS = 100
 MAX_SECRET_CHARS = 4_096
 FLASH_ATTN_MODES = ("auto", "on", "off")
 KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")  # the types engine/fit/kv.py counts
+# What Brim does when the pin does not stay on the GPU (engine/window/fit_policy.py).
+SPILL_POLICIES = ("warn", "shrink", "ask")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The agent's own instructions unless its file says otherwise (resources/prompts/system.txt).
@@ -438,6 +440,20 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         description=(
             "Pin the context window. Ollama receives it on every request; for the other "
             "engines it is what Brim accounts against (never above what the engine serves)."
+        ),
+    ),
+    FieldSpec(
+        "on_spill",
+        "choice",
+        default="warn",
+        choices=SPILL_POLICIES,
+        group="window",
+        label="When the pin spills off the GPU",
+        description=(
+            "What Brim does when the engine puts part of the model on the CPU at the pin: "
+            "warn (keep the pin and say what spilled), shrink (lower the pin to the largest "
+            "window that stays on the GPU, and say so) or ask (offer both in the "
+            "conversation; headless: an event, then warn)."
         ),
     ),
     FieldSpec(

@@ -35,6 +35,7 @@ from engine.memory.tools import VIEW_NAME
 from engine.messages import Message
 from engine.providers.base import (
     ChatOptions,
+    EngineNotice,
     EngineReport,
     LoadedModel,
     ModelInfo,
@@ -215,6 +216,12 @@ class ObservingProvider(Provider):
 
     async def ready(self) -> bool:
         return await self.inner.ready()
+
+    async def gpu_spill(self, model: str) -> EngineNotice | None:
+        return await self.inner.gpu_spill(model)
+
+    def set_pin(self, num_ctx: int) -> bool:
+        return self.inner.set_pin(num_ctx)
 
     async def aclose(self) -> None:
         await self.inner.aclose()

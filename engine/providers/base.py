@@ -178,6 +178,16 @@ class Provider(ABC):
         `/api/chat` with no messages). False where nothing was loaded."""
         return False
 
+    async def gpu_spill(self, model: str) -> EngineNotice | None:
+        """A notice when the engine holds part of `model` off the GPU now (Ollama's /api/ps
+        `size_vram < size`), with its figures; None: all on the GPU, or nothing to say."""
+        return None
+
+    def set_pin(self, num_ctx: int) -> bool:
+        """Ask for `num_ctx` from the next request on (the fit policy lowered the pin); False
+        where the engine takes no window from Brim's requests."""
+        return False
+
     async def ready(self) -> bool:
         """False while the engine answers but is still loading its model (llama-server's
         /health 503), so the start waits instead of failing."""

@@ -112,6 +112,19 @@ class LlamaCppProvider(OpenAICompatProvider):
         except ProviderError:
             return []
 
+    async def _slot_windows(self) -> list[int]:
+        """`/slots`: the n_ctx each slot holds (nothing where the server runs --no-slots)."""
+        try:
+            listed = await self._get_json("/slots")
+        except EngineUnreachable:
+            raise
+        except ProviderError:
+            return []
+        if not isinstance(listed, list):
+            return []
+        found = (as_window(s.get("n_ctx")) for s in listed if isinstance(s, dict))
+        return [n for n in found if n is not None]
+
     @staticmethod
     def _pick_card(cards: list[dict[str, Any]], model: str) -> dict[str, Any] | None:
         # One server serves one model; match by name where it can, else take what it has.
@@ -149,6 +162,9 @@ class LlamaCppProvider(OpenAICompatProvider):
         per_slot = as_window(settings.get("n_ctx"))
         if per_slot is None:
             per_slot = as_window(props.get("n_ctx"))  # some older builds put it at the top level
+        held = await self._slot_windows() if props.get("endpoint_slots") is not False else []
+        if held:  # each slot's own n_ctx: the smallest is what a request can count on
+            per_slot = min([*held, *([per_slot] if per_slot is not None else [])])
         slots = as_window(props.get("total_slots"))
         card = self._pick_card(await self._cards_or_empty(), model)
         meta = found if card and isinstance(found := card.get("meta"), dict) else {}

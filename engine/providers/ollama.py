@@ -26,6 +26,7 @@ import pydantic
 from engine.messages import Message, ToolCall, model_messages
 from engine.providers.base import (
     ChatOptions,
+    EngineNotice,
     EngineReport,
     LoadedModel,
     ModelInfo,
@@ -310,6 +311,22 @@ class OllamaProvider(HttpProvider):
         if entry is None:
             return None
         return LoadedModel(as_int(entry.get("context_length")), expiry(entry.get("expires_at")))
+
+    async def gpu_spill(self, model: str) -> EngineNotice | None:
+        """`/api/ps` now: the share of `model` off the GPU (engine/providers/ollama_spill.py)."""
+        try:
+            entry = running_entry(await self._get_json("/api/ps"), model)
+        except ProviderError:
+            return None
+        if entry is None:
+            return None
+        here = self._blobs.get(model) if runs_here(self.base_url) else None
+        return await spill_notice(model, entry, here)
+
+    def set_pin(self, num_ctx: int) -> bool:
+        """The pin every later request carries (and so the window the next one loads)."""
+        self.num_ctx = num_ctx
+        return True
 
     async def load_model(self, model: str) -> bool:
         """Load `model` without answering: `/api/chat` with no messages, which Ollama answers

@@ -186,6 +186,10 @@ class ChatSession:
     def window(self) -> WindowResolution | None:
         return self._window
 
+    def lower_pin(self, num_ctx: int) -> bool:
+        """An ask's choice taken (a spill_choice notice): engine/agent/window.py lowers it."""
+        return self._loop is not None and self._loop.watch.lower_pin(num_ctx, chosen=True)
+
     @property
     def _messages(self) -> list[Message]:
         return self.conversation.messages

@@ -56,6 +56,11 @@ class SessionControl(Protocol):
 
     async def close(self) -> None: ...
 
+    def lower_pin(self, num_ctx: int) -> bool:
+        """Lower the agent's pin for this session to `num_ctx` (the user's answer to a
+        spill_choice notice); False where there is nothing to lower."""
+        ...
+
     def history(self) -> list[Message]:
         """What the model is sent now (compaction may have replaced older messages)."""
         ...

@@ -1,8 +1,8 @@
 """A fake Ollama: `/api/version`, `/api/tags`, `/api/ps`, `/api/show`, `/api/chat` (NDJSON).
 
 Faithful where Brim depends on it (engines.md, and Ollama's source at the tags named): the
-window is the request's `options.num_ctx`, else the Modelfile's, else the server default
-(capped at the training length); a different `num_ctx` than the loaded one reloads the model
+window is the request's `options.num_ctx`, else the Modelfile's, else the server default,
+each capped at the training length; a different `num_ctx` than the loaded one reloads the model
 (`reloads` counts it), and so, from 0.30.0, does a different `shift` (a launch setting of the
 model's llama-server there); `/api/ps` lists only loaded models, with `context_length`
 (unless `ps_context_length=False`, as before v0.10); unknown models are 404; a mid-stream
@@ -106,6 +106,9 @@ class OllamaModel:
     parameter_size: str = "8.0B"
     size: int = 6591830464  # /api/ps `size`: bytes the loaded model takes
     size_vram: int | None = None  # /api/ps `size_vram`: of those, on the GPU (None: all)
+    # Loaded with at most this num_ctx, all of it is on the GPU (None: `size_vram` at any):
+    # a smaller window's KV cache leaves room for the layers that spilled.
+    on_gpu_up_to: int | None = None
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -129,8 +132,12 @@ def _rfc3339(epoch: float) -> str:
     )
 
 
-def _vram(model: OllamaModel) -> int:
-    return model.size if model.size_vram is None else model.size_vram
+def _vram(model: OllamaModel, num_ctx: int) -> int:
+    if model.size_vram is None or (
+        model.on_gpu_up_to is not None and num_ctx <= model.on_gpu_up_to
+    ):
+        return model.size
+    return model.size_vram
 
 
 def _full_name(name: str) -> str:
@@ -277,7 +284,9 @@ class FakeOllama(FakeServer):
     def window_for(self, model: OllamaModel, options: dict[str, Any]) -> int:
         requested = options.get("num_ctx")
         if isinstance(requested, int) and requested > 0:
-            return requested
+            # No more than the training length (server/sched.go effectiveContext, and
+            # llm/llama_server.go: "requested context size too large for model").
+            return min(requested, model.context_length)
         if model.modelfile_num_ctx:
             return model.modelfile_num_ctx
         return min(self.default_num_ctx, model.context_length)
@@ -330,7 +339,7 @@ class FakeOllama(FakeServer):
                 "digest": "c" * 64,
                 "details": self._details(self.models[name]),
                 "expires_at": _rfc3339(self.expires.get(name, time.time())),
-                "size_vram": _vram(self.models[name]),
+                "size_vram": _vram(self.models[name], num_ctx),
             }
             if self.ps_context_length:
                 entry["context_length"] = num_ctx

@@ -359,6 +359,7 @@ class FakeLlamaServer(FakeOpenAIServer):
         self.overflow_style = overflow_style
         self.route("GET", "/health", self._health)
         self.route("GET", "/props", self._props)
+        self.route("GET", "/slots", self._slots)
         self.route("POST", "/tokenize", self._tokenize)
         self.route("POST", "/apply-template", self._apply_template)
 
@@ -493,6 +494,17 @@ class FakeLlamaServer(FakeOpenAIServer):
                 "is_sleeping": False,
             },
         )
+
+    def _slots(self, ex: Exchange, req: RecordedRequest) -> None:
+        """One entry per slot with the n_ctx it holds (tools/server: `/slots`, on unless
+        --no-slots), as `n_slots = …, n_ctx_slot = …` in the real server's log."""
+        if self.loading:
+            self._unavailable(ex)
+            return
+        held = [
+            {"id": i, "n_ctx": self.per_slot, "is_processing": False} for i in range(self.slots)
+        ]
+        ex.send_json(200, held)
 
     def _models(self, ex: Exchange, req: RecordedRequest) -> None:
         meta: dict[str, Any] | None = None

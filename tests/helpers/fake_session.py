@@ -128,6 +128,7 @@ class FakeSession:
         self.workspace: Path | None = None
         self.conversation_id = uuid.uuid4().hex
         self.sent: list[str] = []
+        self.pins: list[int] = []  # lower_pin's calls (a spill_choice answered)
         self.cancels = 0
         self.closed = False
         self.call_threads: set[int] = set()
@@ -287,6 +288,10 @@ class FakeSession:
     def history(self) -> list[Message]:
         self._enter()
         return list(self._history)
+
+    def lower_pin(self, num_ctx: int) -> bool:
+        self.pins.append(num_ctx)
+        return True
 
     def transcript(self) -> list[Message]:
         return self.history()

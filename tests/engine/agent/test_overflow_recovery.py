@@ -12,7 +12,6 @@ from engine.events import (
     Event,
     NoticeEvent,
     TurnEndEvent,
-    WindowEvent,
 )
 from engine.paths import BrimPaths
 from engine.session import ChatSession
@@ -66,11 +65,13 @@ def test_a_pin_above_the_slot_yields_to_the_slot_so_the_ladder_compacts_before_a
     compactions = [e for e in events if isinstance(e, CompactionEvent)]
     assert "preflight" in [c.reason for c in compactions if c.phase == "finished"]
     assert rejected == []
-    # The window's warning is said once, in the window event (and saved as a notice row).
-    warned = [w for e in events if isinstance(e, WindowEvent) for w in e.warnings]
-    assert any("100000" in t and "per slot" in t for t in warned), warned
+    # The pin's refusal is said once, as a notice with its figures (and saved as a row).
+    refused = [e for e in events if isinstance(e, NoticeEvent) and e.kind == "pin_not_honoured"]
+    assert len(refused) == 1
+    assert "100,000" in refused[0].text and "per slot" in refused[0].text
+    assert (refused[0].details["asked"], refused[0].details["allocated"]) == (100_000, 1500)
     told = [e.text for e in events if isinstance(e, NoticeEvent)]
-    assert not any("per slot" in t for t in told), told
+    assert [t for t in told if "per slot" in t] == [refused[0].text], told
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
     assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 13
 

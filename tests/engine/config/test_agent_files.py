@@ -63,6 +63,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         request_timeout_s = 30.0
         model = "Qwen/Qwen2.5-7B-Instruct"
         num_ctx = 32768
+        on_spill = "shrink"
         max_context_tokens = 24000
         summarizer_model = "small"
         compaction_ratio = 0.7
@@ -95,6 +96,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "flash_attn": "on",
         "kv_cache_type": "q8_0",
         "num_ctx": 32768,
+        "on_spill": "shrink",
         "max_context_tokens": 24000,
         "summarizer_model": "small",
         "compaction_ratio": 0.7,
