@@ -85,5 +85,8 @@ class StreamingSession:
     def transcript(self) -> list[Message]:
         return self.history()
 
+    def lower_pin(self, num_ctx: int) -> bool:
+        return False  # no engine behind it: no pin to lower
+
     def turn_receipts(self) -> list[Receipt]:
         return []

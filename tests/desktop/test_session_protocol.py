@@ -55,6 +55,7 @@ def test_the_protocol_names_what_the_bridge_and_window_use():
         "history",
         "transcript",
         "turn_receipts",
+        "lower_pin",
     }
 
 
