@@ -536,8 +536,8 @@ class AgentLoop:
         reported = usage.prompt_tokens
         if reported is None:
             return False
-        # Only Ollama cuts a prompt silently; other engines reject it with an error.
-        if self.provider.kind == "ollama":
+        # An engine that may cut a prompt silently is checked; the others reject it.
+        if self.provider.cuts_prompts_silently:
             if silently_truncated(counted, reported, window=window, error=self.count_error):
                 own_window = self.window.source == "server"
                 self._notice(silent_cut_text(counted, reported, window, own_window), "warning")

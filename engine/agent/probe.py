@@ -196,7 +196,7 @@ async def probe_agent(
         return compare(_embedded_report(edited, live), edited, saved, notes=(EMBEDDED_NOT_PROBED,))
 
     async def ask(p: Provider) -> EngineReport:
-        return await p.report(edited.model, num_ctx=edited.num_ctx)
+        return await p.report(edited.model)
 
     result = await _with_engine(edited, provider, ask, deadline_s)
     if isinstance(result, ProbeFailure):

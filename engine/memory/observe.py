@@ -191,13 +191,14 @@ class ObservingProvider(Provider):
         super().__init__(inner.base_url or None)
         self.inner = inner
         self.kind = inner.kind
+        self.cuts_prompts_silently = inner.cuts_prompts_silently
         self.observer = observer
 
     async def list_models(self) -> list[ModelInfo]:
         return await self.inner.list_models()
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
-        return await self.inner.report(model, num_ctx)
+    async def report(self, model: str) -> EngineReport:
+        return await self.inner.report(model)
 
     async def count_prompt(
         self, model: str, messages: list[Message], tools: list[dict[str, Any]]

@@ -136,6 +136,10 @@ class Provider(ABC):
     generation and releases the connection (or tells the embedded child to stop)."""
 
     kind: str = ""
+    # Whether the engine may answer from a prompt it cut to fit, without an error (Ollama
+    # before `truncate: false`, or where a model ignores it): the loop then compares what it
+    # counted with what the engine says it read. Every other engine refuses an over-long one.
+    cuts_prompts_silently: bool = False
 
     def __init__(self, base_url: str | None = None) -> None:
         url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
@@ -147,7 +151,7 @@ class Provider(ABC):
     async def list_models(self) -> list[ModelInfo]: ...
 
     @abstractmethod
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         """Ask the engine what window it serves for `model` (no generation)."""
 
     @abstractmethod

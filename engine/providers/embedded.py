@@ -261,6 +261,7 @@ class EmbeddedProvider(Provider):
         self._offload_settings = (gpu_layers, flash_attn, kv_cache_type)
         self._model_arg = model_path
         self._n_ctx = n_ctx or 0
+        self._loaded_n_ctx: int | None = None  # the n_ctx the running child was given
         self._n_threads = n_threads or DEFAULT_THREADS
         self._extra_bufts = extra_bufts
         self.on_load_progress = on_load_progress
@@ -323,7 +324,12 @@ class EmbeddedProvider(Provider):
 
     async def _ensure_child(self) -> _Child:
         child = self._child
-        if child is not None and child.alive and child.info is not None:
+        if (
+            child is not None
+            and child.alive
+            and child.info is not None
+            and self._loaded_n_ctx == self._n_ctx
+        ):
             return child
         if child is not None:
             self._child = None
@@ -352,6 +358,7 @@ class EmbeddedProvider(Provider):
                 elif kind == "loaded":
                     child.info = message
                     self._child = child
+                    self._loaded_n_ctx = self._n_ctx
                     self.state = "ready"
                     return child
                 elif kind == "error":
@@ -377,12 +384,11 @@ class EmbeddedProvider(Provider):
             "it restarts with the next request"
         )
 
-    async def _restart_with(self, n_ctx: int) -> None:
-        self._n_ctx = n_ctx
-        child, self._child = self._child, None
-        if child is not None:
-            await asyncio.to_thread(child.close)
-        self.state = "stopped"
+    def set_pin(self, num_ctx: int) -> bool:
+        """Allocate `num_ctx` from the next request on: the child is started again with it
+        then (the fit policy lowered the pin)."""
+        self._n_ctx = num_ctx
+        return True
 
     # -- the provider interface -----------------------------------------------------------
 
@@ -396,13 +402,11 @@ class EmbeddedProvider(Provider):
             )
         ]
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
-        """The window this engine serves: the context it actually allocated. A `num_ctx`
-        other than the one it runs with reloads the model with that context."""
+    async def report(self, model: str) -> EngineReport:
+        """The window this engine serves: the context it actually allocated, for the pin it
+        was built with (or given by `set_pin`)."""
         self._check_model(model)
         async with self._guard():
-            if num_ctx is not None and num_ctx != self._n_ctx:
-                await self._restart_with(num_ctx)
             child = await self._ensure_child()
         info = child.info or {}
         served, model_max = info.get("n_ctx"), info.get("model_max")

@@ -148,7 +148,7 @@ class LlamaCppProvider(OpenAICompatProvider):
             )
         return out
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         try:
             props = await self._props()
         except ProviderError as exc:

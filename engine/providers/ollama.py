@@ -195,6 +195,7 @@ _SHAPE_ERRORS = (
 
 class OllamaProvider(HttpProvider):
     kind = "ollama"
+    cuts_prompts_silently = True
     engine_name = "Ollama"
 
     def __init__(
@@ -341,7 +342,7 @@ class OllamaProvider(HttpProvider):
             raise self._classify(exc, model) from exc
         return answer.done_reason == "load"
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         await self._read_version()
         if not model:
             raise ModelNotFound(

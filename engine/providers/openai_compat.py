@@ -279,7 +279,7 @@ class OpenAICompatProvider(HttpProvider):
             {"engine": "ollama", "version": shown, "provider": self.kind},
         )
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         cards = await self._model_cards()
         by_id = {card["id"]: card for card in cards}
         card = by_id.get(model)

@@ -122,7 +122,7 @@ async def probe_window(
     """Ask the engine what it serves and resolve the window Brim will account against. With
     `load` (told just before), a model whose window only a load reveals is loaded first."""
     await wait_until_ready(provider, on_wait)
-    report: EngineReport = await provider.report(agent.model, num_ctx=agent.num_ctx)
+    report: EngineReport = await provider.report(agent.model)
     if load is not None:
         report = await load_to_learn(provider, agent, report, load)
     return resolve_window(

@@ -94,7 +94,7 @@ class InProcessEngine(Provider):
     async def list_models(self) -> list[ModelInfo]:
         return [ModelInfo(id="fake-model", served_window=self.window)]
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         return EngineReport(
             provider=self.kind, model=model, served=self.window, slots=1, tool_calls=True
         )

@@ -283,8 +283,9 @@ async def test_without_a_pin_the_model_loads_at_its_training_length_and_reports_
         assert report.served == report.model_max == 8192
         assert provider.state == "ready"
         assert seen and seen == sorted(seen) and seen[-1] == 1.0
-        # A different pin reloads the model with that context.
-        assert (await provider.report(MODEL_ID, num_ctx=1024)).served == 1024
+        # A lowered pin reloads the model with that context at the next use.
+        assert provider.set_pin(1024)
+        assert (await provider.report(MODEL_ID)).served == 1024
     finally:
         await provider.aclose()
     assert provider.state == "stopped"

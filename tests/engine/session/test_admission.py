@@ -31,11 +31,11 @@ class GatedEngine(InProcessEngine):
         self.answering.set()
         self.fail_to_load = fail_to_load
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         await self.loaded.wait()
         if self.fail_to_load:
             raise ProviderError("unreachable", "the engine went away while loading")
-        return await super().report(model, num_ctx)
+        return await super().report(model)
 
     async def stream_chat(  # type: ignore[override]
         self, model: str, messages: list[Message], options: ChatOptions

@@ -381,7 +381,7 @@ class LendingEngine(Provider):
     async def list_models(self) -> list[ModelInfo]:
         return []
 
-    async def report(self, model: str, num_ctx: int | None = None) -> EngineReport:
+    async def report(self, model: str) -> EngineReport:
         return EngineReport(provider=self.kind, model=model)
 
     async def stream_chat(self, model, messages, options) -> AsyncIterator[StreamItem]:
