@@ -59,8 +59,13 @@ class HttpProvider(Provider):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
         api_key: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        num_ctx: int | None = None,
     ) -> None:
+        """`num_ctx`: the agent's pin, given once here; each engine applies it in its own
+        way (Ollama sends it with every request, llama-server's report compares its slots
+        with it, a server that fixes its window at launch leaves it to the accounting)."""
         super().__init__(base_url)
+        self.num_ctx = num_ctx
         if "@" in urlsplit(self.base_url).netloc:
             # httpx would turn user:password@ into Basic auth, which vLLM and SGLang ignore
             # and which would carry a password in every request; refused, never shown.

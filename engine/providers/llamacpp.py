@@ -13,12 +13,25 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
-from engine.providers.base import ChatOptions, EngineReport, ModelInfo, StreamItem, Usage
+from engine.providers.base import (
+    ChatOptions,
+    EngineNotice,
+    EngineReport,
+    ModelInfo,
+    StreamItem,
+    Usage,
+)
 from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
 from engine.providers.http_base import as_int, as_window
 from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
 from engine.providers.server_gate import ServerGate
+from engine.window.pin_check import (
+    PIN_NOT_HONOURED,
+    llamacpp_refusal,
+    refusal_details,
+    refusal_text,
+)
 
 
 def _ms_to_s(value: Any) -> float | None:
@@ -190,9 +203,10 @@ class LlamaCppProvider(OpenAICompatProvider):
         self.serialised = slots is None or slots < 2 or unified
         caps = props.get("chat_template_caps")
         tools = caps.get("supports_tools") if isinstance(caps, dict) else None
+        served_model = model or str(card.get("id") or "") if card else model
         return EngineReport(
             provider=self.kind,
-            model=model or str(card.get("id") or "") if card else model,
+            model=served_model,
             served=per_slot,
             model_max=model_max,
             slots=slots,
@@ -200,7 +214,33 @@ class LlamaCppProvider(OpenAICompatProvider):
             # What the model's chat template can render (newer builds); absent: not known.
             tool_calls=tools if isinstance(tools, bool) else None,
             warnings=warnings,
+            notices=self._pin_notices(served_model, per_slot, slots, unified, model_max),
         )
+
+    def _pin_notices(
+        self,
+        model: str,
+        per_slot: int | None,
+        slots: int | None,
+        unified: bool,
+        model_max: int | None,
+    ) -> list[EngineNotice]:
+        """The slots hold less than the pin this provider was built with: said once, with
+        its cause (engine/window/pin_check.py); the requests then count on the slot."""
+        if self.num_ctx is None:
+            return []
+        refused = llamacpp_refusal(
+            self.num_ctx,
+            per_slot,
+            slots=slots if slots and slots > 0 else None,
+            unified=unified,
+            model_max=model_max,
+        )
+        if refused is None:
+            return []
+        text = refusal_text(refused, engine=self.kind, model=model)
+        details = refusal_details(refused, engine=self.kind, model=model)
+        return [EngineNotice(PIN_NOT_HONOURED, text, details)]
 
     def usage_from(self, usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> Usage:
         usage = usage if isinstance(usage, dict) else {}

@@ -218,6 +218,7 @@ class OllamaProvider(HttpProvider):
             connect_timeout=connect_timeout,
             api_key=api_key,
             transport=transport,
+            num_ctx=num_ctx,
         )
         # The official client takes httpx's arguments: the same route (never a proxy for a
         # loopback engine) and the same bearer key as the raw JSON calls.
@@ -229,7 +230,6 @@ class OllamaProvider(HttpProvider):
             transport=transport,
             event_hooks=guard_hooks(),  # the same wire limits (UTF-8, bounded lines)
         )
-        self.num_ctx = num_ctx
         self.strict = strict
         self.version: Version | None = None  # from /api/version, at report()
         self._blobs: dict[str, str | None] = {}  # model -> its GGUF, from /api/show

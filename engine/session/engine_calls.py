@@ -74,10 +74,9 @@ def provider_for(
     key = agent_api_key(agent)
     if key.value:
         kw["api_key"] = key.value
-    if agent.provider == "ollama":
-        # Ollama loads the model with the window a request names: the pin is the provider's,
-        # sent the same on every request (the agent's, the summarizer's, memory's).
-        kw["num_ctx"] = agent.num_ctx
+    # The pin is the provider's, given once: Ollama sends it the same on every request (the
+    # agent's, the summarizer's, memory's), llama-server's report compares its slots with it.
+    kw["num_ctx"] = agent.num_ctx
     return make_provider(agent.provider, agent.base_url, **kw)
 
 

@@ -15,12 +15,6 @@ from typing import Any, Literal
 
 from engine.providers.base import EngineNotice, EngineReport
 from engine.providers.errors import ProviderError
-from engine.window.pin_check import (
-    PIN_NOT_HONOURED,
-    llamacpp_refusal,
-    refusal_details,
-    refusal_text,
-)
 
 WindowSource = Literal[
     "pinned", "server", "model-max", "catalog", "fallback", "ceiling", "assumed", "observed"
@@ -157,27 +151,8 @@ def resolve_window(
         warnings=warnings,
         shared_pool=report.unified_pool,
         tool_calls=report.tool_calls,
-        notices=[*report.notices, *pin_notice(report, pin, served, model_max)],
+        notices=list(report.notices),
     )
-
-
-def pin_notice(
-    report: EngineReport, pin: int | None, served: int | None, model_max: int | None
-) -> list[EngineNotice]:
-    """llama-server's slots hold less than the pin: said once, with its cause (Ollama's
-    refusal shows only after a load, engine/agent/window.py)."""
-    if report.provider != "llamacpp" or pin is None:
-        return []
-    refused = llamacpp_refusal(
-        pin, served, slots=_known(report.slots), unified=report.unified_pool, model_max=model_max
-    )
-    if refused is None:
-        return []
-    engine, model = report.provider, report.model
-    text = refusal_text(refused, engine=engine, model=model)
-    return [
-        EngineNotice(PIN_NOT_HONOURED, text, refusal_details(refused, engine=engine, model=model))
-    ]
 
 
 @dataclass
@@ -295,7 +270,7 @@ def _llamacpp(facts: _Facts, pin: int | None, report: EngineReport) -> tuple[int
     if pin is not None:
         if facts.served is not None and pin > facts.served:
             # The server rejects anything past its slot, whatever Brim accounts against;
-            # the pin's refusal is told as a notice with its cause (pin_notice).
+            # the pin's refusal is told as a notice with its cause (LlamaCppProvider.report).
             return facts.served, "server"
         return _pin(facts, pin)
     if facts.served is not None:

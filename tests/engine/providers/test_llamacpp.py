@@ -25,8 +25,8 @@ TOOLS = [
 ]
 
 
-async def report_of(fake: FakeLlamaServer):
-    provider = LlamaCppProvider(fake.url)
+async def report_of(fake: FakeLlamaServer, num_ctx: int | None = None):
+    provider = LlamaCppProvider(fake.url, num_ctx=num_ctx)
     try:
         return await provider.report(MODEL)
     finally:
@@ -40,6 +40,22 @@ async def test_two_explicit_slots_each_serve_half_the_context(anyio_backend):
     assert (report.served, report.slots, report.model_max) == (2048, 2, 8192)
     assert report.unified_pool is False
     assert report.warnings == []
+
+
+async def test_a_pin_above_what_a_slot_holds_is_reported_as_refused_by_the_split(anyio_backend):
+    """The provider is built with the pin and compares llama-server's slots with it: the
+    refusal is a notice with its figures and cause (engine/window/pin_check.py)."""
+    with FakeLlamaServer(n_ctx=4096, slots=2, n_ctx_train=8192) as fake:
+        refused_report = await report_of(fake, num_ctx=4096)
+        held_report = await report_of(fake, num_ctx=1024)
+        unpinned_report = await report_of(fake)
+
+    (refused,) = refused_report.notices
+    assert refused.kind == "pin_not_honoured"
+    assert (refused.details["asked"], refused.details["allocated"]) == (4096, 2048)
+    assert refused.details["cause"] == "parallel_split"
+    assert "4,096" in refused.text and "2,048 tokens per slot" in refused.text
+    assert held_report.notices == [] and unpinned_report.notices == []
 
 
 async def test_slots_sharing_one_unified_pool_are_flagged_with_an_explanation(anyio_backend):
