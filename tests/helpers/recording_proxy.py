@@ -44,6 +44,9 @@ class ProxiedChat:
     ended: float | None = None
     body: dict[str, Any] = field(default_factory=dict)
     timings: list[dict[str, Any]] = field(default_factory=list)
+    status: int | None = None
+    errors: list[str] = field(default_factory=list)  # the server's error messages, in a
+    # refusal's body or in the stream
 
     @property
     def last_timings(self) -> dict[str, Any]:
@@ -62,6 +65,12 @@ class RecordingProxy:
         self.requests: list[tuple[str, str]] = []  # (method, path or absolute URL)
         self._lock = threading.Lock()
         self._httpd: _Server | None = None
+
+    @property
+    def refusals(self) -> list[str]:
+        """Every error message the server sent back to a chat request, in order."""
+        with self._lock:
+            return [message for chat in self.chats for message in chat.errors]
 
     @property
     def url(self) -> str:
@@ -113,6 +122,8 @@ class RecordingProxy:
                 client.stream(method, self.target + path, content=raw, headers=headers) as response,
             ):
                 handler.send_response(response.status_code)
+                if chat is not None:
+                    chat.status = response.status_code
                 for key, value in response.headers.items():
                     if key.lower() not in HOP_BY_HOP:
                         handler.send_header(key, value)
@@ -145,4 +156,6 @@ class RecordingProxy:
                 obj = json.loads(text)
                 if isinstance(obj, dict) and isinstance(obj.get("timings"), dict):
                     chat.timings.append(obj["timings"])
+                if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
+                    chat.errors.append(str(obj["error"].get("message", "")))
         return rest
