@@ -127,16 +127,18 @@ class Turn:
 ORDER = ("F0", "O0", "F1", "O1", "O2", "F2", "O3", "F3", "O4", "O5", "F4", "O6", "F5", "O7")
 
 
-def scripted_turns() -> list[Turn]:
-    """20 turns: the six facts interleaved with eight ordinary questions on a passage, then
-    a question about each fact."""
+def scripted_turns(passages_per_question: int = 1) -> list[Turn]:
+    """20 turns: the six facts interleaved with eight ordinary questions on a passage (or on
+    `passages_per_question` passages in a row, so that a larger window fills as a small one
+    does), then a question about each fact."""
     turns: list[Turn] = []
     for step in ORDER:
         n = int(step[1:])
         if step[0] == "F":
             turns.append(Turn(FACTS[n].statement, fact=n))
         else:
-            turns.append(Turn(f"{PASSAGES[n]} {ORDINARY_ASKS[n % len(ORDINARY_ASKS)]}"))
+            read = " ".join(PASSAGES[(n + k) % len(PASSAGES)] for k in range(passages_per_question))
+            turns.append(Turn(f"{read} {ORDINARY_ASKS[n % len(ORDINARY_ASKS)]}"))
     turns.extend(Turn(f.question, asks=i) for i, f in enumerate(FACTS))
     return turns
 

@@ -73,6 +73,11 @@ FLOOR_WINDOW = 8192  # the same 20 where nothing compacts
 MAX_TOKENS = 96
 SLIDING_SHARE = 0.75  # the sliding window keeps the newest messages under this share
 MIN_COMPACTIONS = 2
+# The passages each ordinary question carries, per window. Answers are capped at MAX_TOKENS
+# whatever the window, so with one passage a turn the 2,048 window compacted once in the
+# setup, and `/compact` then found nothing older than the tail it keeps: three passages a
+# turn fill 2,048 tokens as one fills 1,024, and it compacts twice before the questions.
+PASSAGES_PER_QUESTION = {1024: 1, 2048: 3}
 PLAIN_SETUP = 14  # the script's turns before its first question: facts and passages
 
 
@@ -357,7 +362,7 @@ def main() -> list[dict[str, Any]]:
 
     for model in models:
         for window in windows:
-            turns = scripted_turns()
+            turns = scripted_turns(PASSAGES_PER_QUESTION.get(window, max(1, window // 700)))
             first_question = next(i for i, t in enumerate(turns) if t.asks is not None)
             brim = asyncio.run(
                 run_brim(

@@ -124,3 +124,14 @@ def test_the_figures_set_brim_beside_the_sliding_window():
     floor = Run("brim", setup + [Asked(q, None, [], "144") for q in PLAIN_QUESTIONS[:3]])
     (row,) = plain_rows("m", after, floor)
     assert (row["brim"], row["baseline"]) == (3, 0)
+
+
+def test_a_larger_window_gets_more_passages_per_question_and_the_same_facts():
+    one, three = scripted_turns(), scripted_turns(3)
+    assert [t.fact for t in one] == [t.fact for t in three]
+    assert [t.asks for t in one] == [t.asks for t in three]
+    for short, long in zip(one, three, strict=True):
+        if short.fact is None and short.asks is None:
+            assert len(long.text) > 2 * len(short.text)
+        else:
+            assert long.text == short.text

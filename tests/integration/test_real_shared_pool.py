@@ -25,7 +25,7 @@ from engine.events import NOTICE_SHARED_POOL, ErrorEvent, Event, NoticeEvent, Us
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
-from tests.helpers.real_llama_server import RealLlamaServer, running_llama_server
+from tests.helpers.real_llama_server import running_llama_server
 from tests.helpers.recording_proxy import RecordingProxy
 
 # 15 minutes on two quiet cores (913 s measured): past what the suite may add, so it runs
@@ -113,7 +113,6 @@ def test_a_conversation_beside_a_busy_client_on_the_default_shared_pool_loses_no
     events: list[Event] = []
     turns = _turns()
     with running_llama_server(tmp_path, ctx=POOL, parallel=None) as server:
-        assert isinstance(server, RealLlamaServer)
         with RecordingProxy(server.url) as proxy, BusyClient(server.url) as other:
 
             async def run() -> str:
