@@ -75,9 +75,11 @@ SLIDING_SHARE = 0.75  # the sliding window keeps the newest messages under this 
 MIN_COMPACTIONS = 2
 # The passages each ordinary question carries, per window. Answers are capped at MAX_TOKENS
 # whatever the window, so with one passage a turn the 2,048 window compacted once in the
-# setup, and `/compact` then found nothing older than the tail it keeps: three passages a
-# turn fill 2,048 tokens as one fills 1,024, and it compacts twice before the questions.
-PASSAGES_PER_QUESTION = {1024: 1, 2048: 3}
+# setup, and `/compact` then found nothing older than the tail it keeps; with three it still
+# compacted once, at the setup's last turn (SmolLM2: requests reached 1,561 tokens by then,
+# 795 after it). Six passages a turn (about 270 tokens with the answer) fill the window
+# about twice over in the setup, so it compacts twice before the questions.
+PASSAGES_PER_QUESTION = {1024: 1, 2048: 6}
 PLAIN_SETUP = 14  # the script's turns before its first question: facts and passages
 
 
