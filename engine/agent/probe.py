@@ -178,7 +178,9 @@ def _embedded_report(agent: AgentConfig, live: WindowResolution | None) -> Engin
     """What is known about the embedded engine without loading the model again: the training
     length the running conversation measured, nothing about a window not yet allocated."""
     model_max = live.model_max if live is not None and live.provider == "embedded" else None
-    return EngineReport(provider="embedded", model=agent.model, model_max=model_max)
+    return EngineReport(
+        provider="embedded", model=agent.model, window_rule="allocated", model_max=model_max
+    )
 
 
 async def probe_agent(

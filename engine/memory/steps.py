@@ -134,7 +134,8 @@ def learned_text(queued: int, waiting: int) -> str:
 class Reflections:
     """The conversations a session leaves with a turn in them, to reflect on.
 
-    On the embedded engine a reflection loads its own copy of the model; beside the one the
+    Where the model runs in Brim's own process (the embedded engine), a reflection loads its
+    own copy of the model; beside the one the
     session holds that can be more memory (or GPU memory) than the machine has. So there,
     leaving a conversation only notes it, and closing starts one reflection over every
     conversation noted, which loads the model once."""
@@ -151,13 +152,15 @@ class Reflections:
         agent: AgentConfig,
         paths: BrimPaths,
         closing: bool,
+        model_in_process: bool,
     ) -> None:
-        """Closing or leaving a conversation: a detached reflection, when one is due."""
+        """Closing or leaving a conversation: a detached reflection, when one is due (with
+        the model in Brim's own process, `model_in_process`, only on closing)."""
         if self.had_turn:
             self.had_turn = False
             if conversation_id not in self._pending:
                 self._pending.append(conversation_id)
-        if not self._pending or (agent.provider == "embedded" and not closing):
+        if not self._pending or (model_in_process and not closing):
             return
         conversations, self._pending = self._pending, []
         await asyncio.to_thread(

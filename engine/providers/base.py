@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from engine.messages import Message, ToolCall
 
@@ -36,6 +36,9 @@ class ModelInfo:
     owned_by: str | None = None
 
 
+WindowRule = Literal["per-request", "slot", "allocated", "served-limit"]
+
+
 @dataclass
 class EngineReport:
     """What the engine itself says about the window for one model. Every field may be None:
@@ -43,6 +46,12 @@ class EngineReport:
 
     provider: str
     model: str
+    # How this engine decides the window, which decides what a pin does (each provider says):
+    # "per-request" (Ollama: the pin travels with every request and the engine loads it),
+    # "slot" (llama-server: fixed at start per slot; a pin only accounts for less),
+    # "allocated" (the embedded engine allocates the pin itself), "served-limit" (vLLM,
+    # SGLang, any server with a max_model_len fixed at start).
+    window_rule: WindowRule = "served-limit"
     served: int | None = None  # the window the engine serves now (per slot for llama-server)
     model_max: int | None = None  # the model's training length
     slots: int | None = None  # llama-server total_slots
@@ -140,6 +149,10 @@ class Provider(ABC):
     # before `truncate: false`, or where a model ignores it): the loop then compares what it
     # counted with what the engine says it read. Every other engine refuses an over-long one.
     cuts_prompts_silently: bool = False
+    # Whether the model is loaded into this machine's memory by Brim itself (the embedded
+    # engine): the session then says "loading model" while it loads, and a reflection, which
+    # loads its own copy, waits for the session to close rather than run beside it.
+    loads_model_in_process: bool = False
 
     def __init__(self, base_url: str | None = None) -> None:
         url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")

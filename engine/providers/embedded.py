@@ -241,6 +241,7 @@ class EmbeddedProvider(Provider):
     and `state` says "stopped", "loading", "ready" or "crashed" for a status line."""
 
     kind = "embedded"
+    loads_model_in_process = True
 
     def __init__(
         self,
@@ -424,6 +425,7 @@ class EmbeddedProvider(Provider):
         return EngineReport(
             provider=self.kind,
             model=self.model_id,
+            window_rule="allocated",
             served=served,
             model_max=model_max,
             slots=1,

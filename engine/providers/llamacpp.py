@@ -169,7 +169,9 @@ class LlamaCppProvider(OpenAICompatProvider):
             behind = await self.ollama_behind() if exc.status == 404 else None
             if behind is None:
                 raise
-            return EngineReport(provider=self.kind, model=model, notices=[behind])
+            return EngineReport(
+                provider=self.kind, model=model, window_rule="slot", notices=[behind]
+            )
         settings = props.get("default_generation_settings")
         settings = settings if isinstance(settings, dict) else {}
         per_slot = as_window(settings.get("n_ctx"))
@@ -207,6 +209,7 @@ class LlamaCppProvider(OpenAICompatProvider):
         return EngineReport(
             provider=self.kind,
             model=served_model,
+            window_rule="slot",
             served=per_slot,
             model_max=model_max,
             slots=slots,

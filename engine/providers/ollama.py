@@ -371,6 +371,7 @@ class OllamaProvider(HttpProvider):
         return EngineReport(
             provider=self.kind,
             model=model,
+            window_rule="per-request",
             served=as_window(entry.get("context_length")) if entry is not None else None,
             model_max=training_length(show.get("model_info")),
             loaded=entry is not None,

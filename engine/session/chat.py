@@ -159,7 +159,7 @@ class ChatSession:
         self._open_conversation()
         if self._provider is None:
             self._provider = provider_for(self.agent, on_load_progress=LoadProgress(self._emit))
-        if self.agent.provider == "embedded":
+        if self._provider.loads_model_in_process:
             self._emit(StateEvent("loading model"))
         await self._resolve_window()
         self._write_system_prompt()  # the engine did not answer: worded as if tools go out
@@ -595,6 +595,11 @@ class ChatSession:
         await self._memory.learn(store, window=self._window.window)
 
     async def _reflect_on_leaving(self, *, closing: bool = False) -> None:
+        in_process = self._provider is not None and self._provider.loads_model_in_process
         await self._memory.leave(
-            self.conversation_id, agent=self.agent, paths=self.paths, closing=closing
+            self.conversation_id,
+            agent=self.agent,
+            paths=self.paths,
+            closing=closing,
+            model_in_process=in_process,
         )

@@ -142,13 +142,25 @@ class MemoryLink:
         )
 
     async def leave(
-        self, conversation_id: str, *, agent: AgentConfig, paths: BrimPaths, closing: bool
+        self,
+        conversation_id: str,
+        *,
+        agent: AgentConfig,
+        paths: BrimPaths,
+        closing: bool,
+        model_in_process: bool,
     ) -> None:
-        """Closing or leaving a conversation that had a turn: a detached reflection (on
-        the embedded engine, one over every conversation left, when the session closes)."""
+        """Closing or leaving a conversation that had a turn: a detached reflection (with
+        the model in Brim's own process, one over every conversation left, when the session
+        closes)."""
         if not (self._inputs.reflect_on_close() and self.writes):
             return
         assert self.memory is not None
         await self._reflections.on_leaving(
-            self.memory, conversation_id, agent=agent, paths=paths, closing=closing
+            self.memory,
+            conversation_id,
+            agent=agent,
+            paths=paths,
+            closing=closing,
+            model_in_process=model_in_process,
         )

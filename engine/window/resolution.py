@@ -126,11 +126,11 @@ def resolve_window(
             "answers may degrade past it.",
         )
 
-    if report.provider == "ollama":
+    if report.window_rule == "per-request":
         window, source = _ollama(facts, pin, report.modelfile_num_ctx)
-    elif report.provider == "llamacpp":
+    elif report.window_rule == "slot":
         window, source = _llamacpp(facts, pin, report)
-    elif report.provider == "embedded":
+    elif report.window_rule == "allocated":
         window, source = _embedded(facts, pin)
     else:  # vllm, sglang, and any OpenAI-compatible server that reports max_model_len
         window, source = _served_limit(facts, pin)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.providers.base import EngineReport
+from engine.providers.base import EngineReport, WindowRule
 from engine.window.resolution import FALLBACK_WINDOW, AbsurdWindow, WindowResolution, resolve_window
 
 PROBE_FIELDS = {
@@ -26,6 +26,16 @@ PROBE_FIELDS = {
 }
 
 
+# Each provider's report names its engine's window rule (what its `report()` sets).
+WINDOW_RULE: dict[str, WindowRule] = {
+    "ollama": "per-request",
+    "llamacpp": "slot",
+    "embedded": "allocated",
+    "vllm": "served-limit",
+    "sglang": "served-limit",
+}
+
+
 def resolve(
     provider: str,
     *,
@@ -35,7 +45,12 @@ def resolve(
     **report: Any,
 ) -> WindowResolution:
     return resolve_window(
-        EngineReport(provider=provider, model=report.pop("model", "m"), **report),
+        EngineReport(
+            provider=provider,
+            model=report.pop("model", "m"),
+            window_rule=WINDOW_RULE.get(provider, "served-limit"),
+            **report,
+        ),
         pinned=pinned,
         ceiling=ceiling,
         catalog_max=catalog_max,
@@ -361,6 +376,7 @@ def test_the_ceiling_never_raises_the_window(
     report = EngineReport(
         provider=provider,
         model="m",
+        window_rule=WINDOW_RULE[provider],
         served=served,
         model_max=model_max,
         modelfile_num_ctx=modelfile,
@@ -378,7 +394,13 @@ def test_the_ceiling_never_raises_the_window(
     catalog_max=st.integers(min_value=1, max_value=2_000_000),
 )
 def test_a_served_window_is_never_capped_by_the_catalog(provider, served, model_max, catalog_max):
-    report = EngineReport(provider=provider, model="m", served=served, model_max=model_max)
+    report = EngineReport(
+        provider=provider,
+        model="m",
+        window_rule=WINDOW_RULE[provider],
+        served=served,
+        model_max=model_max,
+    )
     r = resolve_window(report, pinned=None, ceiling=None, catalog_max=catalog_max)
     assert r.window == served
     assert r.source != "catalog"
@@ -397,3 +419,15 @@ def test_an_absurd_window_the_engine_reports_is_refused_with_a_clear_error(provi
 @pytest.mark.parametrize("edge", [257, 100_000_000])
 def test_a_window_at_the_edge_of_sanity_is_accepted(edge):
     assert resolve("vllm", served=edge).window == edge
+
+
+def test_the_window_follows_the_rule_the_provider_reports_not_its_name():
+    """A provider Brim does not know by name (a fork, a proxy in front of Ollama) that says
+    its engine loads the pin per request gets Ollama's treatment: the pin is the window."""
+    report = EngineReport(
+        provider="ollama-proxy", model="m", window_rule="per-request", served=4096
+    )
+    r = resolve_window(report, pinned=8192, ceiling=None, catalog_max=None)
+    assert (r.window, r.source) == (8192, "pinned")
+    served_limit = EngineReport(provider="ollama", model="m", served=4096)
+    assert resolve_window(served_limit, pinned=8192, ceiling=None, catalog_max=None).window == 4096

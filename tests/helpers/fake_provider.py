@@ -96,7 +96,12 @@ class InProcessEngine(Provider):
 
     async def report(self, model: str) -> EngineReport:
         return EngineReport(
-            provider=self.kind, model=model, served=self.window, slots=1, tool_calls=True
+            provider=self.kind,
+            model=model,
+            window_rule="slot",
+            served=self.window,
+            slots=1,
+            tool_calls=True,
         )
 
     def segment_tokenizer(self, model: str) -> FakeTemplateTokenizer:

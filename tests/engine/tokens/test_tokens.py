@@ -382,7 +382,7 @@ class LendingEngine(Provider):
         return []
 
     async def report(self, model: str) -> EngineReport:
-        return EngineReport(provider=self.kind, model=model)
+        return EngineReport(provider=self.kind, model=model, window_rule="allocated")
 
     async def stream_chat(self, model, messages, options) -> AsyncIterator[StreamItem]:
         yield StreamDone(Usage())
