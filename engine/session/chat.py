@@ -571,6 +571,7 @@ class ChatSession:
             emit=self._emit,
             complete=lambda: self._summarizer.completion(self._usage_recorder("memory")),
             counter=self._ensure_counter,
+            model_in_process=lambda: bool(self._provider and self._provider.loads_model_in_process),
         )
 
     async def _run_learn(self) -> None:
@@ -595,11 +596,4 @@ class ChatSession:
         await self._memory.learn(store, window=self._window.window)
 
     async def _reflect_on_leaving(self, *, closing: bool = False) -> None:
-        in_process = self._provider is not None and self._provider.loads_model_in_process
-        await self._memory.leave(
-            self.conversation_id,
-            agent=self.agent,
-            paths=self.paths,
-            closing=closing,
-            model_in_process=in_process,
-        )
+        await self._memory.leave(self.conversation_id, self.agent, self.paths, closing=closing)

@@ -36,6 +36,8 @@ class MemoryInputs:
     emit: EventSink
     complete: Callable[[], Complete]
     counter: Callable[[], TokenCounter]
+    # The engine loads its model into Brim's own process (reflections then wait for close).
+    model_in_process: Callable[[], bool]
 
     def count_text(self, text: str) -> int:
         return self.counter().count_message(user(text))
@@ -142,13 +144,7 @@ class MemoryLink:
         )
 
     async def leave(
-        self,
-        conversation_id: str,
-        *,
-        agent: AgentConfig,
-        paths: BrimPaths,
-        closing: bool,
-        model_in_process: bool,
+        self, conversation_id: str, agent: AgentConfig, paths: BrimPaths, *, closing: bool
     ) -> None:
         """Closing or leaving a conversation that had a turn: a detached reflection (with
         the model in Brim's own process, one over every conversation left, when the session
@@ -162,5 +158,5 @@ class MemoryLink:
             agent=agent,
             paths=paths,
             closing=closing,
-            model_in_process=model_in_process,
+            model_in_process=self._inputs.model_in_process(),
         )

