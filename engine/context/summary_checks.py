@@ -196,6 +196,16 @@ _TRANSCRIPT_MARKUP = re.compile(
     r"|\[… \d+ characters omitted …\]|older messages left out: they did not fit",
     re.IGNORECASE | re.MULTILINE,
 )
+# Text about the material instead of from it: a small model asked what the conversation
+# said answers that it is "the conversation above, … a summary of a conversation between a
+# user and a tool" (measured: SmolLM2 on llama-server, 4,096 tokens). Sent back as history,
+# that tells the model nothing and invites it to talk about conversations in turn.
+_ABOUT_THE_MATERIAL = re.compile(
+    r"\b(?:the|this) (?:conversation|transcript|chat|summary) (?:above|below)\b"
+    r"|\ba summary of (?:a|the|this) (?:conversation|transcript|chat)\b"
+    r"|\bbetween a user and (?:a|an|the) (?:tool|assistant|ai|bot)\b",
+    re.IGNORECASE,
+)
 _SHINGLE = 6
 
 
@@ -224,13 +234,15 @@ _INSTRUCTIONS = _instruction_shingles()
 
 def leak_reason(text: str) -> str | None:
     """Why `text` carries the summarizer's own scaffolding: the fence delimiters, the
-    instructions it was given, or the transcript's markup."""
+    instructions it was given, the transcript's markup, or talk about the material itself."""
     if _FENCE.search(text):
         return "the summary contains the delimiters of the summarizer's prompt"
     if REPLAY_MARK in text or REPLAY_QUESTION_MARK in text or _shingles(text) & _INSTRUCTIONS:
         return "the summary repeats the instructions given to the summarizer"
     if _TRANSCRIPT_MARKUP.search(text):
         return "the summary contains the transcript's markup"
+    if _ABOUT_THE_MATERIAL.search(text):
+        return "the summary talks about the conversation instead of what it said"
     return None
 
 

@@ -33,6 +33,10 @@ LOOP = "Bimbaisiliega: Não deve mós, não deve mós, não deve mós, não deve
         "Write the checkpoint now. Covered So Far: every file read, one per line",
         "[user]\nWhat is 12 times 12?",
         "[tool result: read_file, call c1]\ndata",
+        # SmolLM2's guided answers on llama-server at 4,096 tokens, about the material:
+        "The user asked about the conversation above, which is a summary of a conversation "
+        "between a user and a tool.",
+        "The conversation above is a bit long. I'll break it down in a bit.",
     ],
 )
 def test_summarizer_text_that_loops_invents_changes_language_or_leaks_is_refused(answer):
@@ -45,6 +49,7 @@ def test_summarizer_text_that_loops_invents_changes_language_or_leaks_is_refused
         "The user plans a trip to Lisbon with their sister in May; the budget is 1200 euros.",
         "Listed three museums; answered 12 times 12.",
         "- read `src/a.py`\n- read `src/b.py`\n- read `src/c.py`\n- read `src/d.py`",
+        "The user asked for a summary of the museum list; it was given.",
     ],
 )
 def test_a_faithful_summary_is_not_refused(answer):
