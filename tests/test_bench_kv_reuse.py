@@ -38,3 +38,39 @@ def test_the_log_turns_grow_with_their_lines_and_the_short_ones_stay_as_they_wer
     assert all(90 <= len(t.split()) <= 140 for t in medium)
     assert all(len(m.split()) < len(w.split()) for m, w in zip(medium, long, strict=True))
     assert [c.log_lines for c in CASES if c.window == 4096] == [5, 9]
+
+
+def test_the_server_figures_set_each_run_against_the_sliding_window_without_chunk_reuse():
+    from bench.kv_reuse import after_compaction, server_figures
+
+    case = next(c for c in CASES if c.window == 4096)
+    brim = Tally(
+        [
+            Request("agent", prompt=1000, cached=0, shared=0),
+            Request("memory", prompt=900, cached=0, shared=0),
+            Request("compaction", prompt=1100, cached=1000, shared=1000),
+            Request("compaction", prompt=1120, cached=1100, shared=1100),
+            Request("agent", prompt=600, cached=30, shared=30),  # checkpoint and tail anew
+            Request("agent", prompt=800, cached=600, shared=600),
+        ]
+    )
+    assert [r.prompt for r in after_compaction(brim)] == [600]
+    plain_brim = Tally([Request("agent", 5000, 0, 0)])
+    sliding = Tally([Request("sliding", 4000, 0, 0), Request("sliding", 4000, 1000, 1000)])
+    shifted = Tally([Request("sliding", 4000, 0, 0), Request("sliding", 4000, 3900, 100)])
+    runs = {
+        ("brim", True): brim,
+        ("brim", False): plain_brim,
+        ("sliding", False): sliding,
+        ("sliding", True): shifted,
+    }
+    rows = {row["measure"].split(": ", 1)[1]: row for row in server_figures(case, runs)}
+    total = rows["Brim with n_cache_reuse: prompt tokens evaluated anew, all requests"]
+    assert total["brim"] == 1000 + 900 + 100 + 20 + 570 + 200
+    assert total["baseline"] == 4000 + 3000
+    first = rows["Brim with n_cache_reuse: of which the first request after each of 1 compactions"]
+    assert first["brim"] == 570
+    assert rows["Brim with n_cache_reuse: of which compaction and memory requests"]["brim"] == 1020
+    assert rows["Brim n_cache_reuse 0: prompt tokens evaluated anew, all requests"]["brim"] == 5000
+    beside_shifted = rows["Brim with n_cache_reuse: prompt tokens evaluated anew"]
+    assert beside_shifted["baseline"] == 4000 + 100
