@@ -135,10 +135,9 @@ class Reflections:
     """The conversations a session leaves with a turn in them, to reflect on.
 
     Where the model runs in Brim's own process (the embedded engine), a reflection loads its
-    own copy of the model; beside the one the
-    session holds that can be more memory (or GPU memory) than the machine has. So there,
-    leaving a conversation only notes it, and closing starts one reflection over every
-    conversation noted, which loads the model once."""
+    own copy of the model; beside the one the session holds that can be more memory (or GPU
+    memory) than the machine has. So there, leaving a conversation only notes it, and
+    closing starts one reflection over every conversation noted, which loads the model once."""
 
     def __init__(self) -> None:
         self.had_turn = False  # a turn ran in the open conversation in this session
