@@ -4,7 +4,9 @@ An answer is refused when it is empty, cut off, not shaped like a checkpoint, or
 (engine/context/summary_checks.py). What is accepted, or nothing when all was refused, is
 assembled with the parts Brim writes itself: the user's own statements
 (engine/context/stated.py), Covered So Far from the tool calls, and the earlier
-checkpoints' task sections carried forward.
+checkpoints' task sections carried forward. A checkpoint that would carry no Goal (the
+summarizer gave none and no earlier checkpoint had one) is given the user's first request
+in the summarized messages, in their own words: the task is never left to the model alone.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Sequence
 
 from engine.context.checkpoint import (
     carry_forward,
+    checkpoint_entries,
     has_checkpoint_headings,
     merge_covered,
     normalize_checkpoint,
@@ -31,6 +34,31 @@ from engine.context.stored_progress import stored_progress, with_stored_progress
 from engine.context.summarizer import SummaryResult
 from engine.context.summary_checks import unusable_reason
 from engine.messages import Message
+
+# The user's first request as the Goal, when nothing else gives one: at most this many
+# characters of it (cut at a word), and only a request of a few words ("hi" is no task).
+FALLBACK_GOAL_CHARS = 240
+FALLBACK_GOAL_MIN_WORDS = 3
+FALLBACK_GOAL_LINE = "- The user asked: \u201c{}\u201d"
+
+
+def first_request_goal(summarized: Sequence[Message], quoted: Sequence[str] = ()) -> str | None:
+    """The Goal entry Brim writes from the user's first request among `summarized`, or None
+    when the user wrote nothing of a few words there. What the checkpoint already quotes
+    (`quoted`, the user's statements it carries) is left out of the request, not said twice."""
+    for m in summarized:
+        if m.role != "user" or m.kind != "chat":
+            continue
+        text = " ".join(m.content.split())
+        for statement in quoted:
+            text = text.replace(" ".join(statement.split()), " ")
+        text = " ".join(text.split())
+        if len(text.split()) < FALLBACK_GOAL_MIN_WORDS:
+            continue
+        if len(text) > FALLBACK_GOAL_CHARS:
+            text = text[:FALLBACK_GOAL_CHARS].rsplit(" ", 1)[0] + " \u2026"
+        return FALLBACK_GOAL_LINE.format(text)
+    return None
 
 
 def summary_refusal(answer: SummaryResult, reference: str = "") -> str | None:
@@ -83,4 +111,11 @@ def assemble_checkpoint(
     refs = [ref for prior in priors for ref in stored_progress(prior)]
     if refs:
         checkpoint = with_stored_progress(checkpoint, refs)
-    return carry_forward(checkpoint, priors)
+    checkpoint = carry_forward(checkpoint, priors)
+    entries = checkpoint_entries(checkpoint)
+    quoted = entries.get(STATED_SECTION, [])
+    goal = first_request_goal(summarized, quoted) if entries and "Goal" not in entries else None
+    if goal is None:
+        return checkpoint
+    _, sections = parse_checkpoint(checkpoint)
+    return render_checkpoint({"Goal": [goal], **sections})

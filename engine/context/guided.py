@@ -28,7 +28,12 @@ from engine.context.summarizer import (
     SummaryRequest,
     is_compaction_request,
 )
-from engine.context.summary_checks import echo_reason, scaffold_reason, unusable_reason
+from engine.context.summary_checks import (
+    assistant_voice_reason,
+    echo_reason,
+    scaffold_reason,
+    unusable_reason,
+)
 from engine.messages import Message
 from engine.resources import prompt_table
 
@@ -105,6 +110,7 @@ async def guided_checkpoint(
             continue
         refusal = (
             scaffold_reason(answer)
+            or assistant_voice_reason(answer)
             or echo_reason(answer, question)
             or unusable_reason(answer, reference or transcript_prompt)
         )

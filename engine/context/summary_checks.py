@@ -258,6 +258,27 @@ def scaffold_reason(answer: str) -> str | None:
     return None
 
 
+# The model answering as the assistant instead of answering the question: an apology, a
+# refusal, a word about itself. SmolLM2 answered a guided question "I'm sorry for any
+# misunderstanding, but as a server builder and developer, I specialize …", and it became
+# the checkpoint's Constraints & Preferences.
+_ASSISTANT_VOICE = re.compile(
+    r"^\W*(?:i['’]?m sorry|i am sorry|sorry\b|i apologi[sz]e|my apologies|apologies\b"
+    r"|as an ai\b|as a (?:language model|helpful assistant|digital assistant)\b"
+    r"|i (?:can(?:no|['’])t|am unable to|['’]m unable to|am not able to|don['’]t have access)\b"
+    r"|(?:certainly|sure|of course)[!,.]?\s+(?:i|here)\b)",
+    re.IGNORECASE,
+)
+
+
+def assistant_voice_reason(answer: str) -> str | None:
+    """Why a guided answer is the model speaking as the assistant (an apology, a refusal,
+    "Sure! Here …") rather than a fact about the conversation."""
+    if _ASSISTANT_VOICE.search(answer):
+        return "the answer is the model speaking as the assistant, not about the conversation"
+    return None
+
+
 _DANGLING = re.compile(r"(?:\bthe answer is\b[\s.:]*|:\s*)$", re.IGNORECASE)
 _ASKED = re.compile(r"^\s*question:\s*|\?.*$", re.IGNORECASE | re.DOTALL)
 

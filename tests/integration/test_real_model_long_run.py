@@ -17,6 +17,10 @@ from engine.store import Store
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 WINDOW = 2048
+# A fact the user states at the start: Brim carries it through the compaction in their own
+# words, whatever the model's summary holds (the model's answers differ from one CPU to
+# another, so nothing here depends on what it writes).
+STATED = "I keep every build log for 30 days."
 
 
 def test_a_long_run_on_the_embedded_model_compacts_with_the_real_model_and_never_overflows(
@@ -29,6 +33,7 @@ def test_a_long_run_on_the_embedded_model_compacts_with_the_real_model_and_never
         f"its log to /var/log/job{i}.log. " * 3 + "Acknowledge briefly."
         for i in range(16)
     ]
+    turns[0] = f"{STATED} {turns[0]}"
 
     async def run() -> str:
         session = ChatSession(agent, BrimPaths.resolve(tmp_path), events.append)
@@ -53,6 +58,7 @@ def test_a_long_run_on_the_embedded_model_compacts_with_the_real_model_and_never
     # The stored checkpoint keeps its sections; the model is shown it without headings.
     assert len(summaries) == 1 and "## Goal" in stored_checkpoint(summaries[0])
     assert "## " not in summaries[0].content
+    assert STATED in summaries[0].content
     # Compaction archived the originals; nothing the user said was lost from the record.
     said = {m.content for m in everything if m.role == "user"}
     assert all(text in said for text in turns)
