@@ -14,31 +14,19 @@ The prompt tokens evaluated anew are the server's own figures (`prompt_tokens` m
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from bench._llama_server import running_llama_server
-from bench.kv_reuse import (
-    MEMORY_PROMPT_HEAD,
-    SLIDING_SHARE,
-    Case,
-    Request,
-    Tally,
-    common_prefix,
-)
+from bench.kv_reuse import Case, RequestRecorder, Tally, run_session, slide
 from engine.config import default_agent
-from engine.context.guided import is_compaction_request
-from engine.messages import Message, assistant, system, user
-from engine.paths import BrimPaths
-from engine.providers.base import ChatOptions, StreamDone, StreamItem, TextDelta
+from engine.messages import Message
+from engine.providers.base import ChatOptions, StreamItem
 from engine.providers.embedded import default_model_path
 from engine.providers.gguf_tokenizer import GgufTokenizer
 from engine.providers.llamacpp import LlamaCppProvider
-from engine.session import ChatSession
 
 
 class RecordingServerProvider(LlamaCppProvider):
@@ -47,11 +35,9 @@ class RecordingServerProvider(LlamaCppProvider):
 
     def __init__(self, tally: Tally, *, sliding: bool, reuse: bool, base_url: str) -> None:
         super().__init__(base_url)
-        self.tally = tally
-        self.sliding = sliding
         self.reuse = reuse
         self.tokenizer = GgufTokenizer(default_model_path())
-        self._previous: list[int] = []
+        self.recorder = RequestRecorder(tally, sliding=sliding, label=f"server reuse={reuse}")
 
     def request_body(
         self, model: str, messages: list[Message], options: ChatOptions
@@ -64,24 +50,11 @@ class RecordingServerProvider(LlamaCppProvider):
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[StreamItem]:
-        first = messages[0].content if messages and messages[0].role == "system" else ""
-        last = messages[-1].content if messages else ""
-        kind = "sliding" if self.sliding else "agent"
-        if not self.sliding and is_compaction_request(first, last):
-            kind = "compaction"
-        elif not self.sliding and first.startswith(MEMORY_PROMPT_HEAD):
-            kind = "memory"
         # The common prefix by the model's template as Brim's tokenizer renders it (the
         # server's own rendering may differ by a few framing tokens).
         tokens = self.tokenizer.request_tokens(messages, list(options.tools) or None)
-        async for item in super().stream_chat(model, messages, options):
-            if isinstance(item, StreamDone):
-                shared = common_prefix(tokens, self._previous)
-                self._previous = tokens
-                usage = item.usage
-                request = Request(kind, usage.prompt_tokens or 0, usage.cached_tokens or 0, shared)
-                self.tally.requests.append(request)
-                print(f"request server reuse={self.reuse} {request}", file=sys.stderr, flush=True)
+        stream = super().stream_chat(model, messages, options)
+        async for item in self.recorder.recorded(stream, messages, tokens):
             yield item
 
 
@@ -95,48 +68,16 @@ async def _ladder(url: str, case: Case, turns: list[str], *, reuse: bool) -> Tal
         num_ctx=case.window,
         max_tokens=case.max_tokens,
     )
-    with tempfile.TemporaryDirectory() as home:
-        session = ChatSession(
-            agent,
-            BrimPaths.resolve(Path(home)),
-            lambda _e: None,
-            provider=provider,
-            memory=True,
-            reflect_on_close=True,
-        )
-        started = time.perf_counter()
-        await session.start()
-        for i, text in enumerate(turns):
-            await session.send(text)
-            _progress(case, f"server ladder, reuse {reuse}", i, len(turns))
-        await session.close()  # the reflection on close is part of the run's cost
-        tally.wall_s = time.perf_counter() - started
+    label = f"server ladder, reuse {reuse}"
+    tally.wall_s = await run_session(case, turns, provider, agent, label)
     return tally
 
 
 async def _sliding(url: str, case: Case, turns: list[str], *, reuse: bool) -> Tally:
     tally = Tally()
     provider = RecordingServerProvider(tally, sliding=True, reuse=reuse, base_url=url)
-    head = system(default_agent().system_prompt)
-    history: list[Message] = []
-    budget = int(case.window * SLIDING_SHARE)
-    started = time.perf_counter()
-    try:
-        for i, text in enumerate(turns):
-            history.append(user(text))
-            # Slide: drop the oldest messages until the request fits the budget.
-            while len(history) > 1 and provider.tokenizer.count_request([head, *history]) > budget:
-                history.pop(0)
-            parts: list[str] = []
-            options = ChatOptions(max_tokens=case.max_tokens)
-            async for item in provider.stream_chat("", [head, *history], options):
-                if isinstance(item, TextDelta):
-                    parts.append(item.text)
-            history.append(assistant("".join(parts)))
-            _progress(case, f"server sliding, reuse {reuse}", i, len(turns))
-    finally:
-        await provider.aclose()
-    tally.wall_s = time.perf_counter() - started
+    count = provider.tokenizer.count_request
+    tally.wall_s = await slide(case, turns, provider, count, f"server sliding, reuse {reuse}")
     return tally
 
 
@@ -148,7 +89,3 @@ def run_on_server(case: Case, turns: list[str], *, sliding: bool, reuse: bool) -
         running_llama_server(Path(logs), ctx=case.window, parallel=1) as server,
     ):
         return asyncio.run(run(server.url, case, turns, reuse=reuse))
-
-
-def _progress(case: Case, variant: str, turn: int, total: int) -> None:
-    print(f"{case.window}: {variant}: turn {turn + 1}/{total}", file=sys.stderr, flush=True)

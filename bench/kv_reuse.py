@@ -37,16 +37,16 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.config import default_agent
+from engine.config import AgentConfig, default_agent
 from engine.context.guided import is_compaction_request
 from engine.messages import Message, assistant, system, user
 from engine.paths import BrimPaths
-from engine.providers.base import ChatOptions, StreamDone, StreamItem, TextDelta
+from engine.providers.base import ChatOptions, Provider, StreamDone, StreamItem, TextDelta
 from engine.providers.embedded import EmbeddedProvider
 from engine.session import ChatSession
 
@@ -124,30 +124,35 @@ class Tally:
         return sum(r.prompt for r in self.requests)
 
 
-class RecordingProvider(EmbeddedProvider):
-    """The embedded engine, recording every request that lands: its usage, whether a
-    compaction sent it, and its token prefix shared with the request before it."""
+class RequestRecorder:
+    """Records every request that lands in a tally: its usage, whether a compaction or
+    memory sent it, and its token prefix shared with the request before it. The embedded
+    and the llama-server providers of the bench both record through one."""
 
-    def __init__(self, tally: Tally, *, sliding: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, tally: Tally, *, sliding: bool, label: str) -> None:
         self.tally = tally
         self.sliding = sliding
+        self.label = label
         self._previous: list[int] = []
 
-    async def stream_chat(  # type: ignore[override]
-        self, model: str, messages: list[Message], options: ChatOptions
-    ) -> AsyncIterator[StreamItem]:
+    def kind(self, messages: list[Message]) -> str:
+        if self.sliding:
+            return "sliding"
         first = messages[0].content if messages and messages[0].role == "system" else ""
         last = messages[-1].content if messages else ""
-        kind = "sliding" if self.sliding else "agent"
-        if not self.sliding and is_compaction_request(first, last):
-            kind = "compaction"
-        elif not self.sliding and first.startswith(MEMORY_PROMPT_HEAD):
-            kind = "memory"
-        tokenizer = self.segment_tokenizer(model)
-        tools = list(options.tools) or None
-        tokens = tokenizer.request_tokens(messages, tools) if tokenizer else []
-        async for item in super().stream_chat(model, messages, options):
+        if is_compaction_request(first, last):
+            return "compaction"
+        if first.startswith(MEMORY_PROMPT_HEAD):
+            return "memory"
+        return "agent"
+
+    async def recorded(
+        self, stream: AsyncIterator[StreamItem], messages: list[Message], tokens: list[int]
+    ) -> AsyncIterator[StreamItem]:
+        """`stream` as it is, recording its usage when it is done; `tokens` is the request
+        as the model's template renders it."""
+        kind = self.kind(messages)
+        async for item in stream:
             if isinstance(item, StreamDone):
                 shared = common_prefix(tokens, self._previous)
                 self._previous = tokens
@@ -155,7 +160,25 @@ class RecordingProvider(EmbeddedProvider):
                 request = Request(kind, usage.prompt_tokens or 0, usage.cached_tokens or 0, shared)
                 self.tally.requests.append(request)
                 # Each request as it lands: a long run that is stopped still leaves its figures.
-                print(f"request {self._n_ctx} {request}", file=sys.stderr, flush=True)
+                print(f"request {self.label} {request}", file=sys.stderr, flush=True)
+            yield item
+
+
+class RecordingProvider(EmbeddedProvider):
+    """The embedded engine, recording every request that lands."""
+
+    def __init__(self, tally: Tally, *, sliding: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.recorder = RequestRecorder(tally, sliding=sliding, label=str(self._n_ctx))
+
+    async def stream_chat(  # type: ignore[override]
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[StreamItem]:
+        tokenizer = self.segment_tokenizer(model)
+        tools = list(options.tools) or None
+        tokens = tokenizer.request_tokens(messages, tools) if tokenizer else []
+        stream = super().stream_chat(model, messages, options)
+        async for item in self.recorder.recorded(stream, messages, tokens):
             yield item
 
 
@@ -168,10 +191,11 @@ def common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
-async def run_ladder(case: Case, turns: list[str]) -> Tally:
-    tally = Tally()
-    provider = RecordingProvider(tally, n_ctx=case.window)
-    agent = default_agent().with_changes(num_ctx=case.window, max_tokens=case.max_tokens)
+async def run_session(
+    case: Case, turns: list[str], provider: Provider, agent: AgentConfig, label: str
+) -> float:
+    """Brim's session through `provider`, every turn, then the reflection on close (part
+    of the run's cost); the seconds it took."""
     with tempfile.TemporaryDirectory() as home:
         session = ChatSession(
             agent,
@@ -185,9 +209,46 @@ async def run_ladder(case: Case, turns: list[str]) -> Tally:
         await session.start()
         for i, text in enumerate(turns):
             await session.send(text)
-            _progress(case, "ladder", i)
-        await session.close()  # the reflection on close is part of the run's cost
-        tally.wall_s = time.perf_counter() - started
+            progress(case, label, i, len(turns))
+        await session.close()
+        return time.perf_counter() - started
+
+
+async def slide(
+    case: Case,
+    turns: list[str],
+    provider: Provider,
+    count_request: Callable[[list[Message]], int],
+    label: str,
+) -> float:
+    """The naive agent through `provider`: before every request it drops the oldest
+    messages until the request (by `count_request`) fits its budget; the seconds it took."""
+    head = system(default_agent().system_prompt)
+    history: list[Message] = []
+    budget = int(case.window * SLIDING_SHARE)
+    started = time.perf_counter()
+    try:
+        for i, text in enumerate(turns):
+            history.append(user(text))
+            while len(history) > 1 and count_request([head, *history]) > budget:
+                history.pop(0)
+            parts: list[str] = []
+            options = ChatOptions(max_tokens=case.max_tokens)
+            async for item in provider.stream_chat("", [head, *history], options):
+                if isinstance(item, TextDelta):
+                    parts.append(item.text)
+            history.append(assistant("".join(parts)))
+            progress(case, label, i, len(turns))
+    finally:
+        await provider.aclose()
+    return time.perf_counter() - started
+
+
+async def run_ladder(case: Case, turns: list[str]) -> Tally:
+    tally = Tally()
+    provider = RecordingProvider(tally, n_ctx=case.window)
+    agent = default_agent().with_changes(num_ctx=case.window, max_tokens=case.max_tokens)
+    tally.wall_s = await run_session(case, turns, provider, agent, "ladder")
     return tally
 
 
@@ -196,31 +257,12 @@ async def run_sliding(case: Case, turns: list[str]) -> Tally:
     provider = RecordingProvider(tally, sliding=True, n_ctx=case.window)
     tokenizer = provider.segment_tokenizer("")
     assert tokenizer is not None
-    head = system(default_agent().system_prompt)
-    history: list[Message] = []
-    budget = int(case.window * SLIDING_SHARE)
-    started = time.perf_counter()
-    try:
-        for i, text in enumerate(turns):
-            history.append(user(text))
-            # Slide: drop the oldest messages until the request fits the budget.
-            while len(history) > 1 and tokenizer.count_request([head, *history]) > budget:
-                history.pop(0)
-            parts: list[str] = []
-            options = ChatOptions(max_tokens=case.max_tokens)
-            async for item in provider.stream_chat("", [head, *history], options):
-                if isinstance(item, TextDelta):
-                    parts.append(item.text)
-            history.append(assistant("".join(parts)))
-            _progress(case, "sliding", i)
-    finally:
-        await provider.aclose()
-    tally.wall_s = time.perf_counter() - started
+    tally.wall_s = await slide(case, turns, provider, tokenizer.count_request, "sliding")
     return tally
 
 
-def _progress(case: Case, variant: str, turn: int) -> None:
-    print(f"{case.window}: {variant}: turn {turn + 1}/{TURNS}", file=sys.stderr, flush=True)
+def progress(case: Case, variant: str, turn: int, total: int) -> None:
+    print(f"{case.window}: {variant}: turn {turn + 1}/{total}", file=sys.stderr, flush=True)
 
 
 def case_rows(case: Case, ladder: Tally, sliding: Tally) -> list[dict[str, Any]]:
