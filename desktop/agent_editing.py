@@ -146,7 +146,12 @@ class AgentEditing(QObject):
             else ""
         )
         dialog = AgentEditorDialog(
-            config, self.bridge, live=live_window, name_kept=kept, parent=self.window
+            config,
+            self.bridge,
+            live=live_window,
+            name_kept=kept,
+            listings_dir=self.navigator.library.paths.mcp_listings_dir,
+            parent=self.window,
         )
         self.dialog = dialog
         dialog.saved.connect(self._on_saved)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import itertools
+from pathlib import Path
 from typing import Any
 
 import shiboken6
@@ -75,16 +76,19 @@ class AgentEditorDialog(QDialog):
         *,
         live: WindowResolution | None = None,
         name_kept: str = "",
+        listings_dir: Path | None = None,
         parent: QWidget | None = None,
     ) -> None:
         """`name_kept`, when given, says why the agent's name cannot change here (its
-        conversations are filed under it): the Name field is read-only with that reason."""
+        conversations are filed under it): the Name field is read-only with that reason.
+        `listings_dir`: where a tested MCP server's tool list is kept for conversations."""
         super().__init__(parent)
         if agent.source_path is None:
             raise ValueError("the agent editor edits an agent loaded from its file")
         self.original = agent
         self._engine = engine
         self._live = live
+        self._listings_dir = listings_dir
         self._probe_token = 0
         self._saving = False
         self.comparison: ProbeComparison | ProbeFailure | None = None
@@ -148,7 +152,13 @@ class AgentEditorDialog(QDialog):
         right.addWidget(self.probe_panel, 1)
         self.fit_panel = FitPanel(self._engine.call)  # desktop/fit_panel.py
         right.addWidget(self.fit_panel)
-        self.mcp_section = McpSection(self.original.mcp, self._engine, self._changed)
+        self.mcp_section = McpSection(
+            self.original.mcp,
+            self._engine,
+            self._changed,
+            agent=self.edited,
+            listings_dir=self._listings_dir,
+        )
         right.addWidget(self.mcp_section)
 
         columns = QHBoxLayout()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from PySide6.QtWidgets import (
@@ -24,7 +25,13 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from engine.api import McpServer, ServerTest, check_mcp_server, parse_servers
+from engine.api import (
+    AgentConfig,
+    McpServer,
+    ServerTest,
+    check_agent_mcp_server,
+    parse_servers,
+)
 
 
 class EngineCalls(Protocol):
@@ -49,9 +56,15 @@ def describe_test(result: ServerTest) -> str:
         f"<br>{html.escape(t.name)} · {t.tokens:,} tokens{' · read-only' if t.read_only else ''}"
         for t in result.tools
     )
+    counted = f"<br><i>counted: {html.escape(result.counting)}</i>" if result.counting else ""
+    if result.schemas_unseen:
+        counted += (
+            "<br><b>This model's chat template leaves tool schemas out: it would not see "
+            "these tools.</b> Pick a model that calls tools to use them."
+        )
     return (
         f"<b>{html.escape(result.server)}</b>: {len(result.tools)} tools, "
-        f"{result.tokens:,} tokens of schemas{rows}"
+        f"{result.tokens:,} tokens of schemas{rows}{counted}"
     )
 
 
@@ -59,13 +72,23 @@ class McpSection(QGroupBox):
     """The servers as a list; `servers()` is what the agent's file will say."""
 
     def __init__(
-        self, servers: tuple[McpServer, ...], engine: EngineCalls, on_change: Callable[[], None]
+        self,
+        servers: tuple[McpServer, ...],
+        engine: EngineCalls,
+        on_change: Callable[[], None],
+        *,
+        agent: Callable[[], AgentConfig | None],
+        listings_dir: Path | None = None,
     ) -> None:
+        """`agent` is the agent as edited (its engine counts the schemas); a tested server's
+        listing is kept in `listings_dir`, where conversations read it."""
         super().__init__("MCP servers")
         self.setObjectName("mcpSection")
         self._servers = list(servers)
         self._engine = engine
         self._on_change = on_change
+        self._agent = agent
+        self._listings_dir = listings_dir
         self.list = QListWidget(objectName="mcpServers")
         self.list.setMaximumHeight(80)
         self.name = QLineEdit(placeholderText="name", objectName="mcpName")
@@ -157,4 +180,12 @@ class McpSection(QGroupBox):
             self.test_button.setEnabled(True)
             self.answer.setText(html.escape(message))
 
-        self._engine.call(lambda: check_mcp_server(server), done, failed)
+        agent = self._agent()
+        if agent is None:
+            self.test_button.setEnabled(True)
+            self.answer.setText(
+                "Fix the refused fields first: the test counts on the agent's engine."
+            )
+            return
+        listings = self._listings_dir
+        self._engine.call(lambda: check_agent_mcp_server(agent, server, listings), done, failed)

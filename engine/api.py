@@ -96,7 +96,13 @@ from engine.window.resolution import WindowResolution
 from engine.agent.texts import CONTINUE_TEXT
 from engine.config.mcp_servers import McpEntryProblem, McpServer, parse_servers
 from engine.mcp.probe import ServerTest, check_mcp_server
-from engine.agent.probe import ProbeComparison, ProbeFailure, list_agent_models, probe_agent
+from engine.agent.probe import (
+    ProbeComparison,
+    ProbeFailure,
+    check_agent_mcp_server,
+    list_agent_models,
+    probe_agent,
+)
 from engine.window.output_cap import default_output_cap
 from engine.providers.base import DEFAULT_BASE_URLS, ModelInfo
 from engine.providers.embedded import default_model_path
@@ -213,6 +219,7 @@ __all__ = [
     "McpServer",
     "ServerTest",
     "parse_servers",
+    "check_agent_mcp_server",
     "check_mcp_server",
     "ProbeComparison",
     "ProbeFailure",

@@ -137,6 +137,11 @@ class BrimPaths:
         return self.work_dir / safe_component(agent) / safe_component(conversation_id)
 
     @property
+    def mcp_listings_dir(self) -> Path:
+        """Where the tool list each MCP server gave last is kept (engine/mcp/listing_cache.py)."""
+        return self.cache_dir / "mcp"
+
+    @property
     def open_dir(self) -> Path:
         """Where a session marks the conversation it has open (engine/conversation_claim.py)."""
         return self.data_dir / "open"

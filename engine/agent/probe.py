@@ -17,15 +17,19 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
-from engine.mcp.probe import tool_calling_warnings
+from engine.config.mcp_servers import McpServer
+from engine.mcp.listing_cache import ListingCache
+from engine.mcp.probe import ServerTest, check_mcp_server, tool_calling_warnings
 from engine.providers import bundled_models
 from engine.providers.base import EngineReport, ModelInfo, Provider
 from engine.providers.errors import ProviderError
 from engine.session import provider_for
+from engine.tokens import counter_for
 from engine.window.resolution import WindowResolution, resolve_window
 
 log = logging.getLogger(__name__)
@@ -257,3 +261,25 @@ async def _with_engine(
                 await engine.aclose()
             except Exception:
                 log.debug("closing the probe's provider failed", exc_info=True)
+
+
+async def check_agent_mcp_server(
+    agent: AgentConfig, server: McpServer, listings_dir: Path | None = None
+) -> ServerTest:
+    """The editor's Test of one of `agent`'s MCP servers: its schemas' costs counted as the
+    agent's engine counts them (o200k when the engine cannot be reached or cannot count;
+    the answer's `counting` says which), its listing kept in `listings_dir`, where the
+    agent's conversations read it."""
+    listings = ListingCache(listings_dir) if listings_dir is not None else None
+    try:
+        provider = provider_for(agent)
+    except Exception:  # an engine that cannot even be built still lets the server be tested
+        log.info("testing %s with o200k counts: no %s provider", server.name, agent.provider)
+        return await check_mcp_server(server, None, listings)
+    try:
+        return await check_mcp_server(server, counter_for(provider, agent.model), listings)
+    finally:
+        try:
+            await provider.aclose()
+        except Exception:
+            log.debug("closing the provider after an MCP test failed", exc_info=True)

@@ -81,7 +81,7 @@ class McpHub:
     @classmethod
     def for_agent(cls, agent: Any, emit: EventSink | None = None, paths: Any = None) -> McpHub:
         """The agent's servers; `paths` (BrimPaths) gives the listings' folder."""
-        listings = ListingCache(paths.cache_dir / "mcp") if paths is not None else None
+        listings = ListingCache(paths.mcp_listings_dir) if paths is not None else None
         return cls(tuple(getattr(agent, "mcp", ())), emit, listings)
 
     @property

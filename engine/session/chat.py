@@ -52,7 +52,7 @@ from engine.session.engine_calls import (
     start_notices,
     usage_recorder,
 )
-from engine.session.ledger import ContextLedger, LedgerInputs, notice_event
+from engine.session.ledger import ContextLedger, LedgerInputs, keeping_notices, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
 from engine.session.outcome import describe_outcome
 from engine.session.restoring import CompactionDesk
@@ -99,7 +99,8 @@ class ChatSession:
         self._admission = Admission()  # one submission at a time; waits for the start
         self._loop: AgentLoop | None = None
         self._tools: RegistryRunner | None = None
-        self._mcp = McpHub.for_agent(agent, self._emit, paths)  # each server at its first use
+        kept = keeping_notices(lambda message: self._append(message, emit=True), self._emit)
+        self._mcp = McpHub.for_agent(agent, kept, paths)  # each server at its first use
         # Commands and writes run only on an explicit allow; headless default is deny.
         self.approver = ConversationApprover(AnnouncingApprover(approver or DenyAll(), self._emit))
         self.conversation = Conversation(  # the rail shows a rewritten history at once

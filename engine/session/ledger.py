@@ -242,6 +242,20 @@ def notice_message(event: NoticeEvent) -> Message:
     return message
 
 
+def keeping_notices(save_notice: Callable[[Message], None], emit: EventSink) -> EventSink:
+    """A sink for a part of the session that tells notices of its own (the MCP hub): its
+    notices are kept in the conversation, with their kind and figures, and told by
+    `save_notice`; its other events are only told."""
+
+    def sink(event: Event) -> None:
+        if isinstance(event, NoticeEvent) and not event.transient:
+            save_notice(notice_message(event))
+        else:
+            emit(event)
+
+    return sink
+
+
 def notice_event(message: Message) -> NoticeEvent:
     """The event a saved notice is told by: the inverse of `notice_message`."""
     meta = dict(message.meta)

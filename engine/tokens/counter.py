@@ -207,6 +207,13 @@ class TokenCounter:
             total += units if self.strategy != "heuristic" else math.ceil(units / self._ratio)
         return total
 
+    def counted_exactly(self, tools: list[dict[str, Any]]) -> bool:
+        """Whether `count_tools(tools)` is the engine's own count now, not an estimate (an
+        engine that counts over HTTP and was not reached leaves it estimated)."""
+        if self._engine is not None:
+            return self.estimate_is_exact and tools_key(tools) in self._tools_exact
+        return self.estimate_is_exact
+
     def count_request(self, messages: list[Message], tools: list[dict[str, Any]]) -> int:
         """The prompt tokens this request will cost: messages + tool schemas + framing."""
         total = self.count_messages(messages) + self.count_tools(tools)

@@ -284,3 +284,35 @@ def test_a_server_marked_always_goes_eager_and_its_tool_is_called_directly(tmp_p
     assert "time__get_current_time" in _tool_names(first)
     assert "time__convert_time" in _tool_names(first)
     assert json.loads(_tool_results(second)[0])["timezone"] == "UTC"
+
+
+def test_the_notice_that_loaded_tools_joined_the_tools_block_is_kept_in_the_conversation(
+    tmp_path: Path,
+):
+    """Two call_tool misses in a row join the loaded tool to the tools block; the notice
+    that says so (the engine's cache is rebuilt) is part of the conversation, with its
+    figures, when it is opened again."""
+    from engine.events import NOTICE_MCP_TOOLS_JOINED, NoticeEvent
+    from engine.store import Store
+
+    async def scenario() -> str:
+        events: list[Event] = []
+        engine, session = _session(tmp_path, events, TIME)
+        await session.start()
+        engine.script(tool_calls=[ToolCall("c1", "search_tools", '{"query": "current time"}')])
+        for i in (2, 3):  # no timezone: the loaded schema refuses the call, twice
+            miss = json.dumps({"name": "time__get_current_time", "arguments": {}})
+            engine.script(tool_calls=[ToolCall(f"c{i}", "call_tool", miss)])
+        engine.script("Done.")
+        await session.send("What time is it?")
+        await session.close()
+        told = [e for e in events if isinstance(e, NoticeEvent)]
+        assert [e.kind for e in told].count(NOTICE_MCP_TOOLS_JOINED) == 1
+        return session.conversation_id
+
+    conversation = asyncio.run(scenario())
+    with Store.open(BrimPaths.resolve(tmp_path / "home").db_path) as store:
+        kept = [m for m in store.messages(conversation) if m.is_notice]
+    joined = [m for m in kept if m.meta_value("notice_kind") == NOTICE_MCP_TOOLS_JOINED]
+    assert len(joined) == 1
+    assert joined[0].meta_value("reason") == "calls_missed" and joined[0].meta_value("tools") == 1
