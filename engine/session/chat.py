@@ -24,7 +24,7 @@ import engine.session.tools_offer as offer
 from engine.agent.loop import AgentLoop, TurnOutcome
 from engine.commands import VIEW_AGENT_EDITOR, VIEW_NEW_CONVERSATION, Action, Route, route
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan
+from engine.context.compaction import CompactionPlan, ReplayPrefix
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     ErrorEvent,
@@ -559,8 +559,9 @@ class ChatSession:
         conversation = lambda: self.conversation_id  # noqa: E731
         return usage_recorder(store, provider, conversation, agent=self.agent.name, purpose=purpose)
 
-    async def _extract_memory(self, plan: CompactionPlan) -> None:
-        """The compaction hook (not for `/compact`): suggest facts from what is about to go."""
+    async def _extract_memory(self, plan: CompactionPlan, replay: ReplayPrefix | None) -> None:
+        """The compaction hook (not for `/compact`): suggest facts from what is about to go.
+        The replayed prefix (`replay`) is not asked on yet."""
         if not self._manual_compaction and self._window is not None:
             await self._memory.extract(plan, window=self._window.window)
 
