@@ -44,6 +44,7 @@ from typing import Any
 
 from engine.config import AgentConfig, default_agent
 from engine.context.guided import is_compaction_request
+from engine.memory.replayed_scan import is_memory_replay
 from engine.messages import Message, assistant, system, user
 from engine.paths import BrimPaths
 from engine.providers.base import ChatOptions, Provider, StreamDone, StreamItem, TextDelta
@@ -52,7 +53,10 @@ from engine.session import ChatSession
 
 TURNS = 30
 SLIDING_SHARE = 0.75  # the naive agent keeps the newest messages under this share
-MEMORY_PROMPT_HEAD = "You are Brim's memory "  # the extractor's and the curator's prompts
+# The extractor's and the curator's prompts; a memory request replayed on the cached
+# conversation (before a compaction) has the agent's system prompt first, and is told by
+# its instruction's mark instead (`is_memory_replay`).
+MEMORY_PROMPT_HEAD = "You are Brim's memory "
 
 
 @dataclass(frozen=True)
@@ -142,7 +146,7 @@ class RequestRecorder:
         last = messages[-1].content if messages else ""
         if is_compaction_request(first, last):
             return "compaction"
-        if first.startswith(MEMORY_PROMPT_HEAD):
+        if first.startswith(MEMORY_PROMPT_HEAD) or is_memory_replay(last):
             return "memory"
         return "agent"
 

@@ -74,3 +74,22 @@ def test_the_server_figures_set_each_run_against_the_sliding_window_without_chun
     assert rows["Brim n_cache_reuse 0: prompt tokens evaluated anew, all requests"]["brim"] == 5000
     beside_shifted = rows["Brim with n_cache_reuse: prompt tokens evaluated anew"]
     assert beside_shifted["baseline"] == 4000 + 100
+
+
+def test_a_memory_request_replayed_on_the_cached_conversation_is_counted_as_memory():
+    from bench.kv_reuse import MEMORY_PROMPT_HEAD, RequestRecorder
+    from engine.context.compaction import Replay, replay_messages
+    from engine.memory.replayed_scan import replay_instruction
+    from engine.messages import assistant, system, user
+
+    sent = (system("You are Brim."), user("Step 0: the service restarted."), assistant("Noted."))
+    replay = Replay(sent, (), 30)
+    recorder = RequestRecorder(Tally([]), sliding=False, label="test")
+    assert recorder.kind(list(sent)) == "agent"
+    replayed = replay_messages(replay, replay_instruction("memory-extractor"))
+    assert recorder.kind(replayed) == "memory"
+    # The instruction joined to a last-sent user message is told the same way.
+    joined = replay_messages(Replay(sent[:2], (), 20), replay_instruction("memory-extractor"))
+    assert len(joined) == 2 and recorder.kind(joined) == "memory"
+    transcript = [system(MEMORY_PROMPT_HEAD + "extractor (memory-extractor)."), user("…")]
+    assert recorder.kind(transcript) == "memory"

@@ -20,6 +20,7 @@ from engine.context.constants import SUMMARY_HEADINGS
 from engine.context.guided import GUIDED_QUESTIONS, REPLAY_QUESTION
 from engine.context.summarizer import REPLAY_MARK, REPLAY_QUESTION_MARK
 from engine.memory import Completion, MemoryService, ScanInput, run_scan
+from engine.memory.replayed_scan import MEMORY_REPLAY_MARK, replay_instruction
 from engine.messages import Message, alternating, assistant, system, user
 from engine.paths import BrimPaths
 from engine.resources import (
@@ -105,6 +106,10 @@ def test_the_prompts_keep_their_placeholders_and_marks():
     for name in ("memory_extractor", "memory_curator"):
         filled = prompt(name).format(actor="memory-extractor")
         assert "memory-extractor" in filled and "{{" not in filled and '{"' in filled
+    replayed = replay_instruction("memory-extractor", "[global] global/ (1 entries)")
+    assert replayed.startswith(MEMORY_REPLAY_MARK) and "memory-extractor" in replayed
+    assert "{{" not in replayed and '{"memories"' in replayed and "(1 entries)" in replayed
+    assert "Already in memory" not in replay_instruction("memory-extractor")
 
 
 def _history() -> list[Message]:

@@ -397,6 +397,33 @@ def replay_request(
     return request, kept
 
 
+@dataclass(frozen=True)
+class ReplayPrefix:
+    """What a request on the cached conversation starts with, before its instruction: the
+    conversation as last sent (`replay`) and the newer messages the checkpoint request
+    carries after it (`newer`). A request built on it (`messages`) and the checkpoint
+    request share this whole prefix, so the engine evaluates only their instructions."""
+
+    replay: Replay
+    newer: tuple[Message, ...] = ()
+
+    @property
+    def tools(self) -> tuple[dict[str, Any], ...]:
+        """The tool schemas the conversation was sent with: a replayed request carries them
+        too, or the engine's cached prefix no longer matches."""
+        return self.replay.tools
+
+    def messages(self, instruction: str) -> list[Message]:
+        """The prefix, then `instruction` as the last user message (`replay_messages`)."""
+        return replay_messages(self.replay, instruction, self.newer)
+
+
+# The hook compaction runs just before the summarizer (the memory extractor's): the plan,
+# and the replayed prefix where compaction was given the conversation as last sent (None
+# where it was not: another summarizer model, nothing sent yet).
+BeforeSummarize = Callable[[CompactionPlan, ReplayPrefix | None], Awaitable[None]]
+
+
 def _result(
     status: CompactionStatus,
     reason: str,
@@ -430,7 +457,7 @@ async def compact(
     max_summary_tokens: int | None = None,
     guided_only: bool = False,
     summarizer_window: int | None = None,
-    before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
+    before_summarize: BeforeSummarize | None = None,
     replay: Replay | None = None,
     store_result: StoreText | None = None,
 ) -> CompactionResult:
@@ -443,7 +470,10 @@ async def compact(
     fit the window, the summarizer reads the removed messages as fenced material.
 
     `before_summarize` runs on the plan just before the summarizer (the memory extractor's
-    hook); it is best-effort, its failures are logged and never block compaction. The
+    hook), with the replayed prefix when `replay` is given (None when it is not): the
+    conversation as last sent and the newer messages the checkpoint request carries, so the
+    hook's own request can share the engine's cache too. The hook is best-effort: its
+    failures are logged and never block compaction. The
     summary is appended to `journal` before it enters the context; a journal that cannot
     be written is reported in `journal_error` and does not stop the compaction.
     `store_result` keeps the oldest user statements that outgrow their budget, and the
@@ -458,13 +488,23 @@ async def compact(
             detail="nothing old enough to summarize", plan=plan,
         )  # fmt: skip
 
+    out_tokens = max_summary_tokens or summary_max_tokens(window)
+    newer = _newer_to_summarize(replay, messages, plan) if replay is not None else []
+    replayed = (
+        replay_request(replay, window=window, max_tokens=out_tokens, work_state=work_state,
+                       count_message=count_message, newer=newer)
+        if replay is not None
+        else None
+    )  # fmt: skip
+    if replayed is not None:
+        newer = replayed[1]
+
     if before_summarize is not None:
+        prefix = ReplayPrefix(replay, tuple(newer)) if replay is not None else None
         try:
-            await before_summarize(plan)
+            await before_summarize(plan, prefix)
         except Exception:
             log.warning("the pre-summary hook failed; compacting anyway", exc_info=True)
-
-    out_tokens = max_summary_tokens or summary_max_tokens(window)
 
     def face_tokens(checkpoint: str) -> int:
         return _text_tokens(render_for_model(checkpoint), count_message)
@@ -486,15 +526,8 @@ async def compact(
         prompt_budget=prompt_budget,
         work_state=work_state,
     )
-    newer = _newer_to_summarize(replay, messages, plan) if replay is not None else []
-    replayed = (
-        replay_request(replay, window=window, max_tokens=out_tokens, work_state=work_state,
-                       count_message=count_message, newer=newer)
-        if replay is not None
-        else None
-    )  # fmt: skip
     if replayed is not None:
-        request, newer = replayed
+        request = replayed[0]
     if guided_only:
         # This summarizer was already seen unable to write the whole schema: skip the
         # free-form attempt and its cost, and go straight to the guided questions.

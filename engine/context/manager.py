@@ -24,12 +24,12 @@ from what comes back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from engine.context.budget import ContextBudget, ContextUsage, overflow_trim_budget
 from engine.context.clearing import StoreResult, clear_tool_results
 from engine.context.compaction import (
-    CompactionPlan,
+    BeforeSummarize,
     CompactionResult,
     JournalSink,
     Replay,
@@ -107,7 +107,7 @@ class ContextManager:
         sink: EventSink = discard,
         protected_turns: int = PROTECTED_TURNS,
         summarizer_window: int | None = None,
-        before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None = None,
+        before_summarize: BeforeSummarize | None = None,
         output_reserve: int = 0,
         summarizer_shares_cache: bool = False,
     ) -> None:

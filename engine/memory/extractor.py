@@ -6,15 +6,24 @@ Two passes, both through the real memory tools' checks, every write queued for r
 - the deterministic pass first (engine/memory/statements.py): the user's explicit
   first-person statements ("My name is Alex.", "I always use tabs"), each quoting its
   exact sentence. It needs no model, so memory suggests something on any model;
-- then the model, on the summarizer model with a throwaway prompt of its own: a context
-  block (the prior summary, the later messages, the already-reflected earlier ones; carrying
-  no source IDs, so nothing in it can be quoted), the memory index, and the scanned slice
-  with a source ID on each authenticated user message (engine/memory/transcript.py). Where
-  the window has room for them it gets view_memory, manage_memory and propose_lesson in
-  queue mode (delete and rename refused); small local models often cannot call tools, so it
-  may always answer in plain JSON instead, and on a small window it is asked for JSON only,
-  with a short prompt. A model suggestion for a sentence the first pass queued replaces that
-  suggestion (the model may word it better); nothing is suggested twice.
+- then the model. Before a compaction that replays the conversation as last sent (the
+  summarizer is the agent's own model on the same engine), it is asked on that cached
+  conversation, one short instruction after it, for JSON only
+  (engine/memory/replayed_scan.py): the engine evaluates the instruction alone. Otherwise
+  (another summarizer model, nothing sent yet, a replay that does not fit the window,
+  `/learn` and the reflection) it runs on the summarizer model with a throwaway prompt of
+  its own: a context block (the prior summary, the later messages, the already-reflected
+  earlier ones; carrying no source IDs, so nothing in it can be quoted), the memory index,
+  and the scanned slice with a source ID on each authenticated user message
+  (engine/memory/transcript.py). Where the window has room for them it gets view_memory,
+  manage_memory and propose_lesson in queue mode (delete and rename refused); small local
+  models often cannot call tools, so it may always answer in plain JSON instead, and on a
+  small window it is asked for JSON only, with a short prompt. A model suggestion for a
+  sentence the first pass queued replaces that suggestion (the model may word it better);
+  nothing is suggested twice.
+
+Either way, only an exact span of an authenticated user message of the scanned slice can be
+quoted (engine/memory/sources.py): what else the model read is never a source.
 
 Every request fits the window with its answer (engine/memory/sizing.py): the transcript is
 sized from the room the frame leaves, and `max_tokens` from what the prompt leaves.
@@ -32,10 +41,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from engine.context.compaction import ReplayPrefix
 from engine.memory.errors import MemoryStoreError
 from engine.memory.layout import Scope
 from engine.memory.plaintext import strip_controls
 from engine.memory.queue import Suggestion
+from engine.memory.replayed_scan import INDEX_SHARE as REPLAY_INDEX_SHARE
+from engine.memory.replayed_scan import ReplayedScan, replayed_request
 from engine.memory.service import MemoryService
 from engine.memory.sizing import (
     MIN_TRANSCRIPT_TOKENS,
@@ -168,6 +180,7 @@ class ScanReport:
     steps: int = 0
     dropped: int = 0  # messages of the slice left out because they did not fit
     statements: int = 0  # of `queued`, how many the deterministic pass queued
+    replayed: bool = False  # the model was asked on the replayed conversation
 
 
 # The prompts (resources/prompts/): `{actor}` is filled in, doubled braces are literal.
@@ -207,16 +220,26 @@ def _items(value: Any, *keys: str) -> list[dict[str, Any]]:
 
 
 async def _apply_text_answer(
-    state: MemoryToolState, text: str, registry: ToolRegistry, ctx: ToolContext
+    state: MemoryToolState,
+    text: str,
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    *,
+    sourced: bool = True,
 ) -> None:
-    """The JSON fallback: the same checks as the tools, item by item."""
+    """The JSON fallback: the same checks as the tools, item by item. Without `sourced` (a
+    request that showed no source IDs) a quote is matched in any source of the pass, and a
+    source the answer names anyway is not read."""
     values = _json_objects(text)
     if not values:
         return
     value = values[0]
     if isinstance(value, dict) and "name" in value and "arguments" in value:
         # A tool call written out as text.
-        await registry.call(str(value["name"]), value.get("arguments"), ctx)
+        arguments = value.get("arguments")
+        if not sourced and isinstance(arguments, dict):
+            arguments = {k: v for k, v in arguments.items() if k != "source"}
+        await registry.call(str(value["name"]), arguments, ctx)
         return
     for item in _items(value, "memories", "facts"):
         action = str(item.get("action") or "create").lower()
@@ -228,7 +251,7 @@ async def _apply_text_answer(
                 subject=item.get("subject") or item.get("topic"),
                 content=item.get("content") or item.get("fact"),
                 quote=item.get("quote"),
-                source=item.get("source"),
+                source=item.get("source") if sourced else None,
                 require_view=False,
             )
             queue_fact(state, plan)
@@ -260,17 +283,24 @@ async def run_scan(
     window: int,
     count_request: CountRequest | None = None,
     actor: str = EXTRACTOR_ID,
+    replay: ReplayPrefix | None = None,
 ) -> ScanReport:
     """Scan one slice and queue what qualifies: the deterministic pass, then the model. A
     slice with no authenticated user message is skipped without a model call. Every
     request fits `window` with its answer, counted by `count_request` (by default, from
-    `count_text`)."""
+    `count_text`).
+
+    `replay` (a compaction's, engine/context/compaction.py) asks the model on the
+    conversation the engine has cached when that request fits (engine/memory/
+    replayed_scan.py); without it, or when it does not fit, the slice is read as a
+    transcript. What may be quoted is the slice's user messages either way."""
     report = ScanReport()
     sources = SourceSet(inp.conversation_id, inp.chunk)
     if not len(sources):
         report.skipped = "no authenticated user message in the scanned messages"
         return report
     found = scan_statements(inp.conversation_id, inp.chunk, service, scopes)
+    read: list[Message] = list(inp.chunk)  # what the model is shown: a lesson repeats none
     state = MemoryToolState(
         service,
         scopes,
@@ -278,12 +308,25 @@ async def run_scan(
         "queue",
         actor=actor,
         conversation_id=inp.conversation_id,
-        untrusted=lambda: inp.chunk,
+        untrusted=lambda: read,
         replaceable=frozenset(found),
     )
     try:
         room = Room(window, count_request or approximate(count_text))
-        await _model_pass(inp, state, sources, room, count_text, complete, actor, report)
+        replayed = None
+        if replay is not None:
+            index = _memory_index(service, scopes, count_text, int(window * REPLAY_INDEX_SHARE))
+            replayed = await replayed_request(
+                replay, sources=sources, actor=actor, index=index, room=room
+            )
+        if replayed is not None:
+            # The model reads the whole conversation: no tool result in it makes a lesson.
+            read.extend(m for m in replayed.messages if m.role == "tool")
+            await _replayed_pass(state, replayed, complete, report)
+        else:
+            if replay is not None:
+                log.info("memory: the replayed conversation leaves no room; reading a transcript")
+            await _model_pass(inp, state, sources, room, count_text, complete, actor, report)
     finally:
         waiting = {s.id for s in service.queue.pending()}
         report.queued = [i for i in [*found, *state.queued] if i in waiting]
@@ -306,6 +349,32 @@ def scan_statements(
         conversation_id=conversation_id,
     )
     return queue_statements(state, sources)
+
+
+def _memory_index(
+    service: MemoryService, scopes: list[Scope], count_text: CountText, budget: int
+) -> str:
+    """What memory holds, cut to `budget` tokens; "" when it holds nothing."""
+    found, _ = service.store.entries(scopes)
+    if not found:
+        return ""
+    return _fit_text(render_listing(service, scopes), count_text, budget)
+
+
+async def _replayed_pass(
+    state: MemoryToolState, scan: ReplayedScan, complete: Complete, report: ScanReport
+) -> None:
+    """The model's scan on the replayed conversation: one request, its JSON answer through
+    the same checks as every write (no source IDs were shown). Tool calls are not run: the
+    conversation's tools are offered only so that its cached prefix matches."""
+    report.replayed = True
+    report.steps += 1
+    answer = await complete(scan.messages, scan.tools, scan.max_tokens)
+    if answer.calls:
+        log.info("memory: the replayed extraction called tools; only its text is read")
+    registry = ToolRegistry(memory_tools(state))
+    ctx = ToolContext(workspace=state.service.root)
+    await _apply_text_answer(state, answer.text, registry, ctx, sourced=False)
 
 
 async def _model_pass(

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan
+from engine.context.compaction import CompactionPlan, ReplayPrefix
 from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan, scan_statements
 from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
@@ -121,9 +121,12 @@ class SessionMemory:
         count_text: CountText,
         window: int,
         count_request: CountRequest | None = None,
+        replay: ReplayPrefix | None = None,
     ) -> ScanReport | None:
         """The compaction pass over exactly the messages about to be compressed, in as few
-        requests as fit `window`. Never raises: a failure is logged and compaction goes on."""
+        requests as fit `window`; with `replay` (compaction's cached conversation) the model
+        is asked on that conversation where it fits, and still only the compressed messages
+        can be quoted. Never raises: a failure is logged and compaction goes on."""
         if not self.writes:
             return None
         try:
@@ -140,6 +143,7 @@ class SessionMemory:
                 count_text=count_text,
                 window=window,
                 count_request=count_request,
+                replay=replay,
             )
         except Exception:
             log.warning("memory: the extractor failed; compacting anyway", exc_info=True)

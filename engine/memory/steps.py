@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan
+from engine.context.compaction import CompactionPlan, ReplayPrefix
 from engine.events import (
     ErrorEvent,
     EventSink,
@@ -74,11 +74,18 @@ async def extract_before_summary(
     window: int,
     emit: EventSink,
     count_request: CountRequest | None = None,
+    replay: ReplayPrefix | None = None,
 ) -> None:
-    """The compaction hook: suggest durable facts from the messages about to go."""
+    """The compaction hook: suggest durable facts from the messages about to go, asked on
+    the conversation the engine has cached when compaction replays it (`replay`)."""
     emit(StateEvent("suggesting memories"))
     await memory.extract(
-        plan, complete=complete, count_text=count_text, window=window, count_request=count_request
+        plan,
+        complete=complete,
+        count_text=count_text,
+        window=window,
+        count_request=count_request,
+        replay=replay,
     )
     emit(StateEvent("compacting"))
 

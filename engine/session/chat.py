@@ -24,7 +24,7 @@ import engine.session.tools_offer as offer
 from engine.agent.loop import AgentLoop, TurnOutcome
 from engine.commands import VIEW_AGENT_EDITOR, VIEW_NEW_CONVERSATION, Action, Route, route
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan
+from engine.context.compaction import CompactionPlan, ReplayPrefix
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     ErrorEvent,
@@ -560,10 +560,11 @@ class ChatSession:
         conversation = lambda: self.conversation_id  # noqa: E731
         return usage_recorder(store, provider, conversation, agent=self.agent.name, purpose=purpose)
 
-    async def _extract_memory(self, plan: CompactionPlan) -> None:
-        """The compaction hook (not for `/compact`): suggest facts from what is about to go."""
+    async def _extract_memory(self, plan: CompactionPlan, replay: ReplayPrefix | None) -> None:
+        """The compaction hook (not for `/compact`): suggest facts from what is about to go,
+        on the conversation the engine has cached when compaction replays it (`replay`)."""
         if not self._manual_compaction and self._window is not None:
-            await self._memory.extract(plan, window=self._window.window)
+            await self._memory.extract(plan, window=self._window.window, replay=replay)
 
     def _memory_inputs(self) -> MemoryInputs:
         """Memory's calls run on the summarizer model (the agent's when that is not served)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan
+from engine.context.compaction import CompactionPlan, ReplayPrefix
 from engine.events import EventSink, NoticeEvent
 from engine.memory import Complete, SessionMemory, standing_block
 from engine.memory import steps as memory_steps
@@ -110,8 +110,11 @@ class MemoryLink:
         if event is not None:
             self._emit(event)
 
-    async def extract(self, plan: CompactionPlan, *, window: int) -> None:
-        """The compaction hook: suggest durable facts from the messages about to go."""
+    async def extract(
+        self, plan: CompactionPlan, *, window: int, replay: ReplayPrefix | None = None
+    ) -> None:
+        """The compaction hook: suggest durable facts from the messages about to go (on
+        compaction's replayed conversation, `replay`, where it has one)."""
         if self.memory is None:
             return
         await memory_steps.extract_before_summary(
@@ -122,6 +125,7 @@ class MemoryLink:
             count_request=self._inputs.count_request,
             window=window,
             emit=self._emit,
+            replay=replay,
         )
 
     def can_learn(self, store: Store | None) -> bool:

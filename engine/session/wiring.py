@@ -24,7 +24,7 @@ from engine.context import (
     WorkState,
     render_work_state,
 )
-from engine.context.compaction import CompactionPlan
+from engine.context.compaction import BeforeSummarize
 from engine.events import EventSink
 from engine.mcp.hub import McpHub
 from engine.memory import SessionMemory
@@ -64,7 +64,7 @@ class LoopHooks:
     ladder_sink: EventSink
     summarize: Callable[[SummaryRequest], Awaitable[SummaryResult]]
     compact_tool: Callable[[], Awaitable[str]]
-    before_summarize: Callable[[CompactionPlan], Awaitable[None]] | None
+    before_summarize: BeforeSummarize | None
     on_window: Callable[[WindowResolution], None]
 
 

@@ -13,7 +13,7 @@ from engine.context.checkpoint import (
     render_checkpoint,
     stored_checkpoint,
 )
-from engine.context.compaction import Replay, compact
+from engine.context.compaction import CompactionPlan, Replay, ReplayPrefix, compact
 from engine.messages import Message, alternating, assistant, system, user
 
 from .histories import FakeSummarizer, Ids, count, cycle, is_guided_question, pinned, summaries
@@ -131,6 +131,38 @@ def test_a_compaction_on_the_agents_own_model_replays_the_conversation_as_last_s
     assert [m.content for m in between] == [m.content for m in msgs[8 : 8 + len(between)]]
     assert all(m.content != "halfway" for m in request.messages)
     assert any(m.content == "halfway" for m in result.messages)
+
+
+def test_the_pre_summary_hook_gets_the_prefix_the_checkpoint_request_replays():
+    """The memory extraction runs just before the summary: given the same prefix, its own
+    request can share the engine's cache with the checkpoint request after it."""
+    msgs = _history_with_prior()
+    sent = tuple(alternating(msgs[:8]))
+    tools = ({"type": "function", "function": {"name": "read_file", "parameters": {}}},)
+    replay = Replay(sent, tools, sum(map(count, sent)), at=msgs[8].created)
+    given: list[ReplayPrefix | None] = []
+
+    async def hook(plan: CompactionPlan, prefix: ReplayPrefix | None) -> None:
+        given.append(prefix)
+
+    fake = FakeSummarizer()
+    asyncio.run(
+        compact(msgs, window=WINDOW, count_message=count, summarize=fake, replay=replay,
+                before_summarize=hook)
+    )  # fmt: skip
+    (prefix,) = given
+    assert prefix is not None and prefix.replay is replay and prefix.tools == tools
+    assert prefix.newer  # what came after the request, as far as the checkpoint replaces it
+    request = fake.requests[0]
+    rebuilt = prefix.messages(request.messages[-1].content)
+    assert rebuilt[:-1] == request.messages[:-1]  # the same messages before the instruction
+    assert rebuilt[-1].content == request.messages[-1].content
+    given.clear()
+    asyncio.run(
+        compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer(),
+                before_summarize=hook)
+    )  # fmt: skip
+    assert given == [None]  # no replay (another summarizer model, nothing sent yet)
 
 
 entries = st.lists(st.text("abcdefgh ", min_size=1, max_size=12).map(str.strip), max_size=4)

@@ -1,5 +1,6 @@
 """A fake model for memory tests: one responder that plays the chat model, the summarizer,
-the memory extractor and the curator, told apart by their system prompts, over the fake
+the memory extractor and the curator, told apart by their system prompts (a replayed
+extraction, on the conversation as last sent, by its instruction's mark), over the fake
 llama-server (real HTTP on loopback)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.context.guided import is_compaction_request
+from engine.memory.replayed_scan import MEMORY_REPLAY_MARK, is_memory_replay
 from tests.helpers.fake_engines import FakeToolCall, Reply
 
 SUMMARY = (
@@ -27,7 +29,7 @@ def role_of(body: dict[str, Any]) -> str:
     last = str(body["messages"][-1].get("content", ""))
     if "You write checkpoints" in text or is_compaction_request(text, last):
         return "summarizer"
-    if "memory extractor" in text:
+    if "memory extractor" in text or is_memory_replay(last):
         return "extractor"
     if "memory curator" in text:
         return "curator"
@@ -39,8 +41,24 @@ def tags_in(prompt: str) -> dict[str, str]:
     return {tag: text for tag, text in _SOURCE.findall(prompt)}
 
 
+def is_replayed(body: dict[str, Any]) -> bool:
+    """An extraction asked on the replayed conversation (no source IDs, JSON only)."""
+    return is_memory_replay(str(body["messages"][-1].get("content", "")))
+
+
 def sources_in(body: dict[str, Any]) -> dict[str, str]:
-    return tags_in(str(body["messages"][1]["content"]))
+    """The user messages an extraction request shows: by source ID in the transcript form;
+    in the replayed form, which shows none, every user message of the conversation (its
+    instruction taken off), under a made-up name the extractor does not read."""
+    if not is_replayed(body):
+        return tags_in(str(body["messages"][1]["content"]))
+    out: dict[str, str] = {}
+    for message in body["messages"]:
+        if message.get("role") == "user":
+            text = str(message.get("content", "")).split(MEMORY_REPLAY_MARK)[0].strip()
+            if text:
+                out[f"replayed-{len(out) + 1}"] = text
+    return out
 
 
 @dataclass
@@ -99,7 +117,7 @@ class FakeModel:
             if body["messages"][-1].get("role") == "tool":
                 return Reply(text="Done.")
             calls = self.extract(body)
-            if self.as_json:
+            if self.as_json or is_replayed(body):  # the replayed form asks for JSON only
                 return Reply(text=json.dumps({"memories": calls, "lessons": []}))
             if not calls:
                 return Reply(text='{"memories": [], "lessons": []}')

@@ -21,8 +21,9 @@ from engine.messages import Message, assistant, user
 from engine.paths import BrimPaths
 from engine.session import ChatSession
 from engine.tools import AutoApprove
-from tests.engine.memory.fakes import FakeModel, role_of, sources_in
+from tests.engine.memory.fakes import FakeModel, is_replayed, role_of, sources_in
 from tests.helpers.fake_engines import FakeLlamaServer
+from tests.helpers.fake_tokenizer import common_prefix
 
 ALEX = "My name is Alex. I always use tabs, never spaces."
 QUESTIONS = [f"Question {i}: tell me about " + "lorem ipsum dolor sit " * 8 for i in range(8)]
@@ -30,10 +31,12 @@ LONGER = [f"Question {i}: tell me about " + "lorem ipsum dolor sit " * 20 for i 
 MEMORY_ROLES = ("extractor", "curator")
 
 
-def _converse(fake: FakeLlamaServer, home: Path, turns: list[str]) -> list[Event]:
+def _converse(
+    fake: FakeLlamaServer, home: Path, turns: list[str], **agent_changes: Any
+) -> list[Event]:
     events: list[Event] = []
     agent = default_agent().with_changes(
-        name="chat", provider="llamacpp", base_url=fake.url, model="fake"
+        name="chat", provider="llamacpp", base_url=fake.url, model="fake", **agent_changes
     )
 
     async def go() -> None:
@@ -72,19 +75,43 @@ def test_the_extraction_before_a_compaction_reads_the_span_in_as_few_requests_as
     tmp_path: Path,
 ):
     """On 2,048 tokens the turns a compaction removed were read one request per turn, each
-    near the window; now each request holds as many turns as fit beside its frame."""
+    near the window; now each request holds as many turns as fit beside its frame. (A
+    summarizer model of its own: the agent's would be asked on the cached conversation.)"""
     model = FakeModel(chat_reply="Lorem ipsum is placeholder text. " * 6)
     with FakeLlamaServer(n_ctx=2048) as fake:
         fake.responder = model
-        _converse(fake, tmp_path, [ALEX, *LONGER])
+        _converse(fake, tmp_path, [ALEX, *LONGER], summarizer_model="fake-summarizer")
         bodies = [(role_of(r.body), r) for r in fake.chat_requests]
     first_summary = next(i for i, (role, _) in enumerate(bodies) if role == "summarizer")
     before = [r for role, r in bodies[:first_summary] if role == "extractor"]
+    assert before and not any(is_replayed(r.body) for r in before)
     turns = [len(sources_in(r.body)) for r in before]
     assert sum(turns) >= 6 and len(before) <= sum(turns) / 3, turns  # not one per turn
     assert all(r.prompt_tokens + r.body["max_tokens"] <= 2048 for r in before)
     # Every request but the last was filled: the span needed that many.
     assert all(r.prompt_tokens + r.body["max_tokens"] > 2048 * 0.8 for r in before[:-1])
+
+
+def test_on_the_agents_own_model_the_extraction_asks_on_the_cached_conversation(tmp_path: Path):
+    """Before a compaction on the agent's own model, the extraction replays the conversation
+    as last sent: the engine evaluates its instruction and what came after that request,
+    not a transcript of its own; the checkpoint request after it shares that prefix."""
+    model = FakeModel(chat_reply="Lorem ipsum is placeholder text. " * 6)
+    with FakeLlamaServer(n_ctx=4096) as fake:  # room for the checkpoint's replay too
+        fake.responder = model
+        _converse(fake, tmp_path, [ALEX, *LONGER, *LONGER])
+        requests = [r for r in fake.chat_requests if not r.rejected]
+        tokens = [fake.prompt_tokens(r.body) for r in requests]
+    roles = [role_of(r.body) for r in requests]
+    i = roles.index("extractor")
+    assert is_replayed(requests[i].body)
+    assert roles[i - 1] == "chat" and roles[i + 1] == "summarizer"
+    assert requests[i].body.get("tools") == requests[i - 1].body.get("tools")
+    fresh = len(tokens[i]) - common_prefix(tokens[i], tokens[i - 1])
+    assert fresh < len(tokens[i]) // 4, (fresh, len(tokens[i]))
+    after = len(tokens[i + 1]) - common_prefix(tokens[i + 1], tokens[i])
+    assert after < len(tokens[i + 1]) // 4, (after, len(tokens[i + 1]))
+    assert requests[i].prompt_tokens + requests[i].body["max_tokens"] <= 4096
 
 
 def test_memory_requests_appear_in_usage_as_their_own_kind(tmp_path: Path):
