@@ -561,8 +561,7 @@ class ChatSession:
         return usage_recorder(store, provider, conversation, agent=self.agent.name, purpose=purpose)
 
     async def _extract_memory(self, plan: CompactionPlan, replay: ReplayPrefix | None) -> None:
-        """The compaction hook (not for `/compact`): suggest facts from what is about to go,
-        on the conversation the engine has cached when compaction replays it (`replay`)."""
+        """The compaction hook (not `/compact`): facts from what goes, on the cached replay."""
         if not self._manual_compaction and self._window is not None:
             await self._memory.extract(plan, window=self._window.window, replay=replay)
 
