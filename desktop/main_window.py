@@ -9,32 +9,30 @@ desk that opens that view.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QMetaMethod, QObject, Qt, Signal, Slot
+from PySide6.QtCore import QMetaMethod, Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
-    QLabel,
     QMainWindow,
-    QProgressBar,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import shortcuts, theme
-from desktop.approval import ApprovalDialog, ApprovalTicket, DialogApprover
+from desktop.approval import ApprovalDialog, DialogApprover, OpenApprovals
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
-from desktop.layout import FittedLayout
+from desktop.layout import FittedLayout, chat_column, rail_column
 from desktop.shortcuts import add_shortcut
 from desktop.stream_buffer import StreamBuffer
 from desktop.widgets.banner import Banner
 from desktop.widgets.composer import Composer
+from desktop.widgets.composer_row import SendButton, StateHint
 from desktop.widgets.context_rail import ContextRail
 from desktop.widgets.header import HeaderBar
+from desktop.widgets.load_progress import LoadProgress
 from desktop.widgets.overlay import Overlay
 from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
@@ -55,7 +53,6 @@ from engine.api import (
     CompactionRestoredEvent,
     CompactionViewEvent,
     ContextEvent,
-    ContextReport,
     ContextReportEvent,
     DeltaEvent,
     ErrorEvent,
@@ -77,13 +74,6 @@ from engine.api import (
 
 RAIL_WIDTH = 310
 SIDEBAR_WIDTH = 240
-HINT = "Enter sends  ·  Shift+Enter new line  ·  Esc stops  ·  / for commands"
-STATE_HINTS = {
-    "compacting": "compacting — older messages are being summarized to make room",
-    "waiting for approval": "waiting for approval — answer the dialog to continue",
-    "loading model": "loading model — your message will be sent once it is ready",
-}
-LOAD_FORMAT = "Loading model… %p%"
 
 
 class MainWindow(QMainWindow):
@@ -110,25 +100,17 @@ class MainWindow(QMainWindow):
         self._turns = 0
         self._shown_warnings: set[str] = set()
         self._conversation = ""
-        self._approvals: dict[int, ApprovalDialog] = {}
+        self._approvals: OpenApprovals | None = None
         self._submission = ("", "")  # the id and text of the message whose turn runs
 
         self.header = HeaderBar()
         self.setup_banner = Banner()
         self.banner = Banner()
-        self.load_progress = QProgressBar(objectName="loadProgress")
-        self.load_progress.setRange(0, 0)
-        self.load_progress.setFormat(LOAD_FORMAT)
-        self.load_progress.setTextVisible(True)
-        self.load_progress.hide()
+        self.load_progress = LoadProgress()
         self.transcript = TranscriptView()
         self.composer = Composer()
-        self.send_button = QPushButton("Send", objectName="sendButton")
-        self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.hint = QLabel(HINT, objectName="hint")
-        # The hint wraps rather than setting the column's minimum width: the window must fit
-        # a small screen (900 px wide) beside the sidebar and the rail.
-        self.hint.setWordWrap(True)
+        self.send_button = SendButton()
+        self.hint = StateHint()
         self.stream = StreamBuffer(parent=self)
         self.sidebar = Sidebar()
         self.sidebar.setMinimumWidth(200)
@@ -149,41 +131,15 @@ class MainWindow(QMainWindow):
             VIEW_NEW_CONVERSATION: self.new_conversation_requested,
         }
 
-        composer_box = QFrame(objectName="composerBox")
-        box = QHBoxLayout(composer_box)
-        box.setContentsMargins(8, 6, 6, 6)
-        box.addWidget(self.composer, 1)
-        box.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
-
-        center = QWidget()
-        body = QVBoxLayout(center)
-        body.setContentsMargins(14, 12, 14, 10)
-        body.setSpacing(8)
-        body.addWidget(self.setup_banner)
-        body.addWidget(self.banner)
-        body.addWidget(self.load_progress)
-        body.addWidget(self.transcript, 1)
-        body.addWidget(composer_box)
-        hint_row = QHBoxLayout()
-        hint_row.addWidget(self.hint, 1)
-        hint_row.addWidget(self.memory_badge)
-        body.addLayout(hint_row)
-
-        rail_frame = QFrame(objectName="rail")
-        rail_layout = QVBoxLayout(rail_frame)
-        rail_layout.setContentsMargins(0, 0, 0, 0)
-        rail_scroll = QScrollArea(objectName="railScroll")
-        rail_scroll.viewport().setObjectName("railViewport")
-        rail_scroll.setWidgetResizable(True)
-        rail_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        rail_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        rail_scroll.setWidget(self.rail)
-        rail_layout.addWidget(rail_scroll)
-        rail_layout.addWidget(self.review_queue)
-        rail_frame.setFixedWidth(RAIL_WIDTH)
-        rail_frame.installEventFilter(self)  # a resize re-fits the review queue under the rail
-        self._rail_frame = rail_frame
-        self.rail.installEventFilter(self)  # so does the rail growing a section
+        center = chat_column(
+            [self.setup_banner, self.banner, self.load_progress],
+            self.transcript,
+            self.composer,
+            self.send_button,
+            [self.hint, self.memory_badge],
+        )
+        rail_frame = rail_column(self.rail, self.review_queue, RAIL_WIDTH)
+        self.review_queue.fit_under(rail_frame, self.rail)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.sidebar)
@@ -226,8 +182,8 @@ class MainWindow(QMainWindow):
         bridge.turn_finished.connect(self._on_turn_finished)
         bridge.busy_changed.connect(self._on_busy_changed)
         if approver is not None:
-            approver.asked.connect(self._on_approval_asked)
-            approver.withdrawn.connect(self._on_approval_withdrawn)
+            self._approvals = OpenApprovals(approver, self)
+            self._approvals.closed.connect(self.composer.setFocus)
         add_shortcut(
             self, "New conversation", shortcuts.NEW_CONVERSATION, self.sidebar.new_for_current
         )
@@ -358,19 +314,13 @@ class MainWindow(QMainWindow):
                         self._shown_warnings.add(warning)
                         self.transcript.add_notice(warning, "warning")
             case ContextEvent():
-                self.header.set_context(
-                    event.used,
-                    event.window,
-                    event.percent,
-                    event.source,
-                    estimated=event.estimated,
-                    describes="last request",
-                )
+                self.header.show_last_request(event)
             case ContextReportEvent():
                 if event.snapshot:
                     self.overlay.show_context(event.report)
                 else:
-                    self._show_report(event.report)
+                    self.rail.set_report(event.report)
+                    self.header.show_report(event.report)
             case UsageReportEvent():
                 self.overlay.show_usage(event.report)
             case CompactionViewEvent():
@@ -392,12 +342,10 @@ class MainWindow(QMainWindow):
                 # Dropped before it ran (Esc while the model loaded): it was never sent, so
                 # its row goes and the text returns to the composer.
                 if event.action == "message":
-                    self._take_back(event.submission, event.text)
+                    self.transcript.take_back(event.submission, event.text)
                     self._turns = max(0, self._turns - 1)
                     self.header.set_turn(self._turns)
-                typed = self.composer.toPlainText()
-                if event.text not in typed:  # what was typed since stays, after it
-                    self.composer.setPlainText(event.text + ("\n\n" + typed if typed else ""))
+                self.composer.put_back(event.text)  # what was typed since stays, after it
             case ViewRequestEvent():
                 self._open_view(event.view)
             case NoticeEvent(transient=True):
@@ -420,7 +368,7 @@ class MainWindow(QMainWindow):
             case StepEvent():
                 self.header.set_step(event.step, event.max_steps)
             case LoadProgressEvent():
-                self._show_load_progress(event.fraction)
+                self.load_progress.show_fraction(event.fraction)
             case ToolCallEvent():
                 self.transcript.finish_stream()
                 self.transcript.add_tool_call(event.id, event.name, event.arguments)
@@ -445,7 +393,7 @@ class MainWindow(QMainWindow):
                 # composer (nothing typed is lost) and its row leaves the transcript.
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 submission, text = self._submission
-                self._take_back(submission, text)
+                self.transcript.take_back(submission, text)
                 self._turns = max(0, self._turns - 1)
                 self.header.set_turn(self._turns)
                 if not self.composer.toPlainText():
@@ -462,14 +410,6 @@ class MainWindow(QMainWindow):
             case _:
                 pass  # compaction, trim, clear, usage: the rail's report carries them
 
-    def _take_back(self, submission: str, text: str) -> None:
-        """The user's row of a submission that was not sent goes, found by its id (by its
-        text, when it is the newest row, only for a submission that came without one)."""
-        if submission:
-            self.transcript.remove_user(submission)
-        else:
-            self.transcript.remove_last_user(text)
-
     def _open_view(self, view: str) -> None:
         if view == VIEW_NEW_CONVERSATION:
             self.prepare_for_conversation()  # the session opened it; its report follows
@@ -482,38 +422,11 @@ class MainWindow(QMainWindow):
         signal = self._view_signals.get(view)
         return signal is not None and self.isSignalConnected(QMetaMethod.fromSignal(signal))
 
-    def _show_report(self, report: ContextReport) -> None:
-        self.rail.set_report(report)
-        if not report.window:
-            self.header.clear_context()  # the engine did not say: no figures from before
-        else:
-            self.header.set_context(
-                report.used,
-                report.window,
-                report.percent,
-                report.source,
-                estimated=report.estimated,
-                describes=report.describes,
-            )
-
-    def _show_load_progress(self, fraction: float) -> None:
-        """The weights' share read; once all are in, the engine still sets up its context,
-        so the bar turns busy and says so rather than sitting at 100%."""
-        if fraction >= 1.0:
-            self.load_progress.setFormat("Model loaded; preparing its context…")
-            self.load_progress.setRange(0, 0)
-        else:
-            self.load_progress.setRange(0, 100)
-            self.load_progress.setFormat(LOAD_FORMAT)
-            self.load_progress.setValue(round(fraction * 100))
-        self.load_progress.show()
-
     def _on_state(self, state: str) -> None:
         self.header.set_state(state)
-        self.hint.setText(STATE_HINTS.get(state, HINT))
+        self.hint.show_state(state)
         if state == "loading model":
-            self.load_progress.setRange(0, 0)
-            self.load_progress.show()
+            self.load_progress.show_loading()
         elif state in ("ready", "streaming", "waiting for the engine", "not started"):
             self.load_progress.hide()
 
@@ -535,31 +448,9 @@ class MainWindow(QMainWindow):
         # Any other warning (a trim, the iteration ramp) is shown each time it happens.
         self.transcript.add_notice(text, level, marker, ref, action)
 
-    # -- approvals --------------------------------------------------------------------------
-
-    @Slot(object)
-    def _on_approval_asked(self, ticket: ApprovalTicket) -> None:
-        dialog = ApprovalDialog(ticket.request, self)
-        self._approvals[id(ticket)] = dialog
-        dialog.decided.connect(ticket.answer)
-        dialog.finished.connect(lambda _code: self._forget_approval(ticket))
-        dialog.open()
-
-    @Slot(object)
-    def _on_approval_withdrawn(self, ticket: ApprovalTicket) -> None:
-        dialog = self._approvals.pop(id(ticket), None)
-        if dialog is not None:
-            dialog.withdraw()
-
-    def _forget_approval(self, ticket: ApprovalTicket) -> None:
-        dialog = self._approvals.pop(id(ticket), None)
-        if dialog is not None:
-            dialog.deleteLater()
-        self.composer.setFocus()
-
     def approval_dialog(self) -> ApprovalDialog | None:
         """The approval dialog open now, if any (for tests and screenshots)."""
-        return next(iter(self._approvals.values()), None)
+        return self._approvals.current() if self._approvals is not None else None
 
     # -- turn state -------------------------------------------------------------------------
 
@@ -572,26 +463,11 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _on_busy_changed(self, busy: bool) -> None:
-        self.send_button.setText("Stop" if busy else "Send")
-        self.send_button.setToolTip("Cancel the running turn (Esc)" if busy else "Send (Enter)")
-        self.send_button.setProperty("stop", busy)
-        self.send_button.style().unpolish(self.send_button)
-        self.send_button.style().polish(self.send_button)
+        self.send_button.set_busy(busy)
 
     @Slot()
     def _overlay_closed(self) -> None:
         self.composer.setFocus()
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if (watched is self._rail_frame and event.type() == QEvent.Type.Resize) or (
-            watched is self.rail and event.type() == QEvent.Type.LayoutRequest
-        ):
-            self._fit_review_queue()
-        return super().eventFilter(watched, event)
-
-    def _fit_review_queue(self) -> None:
-        spare = self._rail_frame.height() - self.rail.sizeHint().height() - 16  # scroll frame
-        self.review_queue.fit_list(spare)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.closing.emit()
