@@ -5,6 +5,11 @@ decision about tokens, windows, turns and commands stays in the engine. Everythi
 goes to the session; a command whose answer is a view (`/agent`, `/memory`, `/new`) comes
 back as a `ViewRequestEvent`, which the window turns into one of its intent signals for the
 desk that opens that view.
+
+The window owns its widgets and is the one module that writes them. The desks (navigator,
+agent editing, agents, memory, drafts) are handed the window as a port (desktop/ports.py):
+its signals say what was asked of them, its intents (`show_error`, `name_agent`,
+`put_draft`, `show_suggestions`) what the user should see.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from desktop.approval import ApprovalDialog, DialogApprover, OpenApprovals
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
 from desktop.layout import FittedLayout, chat_column, rail_column
+from desktop.memory_view import waiting_text
 from desktop.shortcuts import add_shortcut
 from desktop.stream_buffer import StreamBuffer
 from desktop.widgets.banner import Banner
@@ -57,10 +63,12 @@ from engine.api import (
     DeltaEvent,
     ErrorEvent,
     Event,
+    Listing,
     LoadProgressEvent,
     NoticeEvent,
     StateEvent,
     StepEvent,
+    Suggestion,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
@@ -74,17 +82,30 @@ from engine.api import (
 
 RAIL_WIDTH = 310
 SIDEBAR_WIDTH = 240
+BADGE_STYLE = theme.style_sheet("memory_badge")
 
 
 class MainWindow(QMainWindow):
     closing = Signal()  # the user closed the window (settings are saved on it)
-    # Views the engine asked for (a ViewRequestEvent); the desks that own them connect here.
+    # Views the engine asked for (a ViewRequestEvent), and the same asked by a click; the
+    # desks that own them connect here.
     agent_editor_requested = Signal()  # `/agent`: edit the current agent
-    new_agent_requested = Signal()  # `/agent new`
-    memory_browser_requested = Signal()  # `/memory`
-    memory_review_requested = Signal()  # `/memory review`
+    new_agent_requested = Signal()  # `/agent new`, the sidebar's New agent
+    memory_browser_requested = Signal()  # `/memory`, the review queue's Browse
+    memory_review_requested = Signal()  # `/memory review`, the queue's Review, the badge
     new_conversation_requested = Signal()  # `/new`: the session opened a new one (shown here)
     learn_started = Signal()  # `/learn` went to the session (its progress is a dialog)
+    # The sidebar's requests, for the navigator and the agent desks.
+    conversation_open_requested = Signal(str, object)  # agent, conversation id (None: new)
+    conversation_rename_requested = Signal(str, str)  # conversation id, new title
+    conversation_delete_requested = Signal(str, str)  # conversation id, its title
+    conversation_restore_requested = Signal(str)  # conversation id: a delete's Undo
+    folder_requested = Signal()
+    edit_agent_requested = Signal(str)  # agent name
+    duplicate_agent_requested = Signal(str)
+    delete_agent_requested = Signal(str)
+    restore_agent_requested = Signal(str)  # agent name: a delete's Undo
+    draft_edited = Signal()  # the composer's text changed (the drafts save it)
 
     def __init__(
         self,
@@ -116,8 +137,8 @@ class MainWindow(QMainWindow):
         self.sidebar.setMinimumWidth(200)
         self.rail = ContextRail()
         self.rail.setObjectName("railBody")
-        # Memory: laid out here, hidden; the memory desk (desktop/memory_desk.py) is handed
-        # them, and shows and feeds them when memory is on.
+        # Memory: laid out here, hidden; the memory desk (desktop/memory_desk.py) has them
+        # shown and fed (show_memory, show_suggestions, show_waiting) when memory is on.
         self.review_queue = ReviewQueuePanel()
         self.review_queue.hide()
         self.memory_badge = QPushButton(objectName="memoryBadge")
@@ -169,6 +190,7 @@ class MainWindow(QMainWindow):
 
         self.composer.submitted.connect(self._on_submitted)
         self.composer.cancel_requested.connect(self.cancel_turn)
+        self.composer.textChanged.connect(self.draft_edited)
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
         self.transcript.compaction_requested.connect(self.show_compaction)
@@ -176,11 +198,29 @@ class MainWindow(QMainWindow):
         self.transcript.pin_requested.connect(self.lower_pin)
         self.rail.timeline.compaction_clicked.connect(self.show_compaction)
         self.banner.retry_requested.connect(self.retry)
+        self.review_queue.review_requested.connect(self.memory_review_requested)
+        self.review_queue.browse_requested.connect(self.memory_browser_requested)
+        self.memory_badge.clicked.connect(self.memory_review_requested)
+        sidebar = self.sidebar
+        for asked, said in (
+            (sidebar.open_requested, self.conversation_open_requested),
+            (sidebar.rename_requested, self.conversation_rename_requested),
+            (sidebar.delete_requested, self.conversation_delete_requested),
+            (sidebar.restore_requested, self.conversation_restore_requested),
+            (sidebar.folder_requested, self.folder_requested),
+            (sidebar.edit_agent_requested, self.edit_agent_requested),
+            (sidebar.new_agent_requested, self.new_agent_requested),
+            (sidebar.duplicate_agent_requested, self.duplicate_agent_requested),
+            (sidebar.delete_agent_requested, self.delete_agent_requested),
+            (sidebar.restore_agent_requested, self.restore_agent_requested),
+        ):
+            asked.connect(said)
         bridge.event.connect(self.on_event)
         bridge.opened.connect(self.on_opened)
         bridge.open_failed.connect(self._on_open_failed)
         bridge.turn_finished.connect(self._on_turn_finished)
         bridge.busy_changed.connect(self._on_busy_changed)
+        bridge.activity.connect(sidebar.set_activity)
         if approver is not None:
             self._approvals = OpenApprovals(approver, self)
             self._approvals.closed.connect(self.composer.setFocus)
@@ -277,6 +317,84 @@ class MainWindow(QMainWindow):
         else:
             self.composer.submit()
         self.composer.setFocus()
+
+    # -- what the desks ask for: the intents of desktop/ports.py, which says what each does --
+
+    def as_widget(self) -> QWidget:
+        return self
+
+    def typed(self) -> str:
+        return self.composer.toPlainText()
+
+    def put_draft(self, text: str) -> None:
+        self.composer.setPlainText(text)
+        self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
+
+    def last_sent(self) -> str:
+        return self.composer.last_sent()
+
+    def send_message(self, text: str) -> None:
+        self.composer.setPlainText(text)
+        self.composer.submit()
+
+    def focus_composer(self) -> None:
+        self.composer.setFocus()
+
+    def show_error(self, kind: str, text: str, *, retry: bool = False) -> None:
+        self.banner.show_error(kind, text, retry=retry)
+
+    def fail_start(self, kind: str, text: str, *, retry: bool = False) -> None:
+        self.banner.show_error(kind, text, retry=retry)
+        self.header.set_state("not started")
+
+    def show_setup_notice(self, level: str, title: str, text: str) -> None:
+        self.setup_banner.show_message(level, title, text)
+
+    def clear_setup_notice(self, about: str) -> None:
+        if self.setup_banner.isVisible() and about in self.setup_banner.text():
+            self.setup_banner.hide()
+
+    def name_agent(self, name: str, model: str) -> None:
+        self.header.set_agent(name, model)
+
+    def show_notice(self, text: str) -> None:
+        self.transcript.add_notice(text)
+
+    def select_message(self, message_id: str, quote: str) -> bool:
+        return self.transcript.scroll_to_message(message_id, quote)
+
+    def show_listing(self, listing: Listing, current: str | None) -> None:
+        self.sidebar.set_listing(listing, current)
+
+    def mark_current(self, agent: str, conversation_id: str) -> None:
+        self.sidebar.set_current(agent, conversation_id)
+
+    def show_folder(self, folder: str | None) -> None:
+        self.sidebar.set_folder(folder)
+
+    def offer_agent_undo(self, name: str) -> None:
+        self.sidebar.show_agent_undo(name)
+
+    def hide_sidebar(self) -> None:
+        self.sidebar.hide()
+
+    def split_sizes(self) -> list[int]:
+        return list(self.splitter.sizes())
+
+    def restore_split(self, sizes: list[int]) -> None:
+        self.splitter.setSizes(sizes)
+
+    def show_memory(self, review_tip: str) -> None:
+        self.review_queue.show()
+        self.memory_badge.setStyleSheet(BADGE_STYLE)
+        self.memory_badge.setToolTip(review_tip)
+
+    def show_suggestions(self, items: list[Suggestion], scopes: dict[str, str]) -> None:
+        self.review_queue.set_suggestions(items, scopes)
+
+    def show_waiting(self, count: int) -> None:
+        self.memory_badge.setText(f"{waiting_text(count)}  ·  Review")
+        self.memory_badge.setVisible(count > 0)
 
     # -- engine → view ----------------------------------------------------------------------
 
