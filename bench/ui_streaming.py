@@ -143,8 +143,7 @@ def run_case(naive: bool, tokens: list[str], budget_s: float | None) -> dict[str
 
     heartbeat.start()
     started = time.perf_counter()
-    window.composer.setPlainText("Write a very long answer.")
-    window.composer.submit()
+    window.send_message("Write a very long answer.")
     deadline = started + (budget_s if budget_s is not None else 3600)
     complete = _pump_until(lambda: shown() >= len(expected) or not app.bridge.busy, deadline)
     complete = complete and shown() >= len(expected)

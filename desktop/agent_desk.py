@@ -19,10 +19,8 @@ from PySide6.QtCore import QObject, Qt, Signal, Slot
 
 from desktop.agent_editing import AgentEditing
 from desktop.bridge import EngineBridge
-from desktop.main_window import MainWindow
 from desktop.navigator import Navigator
-from desktop.widgets.banner import Banner
-from desktop.widgets.sidebar import Sidebar
+from desktop.ports import AgentDeskWindow
 from engine.api import (
     AgentConfig,
     BrimPaths,
@@ -51,36 +49,30 @@ class AgentDesk(QObject):
 
     def __init__(
         self,
-        window: MainWindow,
+        window: AgentDeskWindow,
         bridge: EngineBridge,
         navigator: Navigator,
         editing: AgentEditing,
         paths: BrimPaths,
         *,
-        sidebar: Sidebar,
-        banner: Banner,
-        setup_banner: Banner | None = None,
         debounce_s: float = WATCH_DEBOUNCE_S,
     ) -> None:
-        """`sidebar` asks for the actions and shows the undo bar; `banner` says why one
-        failed; `setup_banner`'s warning about broken files goes once none is left;
-        `editing` opens a new agent in the editor; `window`'s `new_agent_requested` is
-        `/agent new`."""
-        super().__init__(window)
+        """The `window`'s sidebar asks for the actions (`new_agent_requested` is also
+        `/agent new`) and offers a delete's undo; the window says why one failed, and its
+        setup banner's warning about broken files goes once none is left; `editing` opens a
+        new agent in the editor."""
+        super().__init__(window.as_widget())
+        self.window = window
         self.bridge = bridge
         self.navigator = navigator
         self.editing = editing
         self.paths = paths
-        self.sidebar = sidebar
-        self.banner = banner
-        self.setup_banner = setup_banner
         navigator.listing_changed.connect(self._on_listing)
         self.trashed: dict[str, TrashedAgent] = {}  # by agent name, until Undo or restart
-        sidebar.new_agent_requested.connect(self.new_agent)
-        sidebar.duplicate_agent_requested.connect(self.duplicate)
-        sidebar.delete_agent_requested.connect(self.delete)
-        sidebar.restore_agent_requested.connect(self.restore)
         window.new_agent_requested.connect(self.new_agent)
+        window.duplicate_agent_requested.connect(self.duplicate)
+        window.delete_agent_requested.connect(self.delete)
+        window.restore_agent_requested.connect(self.restore)
         self._changes_incoming.connect(self._on_changes, Qt.ConnectionType.QueuedConnection)
         self.watcher = FolderWatcher(
             paths.agents_dir,
@@ -125,7 +117,7 @@ class AgentDesk(QObject):
 
         def deleted(trashed: TrashedAgent) -> None:
             self.trashed[name] = trashed
-            self.sidebar.show_agent_undo(name)
+            self.window.offer_agent_undo(name)
             self.navigator.refresh()
 
         self._run(lambda: trash_agent(paths, path, name), deleted, f"'{name}' was not deleted")
@@ -162,7 +154,7 @@ class AgentDesk(QObject):
 
         def answered(result: Any) -> None:
             if isinstance(result, Exception):
-                self.banner.show_error("agent_file", f"{failure}: {result}")
+                self.window.show_error("agent_file", f"{failure}: {result}")
             else:
                 done(result)
 
@@ -173,11 +165,8 @@ class AgentDesk(QObject):
     @Slot(object)
     def _on_listing(self, listing: Listing) -> None:
         """Start-up's list of broken agent files follows the folder: fixed, it goes."""
-        banner = self.setup_banner
-        if banner is None or not banner.isVisible() or BROKEN_TITLE not in banner.text():
-            return
         if not listing.problems:
-            banner.hide()
+            self.window.clear_setup_notice(BROKEN_TITLE)
 
     @Slot(object)
     def _on_changes(self, changed: list[str]) -> None:

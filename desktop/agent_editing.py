@@ -12,16 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, SignalInstance, Slot
+from PySide6.QtCore import QObject, Slot
 
 from desktop.agent_editor import AgentEditorDialog
 from desktop.bridge import EngineBridge, agent_model_label
-from desktop.main_window import MainWindow
 from desktop.navigator import Navigator
-from desktop.widgets.banner import Banner
-from desktop.widgets.composer import Composer
-from desktop.widgets.header import HeaderBar
-from desktop.widgets.transcript import TranscriptView
+from desktop.ports import AgentEditingWindow
 from engine.api import (
     AgentConfig,
     ConfigError,
@@ -35,32 +31,22 @@ class AgentEditing(QObject):
 
     def __init__(
         self,
-        window: MainWindow,
+        window: AgentEditingWindow,
         bridge: EngineBridge,
         navigator: Navigator,
-        *,
-        edit_requests: SignalInstance,
-        banner: Banner,
-        header: HeaderBar,
-        transcript: TranscriptView,
-        composer: Composer,
     ) -> None:
-        """`edit_requests` carries the name of an agent to edit (the sidebar's); the window's
-        `agent_editor_requested` (the engine's answer to `/agent`) edits the current one, and
-        the window is the editor's parent. `banner` says why an agent cannot be edited,
-        `transcript` when a save waits for the turn, `header` names the saved agent; the
-        `composer` has the focus back once the editor closes."""
-        super().__init__(window)
+        """The `window`'s `edit_agent_requested` carries the name of an agent to edit (the
+        sidebar's), its `agent_editor_requested` (the engine's answer to `/agent`) edits the
+        current one, and it is the editor's parent. The window says why an agent cannot be
+        edited, and when a save waits for the turn; it names the saved agent, and gives the
+        composer the focus back once the editor closes."""
+        super().__init__(window.as_widget())
         self.window = window
-        self.banner = banner
-        self.header = header
-        self.transcript = transcript
-        self.composer = composer
         self.bridge = bridge
         self.navigator = navigator
         self.dialog: AgentEditorDialog | None = None
         self._pending: AgentConfig | None = None  # saved while a turn ran: applied after it
-        edit_requests.connect(self.edit)
+        window.edit_agent_requested.connect(self.edit)
         window.agent_editor_requested.connect(self.edit_current)
         bridge.turn_finished.connect(self._apply_pending)
 
@@ -70,7 +56,7 @@ class AgentEditing(QObject):
     def edit_current(self) -> None:
         agent = self.navigator.agent
         if agent is None:
-            self.banner.show_error("no_agent", "No agent is open to edit.")
+            self.window.show_error("no_agent", "No agent is open to edit.")
             return
         self.edit(agent.name)
 
@@ -83,7 +69,7 @@ class AgentEditing(QObject):
             return
         path = self._path_of(name)
         if path is None:
-            self.banner.show_error(
+            self.window.show_error(
                 "no_agent", f"The agent '{name}' has no file that could be loaded to edit."
             )
             return
@@ -106,7 +92,7 @@ class AgentEditing(QObject):
 
         def loaded(config: AgentConfig | ConfigError) -> None:
             if isinstance(config, ConfigError):
-                self.banner.show_error(
+                self.window.show_error(
                     "agent_file", f"{config}\nFix the file in a text editor, then try again."
                 )
                 return
@@ -120,7 +106,7 @@ class AgentEditing(QObject):
                 self._open(config, None)
 
         def failed(message: str) -> None:
-            self.banner.show_error("agent_file", message)
+            self.window.show_error("agent_file", message)
 
         self.bridge.call(read, loaded, failed)
 
@@ -151,7 +137,7 @@ class AgentEditing(QObject):
             live=live_window,
             name_kept=kept,
             listings_dir=self.navigator.library.paths.mcp_listings_dir,
-            parent=self.window,
+            parent=self.window.as_widget(),
         )
         self.dialog = dialog
         dialog.saved.connect(self._on_saved)
@@ -163,7 +149,7 @@ class AgentEditing(QObject):
         dialog, self.dialog = self.dialog, None
         if dialog is not None:
             dialog.deleteLater()
-        self.composer.setFocus()
+        self.window.focus_composer()
 
     # -- a save into effect ------------------------------------------------------------------
 
@@ -187,7 +173,7 @@ class AgentEditing(QObject):
         config = self._pending
         if config is None or self.bridge.busy:
             if config is not None:
-                self.transcript.add_notice(
+                self.window.show_notice(
                     f"Agent '{config.name}' saved; the conversation uses it once this turn ends."
                 )
             return
@@ -201,7 +187,7 @@ class AgentEditing(QObject):
             if not self.bridge.reopen(factory):
                 self._pending = config  # a turn started meanwhile: try again after it
                 return
-            self.header.set_agent(config.name, agent_model_label(config))
+            self.window.name_agent(config.name, agent_model_label(config))
             navigator.refresh()
 
         self.bridge.session_call(

@@ -28,6 +28,7 @@ from desktop.errors import EngineStopped
 from desktop.main_window import MainWindow
 from desktop.memory_desk import MemoryDesk
 from desktop.navigator import MakeSession, Navigator, chat_session_maker
+from desktop.ports import SendingWindow
 from desktop.xcb_check import xcb_problem
 from engine.api import (
     BrimPaths,
@@ -105,56 +106,22 @@ class DesktopApp:
                 self.library,
                 self.approver,
                 make_session or chat_session_maker(paths, reflect_on_close=reflect_on_close),
-                sidebar=window.sidebar,
-                banner=window.banner,
-                setup_banner=window.setup_banner,
-                header=window.header,
-                composer=window.composer,
-                splitter=window.splitter,
                 workspace=workspace,
             )
             self.navigator.conversation_changing.connect(window.prepare_for_conversation)
-            self.agent_editing = AgentEditing(
-                window,
-                self.bridge,
-                self.navigator,
-                edit_requests=window.sidebar.edit_agent_requested,
-                banner=window.banner,
-                header=window.header,
-                transcript=window.transcript,
-                composer=window.composer,
-            )
-            self.agents = AgentDesk(
-                window,
-                self.bridge,
-                self.navigator,
-                self.agent_editing,
-                paths,
-                sidebar=window.sidebar,
-                banner=window.banner,
-                setup_banner=window.setup_banner,
-            )
+            self.agent_editing = AgentEditing(window, self.bridge, self.navigator)
+            self.agents = AgentDesk(window, self.bridge, self.navigator, self.agent_editing, paths)
             self.memory = self._memory_desk(memory_root or paths.memory_dir, self.navigator)
             self.navigator.start()
         else:
-            window.sidebar.hide()
+            window.hide_sidebar()
             if memory_root is not None:
                 self.memory = self._memory_desk(memory_root)
             if session_factory is not None:
                 self.bridge.open(session_factory)
 
     def _memory_desk(self, root: Path, navigator: Navigator | None = None) -> MemoryDesk:
-        window = self.window
-        return MemoryDesk(
-            window,
-            self.bridge,
-            root,
-            queue_panel=window.review_queue,
-            badge=window.memory_badge,
-            transcript=window.transcript,
-            composer=window.composer,
-            navigator=navigator,
-        )
+        return MemoryDesk(self.window, self.bridge, root, navigator=navigator)
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Cancel the turn, close the session and the library, stop the engine thread.
@@ -253,7 +220,6 @@ def main(argv: list[str] | None = None, *, session_factory: SessionFactory | Non
     return 0
 
 
-def _send_first(window: MainWindow, text: str | None) -> None:
+def _send_first(window: SendingWindow, text: str | None) -> None:
     if text:
-        window.composer.setPlainText(text)
-        window.composer.submit()
+        window.send_message(text)

@@ -171,3 +171,41 @@ class ApprovalDialog(QDialog):
         """The turn was cancelled: close without answering."""
         self.decision = ApprovalDecision.DENY if self.decision is None else self.decision
         super().reject()
+
+
+class OpenApprovals(QObject):
+    """The approval dialogs open over a window, one per ticket; `closed` once one goes
+    (the window gives the composer its focus back)."""
+
+    closed = Signal()
+
+    def __init__(self, approver: DialogApprover, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._parent = parent
+        self._dialogs: dict[int, ApprovalDialog] = {}
+        approver.asked.connect(self._on_asked)
+        approver.withdrawn.connect(self._on_withdrawn)
+
+    @Slot(object)
+    def _on_asked(self, ticket: ApprovalTicket) -> None:
+        dialog = ApprovalDialog(ticket.request, self._parent)
+        self._dialogs[id(ticket)] = dialog
+        dialog.decided.connect(ticket.answer)
+        dialog.finished.connect(lambda _code: self._forget(ticket))
+        dialog.open()
+
+    @Slot(object)
+    def _on_withdrawn(self, ticket: ApprovalTicket) -> None:
+        dialog = self._dialogs.pop(id(ticket), None)
+        if dialog is not None:
+            dialog.withdraw()
+
+    def _forget(self, ticket: ApprovalTicket) -> None:
+        dialog = self._dialogs.pop(id(ticket), None)
+        if dialog is not None:
+            dialog.deleteLater()
+        self.closed.emit()
+
+    def current(self) -> ApprovalDialog | None:
+        """The approval dialog open now, if any."""
+        return next(iter(self._dialogs.values()), None)

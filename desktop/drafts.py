@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Slot
-from PySide6.QtWidgets import QPlainTextEdit
+
+from desktop.ports import DraftsWindow
 
 DRAFTS = "drafts"
 SAVE_AFTER_MS = 700  # after the last keystroke
@@ -23,13 +24,15 @@ MAX_DRAFTS = 50  # the newest are kept
 class Drafts(QObject):
     def __init__(
         self,
-        composer: QPlainTextEdit,
+        window: DraftsWindow,
         load: Callable[[], dict[str, Any]],
         save: Callable[..., Any],
         current: Callable[[], str | None],
     ) -> None:
-        super().__init__(composer)
-        self.composer = composer
+        """`window` holds the composer's text (`typed`, `put_draft`, `draft_edited`);
+        `load` and `save` read and write the settings, `current` is the conversation open."""
+        super().__init__(window.as_widget())
+        self.window = window
         self._load = load
         self._save = save
         self._current = current
@@ -39,7 +42,7 @@ class Drafts(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(SAVE_AFTER_MS)
         self._timer.timeout.connect(self.save_now)
-        composer.textChanged.connect(self._changed)
+        window.draft_edited.connect(self._changed)
 
     def saved(self) -> dict[str, str]:
         drafts = self._load().get(DRAFTS)
@@ -62,7 +65,7 @@ class Drafts(QObject):
         owner, self._owner = self._owner, None
         if owner is None:
             return
-        text = self.composer.toPlainText()
+        text = self.window.typed()
         drafts = self.saved()
         drafts.pop(owner, None)
         if text.strip():
@@ -75,7 +78,7 @@ class Drafts(QObject):
         `sent` is the text just sent from this conversation when the sending is what leaves
         it (a typed `/new`): that text is no draft of it, whether the composer still holds
         it or has been emptied already, and whatever of it was saved goes."""
-        if sent and self.composer.toPlainText() == sent:
+        if sent and self.window.typed() == sent:
             self._owner = self._owner or self._current()
             self._set("")
         self.save_now()
@@ -84,17 +87,16 @@ class Drafts(QObject):
     def restore(self, conversation_id: str) -> None:
         """Bring back the draft of the conversation just opened (unless text is already
         typed: that belongs to the conversation now open and is saved as its draft)."""
-        if self.composer.toPlainText().strip():
+        if self.window.typed().strip():
             self._changed()
             return
         text = self.saved().get(conversation_id, "")
         if text:
             self._set(text)
-            self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
 
     def _set(self, text: str) -> None:
         self._quiet = True
         try:
-            self.composer.setPlainText(text)
+            self.window.put_draft(text)
         finally:
             self._quiet = False

@@ -2,14 +2,23 @@
 and below a smaller one the sidebar collapses to a strip of icons, so the chat column keeps
 at least CHAT_MIN pixels. A user who opens a folded panel keeps it open until the window is
 wide enough to show it anyway. A window placed off its screen (a geometry saved on a larger
-one) is brought back onto the screen it opens on.
+one) is brought back onto the screen it opens on. The chat column and the rail's column are
+put together here from the widgets the window made (it alone drives them).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, QRect, Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QBoxLayout, QFrame, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QBoxLayout,
+    QFrame,
+    QHBoxLayout,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 CHAT_MIN = 480  # the chat column's least width, in pixels
 STRIP_WIDTH = 44  # a folded panel's strip
@@ -30,6 +39,52 @@ def on_screen(window: QRect, screen: QRect) -> QRect:
     x = min(max(window.x(), screen.x()), screen.x() + screen.width() - width)
     y = min(max(window.y(), screen.y()), screen.y() + screen.height() - height)
     return QRect(x, y, width, height)
+
+
+def chat_column(
+    above: list[QWidget],
+    transcript: QWidget,
+    composer: QWidget,
+    send_button: QWidget,
+    below: list[QWidget],
+) -> QWidget:
+    """Banners over the transcript, the composer and its Send button, then the hint row."""
+    composer_box = QFrame(objectName="composerBox")
+    box = QHBoxLayout(composer_box)
+    box.setContentsMargins(8, 6, 6, 6)
+    box.addWidget(composer, 1)
+    box.addWidget(send_button, 0, Qt.AlignmentFlag.AlignBottom)
+    center = QWidget()
+    body = QVBoxLayout(center)
+    body.setContentsMargins(14, 12, 14, 10)
+    body.setSpacing(8)
+    for widget in above:
+        body.addWidget(widget)
+    body.addWidget(transcript, 1)
+    body.addWidget(composer_box)
+    row = QHBoxLayout()
+    row.addWidget(below[0], 1)
+    for widget in below[1:]:
+        row.addWidget(widget)
+    body.addLayout(row)
+    return center
+
+
+def rail_column(rail: QWidget, under: QWidget, width: int) -> QFrame:
+    """The context rail, scrolling, with `under` (the review queue) below it."""
+    frame = QFrame(objectName="rail")
+    layout = QVBoxLayout(frame)
+    layout.setContentsMargins(0, 0, 0, 0)
+    scroll = QScrollArea(objectName="railScroll")
+    scroll.viewport().setObjectName("railViewport")
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    scroll.setWidget(rail)
+    layout.addWidget(scroll)
+    layout.addWidget(under)
+    frame.setFixedWidth(width)
+    return frame
 
 
 class _Strip(QFrame):

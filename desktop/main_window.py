@@ -5,36 +5,40 @@ decision about tokens, windows, turns and commands stays in the engine. Everythi
 goes to the session; a command whose answer is a view (`/agent`, `/memory`, `/new`) comes
 back as a `ViewRequestEvent`, which the window turns into one of its intent signals for the
 desk that opens that view.
+
+The window owns its widgets and is the one module that writes them. The desks (navigator,
+agent editing, agents, memory, drafts) are handed the window as a port (desktop/ports.py):
+its signals say what was asked of them, its intents (`show_error`, `name_agent`,
+`put_draft`, `show_suggestions`) what the user should see.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QMetaMethod, QObject, Qt, Signal, Slot
+from PySide6.QtCore import QMetaMethod, Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
-    QFrame,
     QHBoxLayout,
-    QLabel,
     QMainWindow,
-    QProgressBar,
     QPushButton,
-    QScrollArea,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import shortcuts, theme
-from desktop.approval import ApprovalDialog, ApprovalTicket, DialogApprover
+from desktop.approval import ApprovalDialog, DialogApprover, OpenApprovals
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.format import format_receipt
-from desktop.layout import FittedLayout
+from desktop.layout import FittedLayout, chat_column, rail_column
+from desktop.memory_view import waiting_text
 from desktop.shortcuts import add_shortcut
 from desktop.stream_buffer import StreamBuffer
 from desktop.widgets.banner import Banner
 from desktop.widgets.composer import Composer
+from desktop.widgets.composer_row import SendButton, StateHint
 from desktop.widgets.context_rail import ContextRail
 from desktop.widgets.header import HeaderBar
+from desktop.widgets.load_progress import LoadProgress
 from desktop.widgets.overlay import Overlay
 from desktop.widgets.review_queue import ReviewQueuePanel
 from desktop.widgets.sidebar import Sidebar
@@ -55,15 +59,16 @@ from engine.api import (
     CompactionRestoredEvent,
     CompactionViewEvent,
     ContextEvent,
-    ContextReport,
     ContextReportEvent,
     DeltaEvent,
     ErrorEvent,
     Event,
+    Listing,
     LoadProgressEvent,
     NoticeEvent,
     StateEvent,
     StepEvent,
+    Suggestion,
     ToolCallEvent,
     ToolResultEvent,
     TurnEndEvent,
@@ -77,24 +82,30 @@ from engine.api import (
 
 RAIL_WIDTH = 310
 SIDEBAR_WIDTH = 240
-HINT = "Enter sends  ·  Shift+Enter new line  ·  Esc stops  ·  / for commands"
-STATE_HINTS = {
-    "compacting": "compacting — older messages are being summarized to make room",
-    "waiting for approval": "waiting for approval — answer the dialog to continue",
-    "loading model": "loading model — your message will be sent once it is ready",
-}
-LOAD_FORMAT = "Loading model… %p%"
+BADGE_STYLE = theme.style_sheet("memory_badge")
 
 
 class MainWindow(QMainWindow):
     closing = Signal()  # the user closed the window (settings are saved on it)
-    # Views the engine asked for (a ViewRequestEvent); the desks that own them connect here.
+    # Views the engine asked for (a ViewRequestEvent), and the same asked by a click; the
+    # desks that own them connect here.
     agent_editor_requested = Signal()  # `/agent`: edit the current agent
-    new_agent_requested = Signal()  # `/agent new`
-    memory_browser_requested = Signal()  # `/memory`
-    memory_review_requested = Signal()  # `/memory review`
+    new_agent_requested = Signal()  # `/agent new`, the sidebar's New agent
+    memory_browser_requested = Signal()  # `/memory`, the review queue's Browse
+    memory_review_requested = Signal()  # `/memory review`, the queue's Review, the badge
     new_conversation_requested = Signal()  # `/new`: the session opened a new one (shown here)
     learn_started = Signal()  # `/learn` went to the session (its progress is a dialog)
+    # The sidebar's requests, for the navigator and the agent desks.
+    conversation_open_requested = Signal(str, object)  # agent, conversation id (None: new)
+    conversation_rename_requested = Signal(str, str)  # conversation id, new title
+    conversation_delete_requested = Signal(str, str)  # conversation id, its title
+    conversation_restore_requested = Signal(str)  # conversation id: a delete's Undo
+    folder_requested = Signal()
+    edit_agent_requested = Signal(str)  # agent name
+    duplicate_agent_requested = Signal(str)
+    delete_agent_requested = Signal(str)
+    restore_agent_requested = Signal(str)  # agent name: a delete's Undo
+    draft_edited = Signal()  # the composer's text changed (the drafts save it)
 
     def __init__(
         self,
@@ -110,32 +121,24 @@ class MainWindow(QMainWindow):
         self._turns = 0
         self._shown_warnings: set[str] = set()
         self._conversation = ""
-        self._approvals: dict[int, ApprovalDialog] = {}
+        self._approvals: OpenApprovals | None = None
         self._submission = ("", "")  # the id and text of the message whose turn runs
 
         self.header = HeaderBar()
         self.setup_banner = Banner()
         self.banner = Banner()
-        self.load_progress = QProgressBar(objectName="loadProgress")
-        self.load_progress.setRange(0, 0)
-        self.load_progress.setFormat(LOAD_FORMAT)
-        self.load_progress.setTextVisible(True)
-        self.load_progress.hide()
+        self.load_progress = LoadProgress()
         self.transcript = TranscriptView()
         self.composer = Composer()
-        self.send_button = QPushButton("Send", objectName="sendButton")
-        self.send_button.setCursor(Qt.CursorShape.PointingHandCursor)
-        self.hint = QLabel(HINT, objectName="hint")
-        # The hint wraps rather than setting the column's minimum width: the window must fit
-        # a small screen (900 px wide) beside the sidebar and the rail.
-        self.hint.setWordWrap(True)
+        self.send_button = SendButton()
+        self.hint = StateHint()
         self.stream = StreamBuffer(parent=self)
         self.sidebar = Sidebar()
         self.sidebar.setMinimumWidth(200)
         self.rail = ContextRail()
         self.rail.setObjectName("railBody")
-        # Memory: laid out here, hidden; the memory desk (desktop/memory_desk.py) is handed
-        # them, and shows and feeds them when memory is on.
+        # Memory: laid out here, hidden; the memory desk (desktop/memory_desk.py) has them
+        # shown and fed (show_memory, show_suggestions, show_waiting) when memory is on.
         self.review_queue = ReviewQueuePanel()
         self.review_queue.hide()
         self.memory_badge = QPushButton(objectName="memoryBadge")
@@ -149,41 +152,15 @@ class MainWindow(QMainWindow):
             VIEW_NEW_CONVERSATION: self.new_conversation_requested,
         }
 
-        composer_box = QFrame(objectName="composerBox")
-        box = QHBoxLayout(composer_box)
-        box.setContentsMargins(8, 6, 6, 6)
-        box.addWidget(self.composer, 1)
-        box.addWidget(self.send_button, 0, Qt.AlignmentFlag.AlignBottom)
-
-        center = QWidget()
-        body = QVBoxLayout(center)
-        body.setContentsMargins(14, 12, 14, 10)
-        body.setSpacing(8)
-        body.addWidget(self.setup_banner)
-        body.addWidget(self.banner)
-        body.addWidget(self.load_progress)
-        body.addWidget(self.transcript, 1)
-        body.addWidget(composer_box)
-        hint_row = QHBoxLayout()
-        hint_row.addWidget(self.hint, 1)
-        hint_row.addWidget(self.memory_badge)
-        body.addLayout(hint_row)
-
-        rail_frame = QFrame(objectName="rail")
-        rail_layout = QVBoxLayout(rail_frame)
-        rail_layout.setContentsMargins(0, 0, 0, 0)
-        rail_scroll = QScrollArea(objectName="railScroll")
-        rail_scroll.viewport().setObjectName("railViewport")
-        rail_scroll.setWidgetResizable(True)
-        rail_scroll.setFrameShape(QFrame.Shape.NoFrame)
-        rail_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        rail_scroll.setWidget(self.rail)
-        rail_layout.addWidget(rail_scroll)
-        rail_layout.addWidget(self.review_queue)
-        rail_frame.setFixedWidth(RAIL_WIDTH)
-        rail_frame.installEventFilter(self)  # a resize re-fits the review queue under the rail
-        self._rail_frame = rail_frame
-        self.rail.installEventFilter(self)  # so does the rail growing a section
+        center = chat_column(
+            [self.setup_banner, self.banner, self.load_progress],
+            self.transcript,
+            self.composer,
+            self.send_button,
+            [self.hint, self.memory_badge],
+        )
+        rail_frame = rail_column(self.rail, self.review_queue, RAIL_WIDTH)
+        self.review_queue.fit_under(rail_frame, self.rail)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.sidebar)
@@ -213,6 +190,7 @@ class MainWindow(QMainWindow):
 
         self.composer.submitted.connect(self._on_submitted)
         self.composer.cancel_requested.connect(self.cancel_turn)
+        self.composer.textChanged.connect(self.draft_edited)
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
         self.transcript.compaction_requested.connect(self.show_compaction)
@@ -220,14 +198,32 @@ class MainWindow(QMainWindow):
         self.transcript.pin_requested.connect(self.lower_pin)
         self.rail.timeline.compaction_clicked.connect(self.show_compaction)
         self.banner.retry_requested.connect(self.retry)
+        self.review_queue.review_requested.connect(self.memory_review_requested)
+        self.review_queue.browse_requested.connect(self.memory_browser_requested)
+        self.memory_badge.clicked.connect(self.memory_review_requested)
+        sidebar = self.sidebar
+        for asked, said in (
+            (sidebar.open_requested, self.conversation_open_requested),
+            (sidebar.rename_requested, self.conversation_rename_requested),
+            (sidebar.delete_requested, self.conversation_delete_requested),
+            (sidebar.restore_requested, self.conversation_restore_requested),
+            (sidebar.folder_requested, self.folder_requested),
+            (sidebar.edit_agent_requested, self.edit_agent_requested),
+            (sidebar.new_agent_requested, self.new_agent_requested),
+            (sidebar.duplicate_agent_requested, self.duplicate_agent_requested),
+            (sidebar.delete_agent_requested, self.delete_agent_requested),
+            (sidebar.restore_agent_requested, self.restore_agent_requested),
+        ):
+            asked.connect(said)
         bridge.event.connect(self.on_event)
         bridge.opened.connect(self.on_opened)
         bridge.open_failed.connect(self._on_open_failed)
         bridge.turn_finished.connect(self._on_turn_finished)
         bridge.busy_changed.connect(self._on_busy_changed)
+        bridge.activity.connect(sidebar.set_activity)
         if approver is not None:
-            approver.asked.connect(self._on_approval_asked)
-            approver.withdrawn.connect(self._on_approval_withdrawn)
+            self._approvals = OpenApprovals(approver, self)
+            self._approvals.closed.connect(self.composer.setFocus)
         add_shortcut(
             self, "New conversation", shortcuts.NEW_CONVERSATION, self.sidebar.new_for_current
         )
@@ -322,6 +318,84 @@ class MainWindow(QMainWindow):
             self.composer.submit()
         self.composer.setFocus()
 
+    # -- what the desks ask for: the intents of desktop/ports.py, which says what each does --
+
+    def as_widget(self) -> QWidget:
+        return self
+
+    def typed(self) -> str:
+        return self.composer.toPlainText()
+
+    def put_draft(self, text: str) -> None:
+        self.composer.setPlainText(text)
+        self.composer.moveCursor(self.composer.textCursor().MoveOperation.End)
+
+    def last_sent(self) -> str:
+        return self.composer.last_sent()
+
+    def send_message(self, text: str) -> None:
+        self.composer.setPlainText(text)
+        self.composer.submit()
+
+    def focus_composer(self) -> None:
+        self.composer.setFocus()
+
+    def show_error(self, kind: str, text: str, *, retry: bool = False) -> None:
+        self.banner.show_error(kind, text, retry=retry)
+
+    def fail_start(self, kind: str, text: str, *, retry: bool = False) -> None:
+        self.banner.show_error(kind, text, retry=retry)
+        self.header.set_state("not started")
+
+    def show_setup_notice(self, level: str, title: str, text: str) -> None:
+        self.setup_banner.show_message(level, title, text)
+
+    def clear_setup_notice(self, about: str) -> None:
+        if self.setup_banner.isVisible() and about in self.setup_banner.text():
+            self.setup_banner.hide()
+
+    def name_agent(self, name: str, model: str) -> None:
+        self.header.set_agent(name, model)
+
+    def show_notice(self, text: str) -> None:
+        self.transcript.add_notice(text)
+
+    def select_message(self, message_id: str, quote: str) -> bool:
+        return self.transcript.scroll_to_message(message_id, quote)
+
+    def show_listing(self, listing: Listing, current: str | None) -> None:
+        self.sidebar.set_listing(listing, current)
+
+    def mark_current(self, agent: str, conversation_id: str) -> None:
+        self.sidebar.set_current(agent, conversation_id)
+
+    def show_folder(self, folder: str | None) -> None:
+        self.sidebar.set_folder(folder)
+
+    def offer_agent_undo(self, name: str) -> None:
+        self.sidebar.show_agent_undo(name)
+
+    def hide_sidebar(self) -> None:
+        self.sidebar.hide()
+
+    def split_sizes(self) -> list[int]:
+        return list(self.splitter.sizes())
+
+    def restore_split(self, sizes: list[int]) -> None:
+        self.splitter.setSizes(sizes)
+
+    def show_memory(self, review_tip: str) -> None:
+        self.review_queue.show()
+        self.memory_badge.setStyleSheet(BADGE_STYLE)
+        self.memory_badge.setToolTip(review_tip)
+
+    def show_suggestions(self, items: list[Suggestion], scopes: dict[str, str]) -> None:
+        self.review_queue.set_suggestions(items, scopes)
+
+    def show_waiting(self, count: int) -> None:
+        self.memory_badge.setText(f"{waiting_text(count)}  ·  Review")
+        self.memory_badge.setVisible(count > 0)
+
     # -- engine → view ----------------------------------------------------------------------
 
     @Slot(object)
@@ -358,19 +432,13 @@ class MainWindow(QMainWindow):
                         self._shown_warnings.add(warning)
                         self.transcript.add_notice(warning, "warning")
             case ContextEvent():
-                self.header.set_context(
-                    event.used,
-                    event.window,
-                    event.percent,
-                    event.source,
-                    estimated=event.estimated,
-                    describes="last request",
-                )
+                self.header.show_last_request(event)
             case ContextReportEvent():
                 if event.snapshot:
                     self.overlay.show_context(event.report)
                 else:
-                    self._show_report(event.report)
+                    self.rail.set_report(event.report)
+                    self.header.show_report(event.report)
             case UsageReportEvent():
                 self.overlay.show_usage(event.report)
             case CompactionViewEvent():
@@ -392,12 +460,10 @@ class MainWindow(QMainWindow):
                 # Dropped before it ran (Esc while the model loaded): it was never sent, so
                 # its row goes and the text returns to the composer.
                 if event.action == "message":
-                    self._take_back(event.submission, event.text)
+                    self.transcript.take_back(event.submission, event.text)
                     self._turns = max(0, self._turns - 1)
                     self.header.set_turn(self._turns)
-                typed = self.composer.toPlainText()
-                if event.text not in typed:  # what was typed since stays, after it
-                    self.composer.setPlainText(event.text + ("\n\n" + typed if typed else ""))
+                self.composer.put_back(event.text)  # what was typed since stays, after it
             case ViewRequestEvent():
                 self._open_view(event.view)
             case NoticeEvent(transient=True):
@@ -420,7 +486,7 @@ class MainWindow(QMainWindow):
             case StepEvent():
                 self.header.set_step(event.step, event.max_steps)
             case LoadProgressEvent():
-                self._show_load_progress(event.fraction)
+                self.load_progress.show_fraction(event.fraction)
             case ToolCallEvent():
                 self.transcript.finish_stream()
                 self.transcript.add_tool_call(event.id, event.name, event.arguments)
@@ -445,7 +511,7 @@ class MainWindow(QMainWindow):
                 # composer (nothing typed is lost) and its row leaves the transcript.
                 self.banner.show_error(event.kind, event.message, retry=event.retryable)
                 submission, text = self._submission
-                self._take_back(submission, text)
+                self.transcript.take_back(submission, text)
                 self._turns = max(0, self._turns - 1)
                 self.header.set_turn(self._turns)
                 if not self.composer.toPlainText():
@@ -462,14 +528,6 @@ class MainWindow(QMainWindow):
             case _:
                 pass  # compaction, trim, clear, usage: the rail's report carries them
 
-    def _take_back(self, submission: str, text: str) -> None:
-        """The user's row of a submission that was not sent goes, found by its id (by its
-        text, when it is the newest row, only for a submission that came without one)."""
-        if submission:
-            self.transcript.remove_user(submission)
-        else:
-            self.transcript.remove_last_user(text)
-
     def _open_view(self, view: str) -> None:
         if view == VIEW_NEW_CONVERSATION:
             self.prepare_for_conversation()  # the session opened it; its report follows
@@ -482,38 +540,11 @@ class MainWindow(QMainWindow):
         signal = self._view_signals.get(view)
         return signal is not None and self.isSignalConnected(QMetaMethod.fromSignal(signal))
 
-    def _show_report(self, report: ContextReport) -> None:
-        self.rail.set_report(report)
-        if not report.window:
-            self.header.clear_context()  # the engine did not say: no figures from before
-        else:
-            self.header.set_context(
-                report.used,
-                report.window,
-                report.percent,
-                report.source,
-                estimated=report.estimated,
-                describes=report.describes,
-            )
-
-    def _show_load_progress(self, fraction: float) -> None:
-        """The weights' share read; once all are in, the engine still sets up its context,
-        so the bar turns busy and says so rather than sitting at 100%."""
-        if fraction >= 1.0:
-            self.load_progress.setFormat("Model loaded; preparing its context…")
-            self.load_progress.setRange(0, 0)
-        else:
-            self.load_progress.setRange(0, 100)
-            self.load_progress.setFormat(LOAD_FORMAT)
-            self.load_progress.setValue(round(fraction * 100))
-        self.load_progress.show()
-
     def _on_state(self, state: str) -> None:
         self.header.set_state(state)
-        self.hint.setText(STATE_HINTS.get(state, HINT))
+        self.hint.show_state(state)
         if state == "loading model":
-            self.load_progress.setRange(0, 0)
-            self.load_progress.show()
+            self.load_progress.show_loading()
         elif state in ("ready", "streaming", "waiting for the engine", "not started"):
             self.load_progress.hide()
 
@@ -535,31 +566,9 @@ class MainWindow(QMainWindow):
         # Any other warning (a trim, the iteration ramp) is shown each time it happens.
         self.transcript.add_notice(text, level, marker, ref, action)
 
-    # -- approvals --------------------------------------------------------------------------
-
-    @Slot(object)
-    def _on_approval_asked(self, ticket: ApprovalTicket) -> None:
-        dialog = ApprovalDialog(ticket.request, self)
-        self._approvals[id(ticket)] = dialog
-        dialog.decided.connect(ticket.answer)
-        dialog.finished.connect(lambda _code: self._forget_approval(ticket))
-        dialog.open()
-
-    @Slot(object)
-    def _on_approval_withdrawn(self, ticket: ApprovalTicket) -> None:
-        dialog = self._approvals.pop(id(ticket), None)
-        if dialog is not None:
-            dialog.withdraw()
-
-    def _forget_approval(self, ticket: ApprovalTicket) -> None:
-        dialog = self._approvals.pop(id(ticket), None)
-        if dialog is not None:
-            dialog.deleteLater()
-        self.composer.setFocus()
-
     def approval_dialog(self) -> ApprovalDialog | None:
         """The approval dialog open now, if any (for tests and screenshots)."""
-        return next(iter(self._approvals.values()), None)
+        return self._approvals.current() if self._approvals is not None else None
 
     # -- turn state -------------------------------------------------------------------------
 
@@ -572,26 +581,11 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _on_busy_changed(self, busy: bool) -> None:
-        self.send_button.setText("Stop" if busy else "Send")
-        self.send_button.setToolTip("Cancel the running turn (Esc)" if busy else "Send (Enter)")
-        self.send_button.setProperty("stop", busy)
-        self.send_button.style().unpolish(self.send_button)
-        self.send_button.style().polish(self.send_button)
+        self.send_button.set_busy(busy)
 
     @Slot()
     def _overlay_closed(self) -> None:
         self.composer.setFocus()
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if (watched is self._rail_frame and event.type() == QEvent.Type.Resize) or (
-            watched is self.rail and event.type() == QEvent.Type.LayoutRequest
-        ):
-            self._fit_review_queue()
-        return super().eventFilter(watched, event)
-
-    def _fit_review_queue(self) -> None:
-        spare = self._rail_frame.height() - self.rail.sizeHint().height() - 16  # scroll frame
-        self.review_queue.fit_list(spare)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self.closing.emit()

@@ -16,19 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QPushButton
 
-from desktop import theme
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.learn_progress import LearnProgressDialog
-from desktop.main_window import MainWindow
 from desktop.memory_browser import MemoryBrowser
 from desktop.memory_review import MemoryReviewDialog
-from desktop.memory_view import message_ref, scope_label, waiting_text
-from desktop.widgets.composer import Composer
-from desktop.widgets.review_queue import ReviewQueuePanel
-from desktop.widgets.transcript import TranscriptView
+from desktop.memory_view import message_ref, scope_label
+from desktop.ports import MemoryWindow
+from desktop.shortcuts import add_shortcut
 from engine.api import (
     DEFAULT_DEBOUNCE_S,
     INTENT_NAME,
@@ -50,7 +45,6 @@ log = logging.getLogger(__name__)
 
 BROWSER_SHORTCUT = "Ctrl+Shift+M"
 REVIEW_SHORTCUT = "Ctrl+Shift+R"
-BADGE_STYLE = theme.style_sheet("memory_badge")
 
 
 class MemoryDesk(QObject):
@@ -61,29 +55,22 @@ class MemoryDesk(QObject):
 
     def __init__(
         self,
-        window: MainWindow,
+        window: MemoryWindow,
         bridge: EngineBridge,
         root: Path,
         *,
-        queue_panel: ReviewQueuePanel,
-        badge: QPushButton,
-        transcript: TranscriptView,
-        composer: Composer,
         navigator: Navigator | None = None,
         debounce_s: float = DEFAULT_DEBOUNCE_S,
     ) -> None:
-        """`queue_panel` and `badge` are the window's, laid out and hidden: the desk shows
-        and feeds them. It answers the window's memory requests (`/memory`,
-        `/memory review`, `/learn`) and its shortcuts, and the window is its dialogs'
-        parent. `transcript` says what a review did and scrolls to a quoted message; the
-        `composer` has the focus back after a review."""
-        super().__init__(window)
+        """The `window`'s review queue and badge, laid out and hidden, are shown and fed
+        from here (`show_memory`, `show_suggestions`, `show_waiting`). The desk answers the
+        window's memory requests (`/memory`, `/memory review`, `/learn`, the queue's and the
+        badge's clicks) and its shortcuts, and the window is its dialogs' parent; the window
+        says what a review did, selects a quoted message, and gives the composer the focus
+        back after a review."""
+        super().__init__(window.as_widget())
         self.window = window
         self.bridge = bridge
-        self.queue_panel = queue_panel
-        self.badge = badge
-        self.transcript = transcript
-        self.composer = composer
         self.navigator = navigator
         self.service = MemoryService(Path(root))
         self.review_dialog: MemoryReviewDialog | None = None
@@ -100,12 +87,7 @@ class MemoryDesk(QObject):
         self._learn_failed = False
         self._closed = False
 
-        queue_panel.show()
-        queue_panel.review_requested.connect(self.open_review)
-        queue_panel.browse_requested.connect(self.open_browser)
-        badge.setStyleSheet(BADGE_STYLE)
-        badge.setToolTip(f"Review the waiting memory suggestions ({REVIEW_SHORTCUT})")
-        badge.clicked.connect(self.open_review)
+        window.show_memory(f"Review the waiting memory suggestions ({REVIEW_SHORTCUT})")
         window.memory_review_requested.connect(self.open_review)
         window.memory_browser_requested.connect(self.open_browser)
         window.learn_started.connect(self.show_learning)
@@ -113,11 +95,7 @@ class MemoryDesk(QObject):
             ("Memory…", BROWSER_SHORTCUT, self.open_browser),
             ("Review memory suggestions…", REVIEW_SHORTCUT, self.open_review),
         ):
-            action = QAction(text, window)
-            action.setShortcut(QKeySequence(shortcut))
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            action.triggered.connect(slot)
-            window.addAction(action)
+            add_shortcut(window.as_widget(), text, shortcut, slot)
 
         bridge.event.connect(self._on_event)
         bridge.opened.connect(self._on_opened)
@@ -162,8 +140,8 @@ class MemoryDesk(QObject):
         self.reads += 1
         items, scopes = result
         self.suggestions = items
-        self.queue_panel.set_suggestions(items, scopes)
-        self._show_badge(len(items))
+        self.window.show_suggestions(items, scopes)
+        self.window.show_waiting(len(items))
         self.queue_changed.emit(items)
         if self._read_again:
             self._read_again = False
@@ -172,17 +150,12 @@ class MemoryDesk(QObject):
     def _read_failed(self, _message: str) -> None:
         self._reading = False
 
-    def _show_badge(self, count: int) -> None:
-        badge = self.badge
-        badge.setText(f"{waiting_text(count)}  ·  Review")
-        badge.setVisible(count > 0)
-
     # -- engine events ----------------------------------------------------------------------
 
     @Slot(object)
     def _on_event(self, event: Event) -> None:
         if isinstance(event, MemorySuggestionsEvent):
-            self._show_badge(event.pending)  # at once; the list follows
+            self.window.show_waiting(event.pending)  # at once; the list follows
             self.refresh()
         elif isinstance(event, LearnProgressEvent):
             if self.learn_dialog is not None:
@@ -228,7 +201,7 @@ class MemoryDesk(QObject):
         if current is not None:
             current.deleteLater()
         dialog = MemoryReviewDialog(
-            self.service, self.bridge.call, self.window, show_message=self.show_message
+            self.service, self.bridge.call, self.window.as_widget(), show_message=self.show_message
         )
         dialog.setWindowModality(Qt.WindowModality.WindowModal)
         dialog.reviewed.connect(self._reviewed)
@@ -249,9 +222,9 @@ class MemoryDesk(QObject):
         if waiting:
             parts.append(f"{waiting} still waiting")
         if parts:
-            self.transcript.add_notice("Memory review: " + ", ".join(parts) + ".")
+            self.window.show_notice("Memory review: " + ", ".join(parts) + ".")
         self.refresh()
-        self.composer.setFocus()
+        self.window.focus_composer()
 
     def show_message(self, suggestion: Suggestion) -> str:
         """Bring the quoted message into view: scroll to it in this conversation, or open
@@ -284,7 +257,7 @@ class MemoryDesk(QObject):
         return "Opening the conversation it came from…"
 
     def _scroll_to(self, message_id: str, quote: str) -> bool:
-        return self.transcript.scroll_to_message(message_id, quote)
+        return self.window.select_message(message_id, quote)
 
     # -- the browser ------------------------------------------------------------------------
 
@@ -293,7 +266,7 @@ class MemoryDesk(QObject):
         """The memory browser (one per window), read afresh each time it is shown."""
         browser = self.browser
         if browser is None:
-            browser = MemoryBrowser(self.service, self.bridge.call, self.window)
+            browser = MemoryBrowser(self.service, self.bridge.call, self.window.as_widget())
             browser.forgotten.connect(lambda _path: self.refresh())
             self.browser = browser
         browser.show()
@@ -312,7 +285,7 @@ class MemoryDesk(QObject):
         self._learn_failed = False
         if self.learn_dialog is not None:
             self.learn_dialog.deleteLater()
-        dialog = LearnProgressDialog(self.window)
+        dialog = LearnProgressDialog(self.window.as_widget())
         dialog.cancel_requested.connect(self.bridge.cancel)
         self.learn_dialog = dialog
         dialog.open()

@@ -15,15 +15,11 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QSplitter
+from PySide6.QtWidgets import QFileDialog
 
 from desktop.bridge import EngineBridge, SessionFactory, SessionInfo, agent_model_label
 from desktop.drafts import Drafts
-from desktop.main_window import MainWindow
-from desktop.widgets.banner import Banner
-from desktop.widgets.composer import Composer
-from desktop.widgets.header import HeaderBar
-from desktop.widgets.sidebar import Sidebar
+from desktop.ports import NavigatorWindow
 from engine.api import (
     LAST_AGENT,
     LAST_CONVERSATION,
@@ -87,34 +83,22 @@ class Navigator(QObject):
 
     def __init__(
         self,
-        window: MainWindow,
+        window: NavigatorWindow,
         bridge: EngineBridge,
         library: Library,
         approver: Approver,
         make_session: MakeSession,
         *,
-        sidebar: Sidebar,
-        banner: Banner,
-        setup_banner: Banner,
-        header: HeaderBar,
-        composer: Composer,
-        splitter: QSplitter,
         workspace: Path | None = None,
     ) -> None:
-        """`sidebar` is the window's list of agents and conversations, which this drives;
-        `banner` says what went wrong, `setup_banner` what start-up found, `header` names
-        the agent; `composer` holds each conversation's draft; `splitter`'s sizes are saved
-        with the window's geometry. `window` is the parent of the folder dialog, the place
-        saved and restored; its `closing` saves them, and its `new_conversation_requested`
-        (a typed `/new`) leaves the conversation as a switch from the sidebar does."""
-        super().__init__(window)
+        """The `window`'s sidebar asks for conversations (its `conversation_*_requested`),
+        which this opens, renames, deletes and restores, and lists in it; the window says
+        what went wrong and what start-up found, names the agent, holds each conversation's
+        draft, and is the parent of the folder dialog, its place and split saved and
+        restored; its `closing` saves them, and its `new_conversation_requested` (a typed
+        `/new`) leaves the conversation as a switch from the sidebar does."""
+        super().__init__(window.as_widget())
         self.window = window
-        self.sidebar = sidebar
-        self.banner = banner
-        self.setup_banner = setup_banner
-        self.header = header
-        self.composer = composer
-        self.splitter = splitter
         self.bridge = bridge
         self.library = library
         self.approver = approver
@@ -126,20 +110,19 @@ class Navigator(QObject):
         self._session_open = False
         self._deleting: set[str] = set()  # conversations whose delete has not landed yet
         self.drafts = Drafts(
-            composer,
+            window,
             library.settings,
             library.save_settings,
             lambda: self.conversation_id,
         )
-        sidebar.open_requested.connect(self.open)
-        sidebar.rename_requested.connect(self.rename)
-        sidebar.delete_requested.connect(self.delete)
-        sidebar.restore_requested.connect(self.restore)
-        sidebar.folder_requested.connect(self.choose_folder)
+        window.conversation_open_requested.connect(self.open)
+        window.conversation_rename_requested.connect(self.rename)
+        window.conversation_delete_requested.connect(self.delete)
+        window.conversation_restore_requested.connect(self.restore)
+        window.folder_requested.connect(self.choose_folder)
         bridge.opened.connect(self._on_opened)
         bridge.turn_finished.connect(self.refresh)
         bridge.background_finished.connect(self.refresh)  # its title, its count
-        bridge.activity.connect(sidebar.set_activity)
         window.closing.connect(self.save_window)
         window.new_conversation_requested.connect(self.leave_for_new)
 
@@ -149,7 +132,7 @@ class Navigator(QObject):
         settings = self.library.settings()
         self._restore_window(settings)
         folder = self.workspace_override or settings.get(WORKSPACE)
-        self.sidebar.set_folder(str(folder) if folder else None)
+        self.window.show_folder(str(folder) if folder else None)
         self.bridge.call(self._startup, self._started, self._startup_failed)
 
     def _startup(self) -> tuple[Listing, Choice | None, Path | None]:  # on the engine thread
@@ -167,19 +150,19 @@ class Navigator(QObject):
         listing, choice, workspace = result
         self.listing = listing
         current = choice.conversation_id if choice else None
-        self.sidebar.set_listing(listing, current)
+        self.window.show_listing(listing, current)
         paths = self.library.paths
         if listing.problems:
             count = len(listing.problems)
             noun = "agent file" if count == 1 else "agent files"
-            self.setup_banner.show_message(
+            self.window.show_setup_notice(
                 "warning",
                 f"{count} {noun} could not be loaded",
                 "\n".join(listing.problems)
                 + "\nThe other agents work; the sidebar shows each fix as it is saved.",
             )
         elif self.library.recovered_from is not None:
-            self.setup_banner.show_message(
+            self.window.show_setup_notice(
                 "warning",
                 "The conversation database could not be read",
                 f"It was moved aside to {self.library.recovered_from} (nothing was deleted) "
@@ -187,14 +170,14 @@ class Navigator(QObject):
                 "untouched.",
             )
         elif choice is not None and choice.skipped_open_elsewhere:
-            self.setup_banner.show_message(
+            self.window.show_setup_notice(
                 "info",
                 "The last conversation is open in another Brim window",
                 "This window started a new conversation; close the other window to continue "
                 "that one here.",
             )
         elif listing.created_default is not None:
-            self.setup_banner.show_message(
+            self.window.show_setup_notice(
                 "info",
                 "First start",
                 f"Brim wrote the default agent to {listing.created_default}. It runs the "
@@ -202,18 +185,16 @@ class Navigator(QObject):
                 "vLLM or SGLang instead.",
             )
         if choice is None:
-            self.banner.show_error(
+            self.window.fail_start(
                 "no_agent",
                 f"Every agent file in {paths.agents_dir} has a problem; fix one, then pick it "
                 "in the sidebar.",
             )
-            self.header.set_state("not started")
             return
         self._open_session(choice.agent, choice.conversation_id, workspace)
 
     def _startup_failed(self, message: str) -> None:
-        self.banner.show_error("startup", message, retry=True)
-        self.header.set_state("not started")
+        self.window.fail_start("startup", message, retry=True)
         self.startup_failed.emit(message)
 
     # -- switching -------------------------------------------------------------------------
@@ -225,7 +206,7 @@ class Navigator(QObject):
         session went on unseen is shown again from that session."""
         entry = self.listing.agent(agent_name) if self.listing else None
         if self.bridge.opening:
-            self.banner.show_error("busy", "A conversation is opening; try again once it is open.")
+            self.window.show_error("busy", "A conversation is opening; try again once it is open.")
             self._keep_highlight()
             return
         if conversation_id != self.conversation_id and self.bridge.holds(conversation_id):
@@ -238,7 +219,7 @@ class Navigator(QObject):
             and conversation_id != self.conversation_id
             and open_elsewhere(self.library.paths.open_dir, conversation_id)
         ):  # asked before anything closes: the window stays on what it has
-            self.banner.show_error(
+            self.window.show_error(
                 "conversation_busy",
                 "That conversation is open in another Brim window or chat; close it there first.",
             )
@@ -274,7 +255,7 @@ class Navigator(QObject):
     def _keep_highlight(self) -> None:
         """The sidebar's highlight stays on the conversation shown (a click moved it)."""
         if self.agent is not None and self.conversation_id:
-            self.sidebar.set_current(self.agent.name, self.conversation_id)
+            self.window.mark_current(self.agent.name, self.conversation_id)
 
     @Slot()
     def leave_for_new(self) -> None:
@@ -282,7 +263,7 @@ class Navigator(QObject):
         `opened` follows). As on a switch from the sidebar, this one's draft is put away —
         the `/new` sent from it is none, whether the composer still holds it or not — and
         what it showed is cleared."""
-        self.drafts.leave(sent=self.composer.last_sent())
+        self.drafts.leave(sent=self.window.last_sent())
         self.conversation_changing.emit()
 
     def _open_session(
@@ -292,7 +273,7 @@ class Navigator(QObject):
         factory = self.make_session(agent, conversation_id, workspace, self.approver)
         self.drafts.leave()
         self.conversation_changing.emit()
-        self.header.set_agent(agent.name, agent_model_label(agent))
+        self.window.name_agent(agent.name, agent_model_label(agent))
         if self._session_open:
             self.bridge.open_beside(factory)  # a running turn goes on unseen
         else:
@@ -304,7 +285,7 @@ class Navigator(QObject):
         self.conversation_id = info.conversation_id
         self.drafts.restore(info.conversation_id)
         if self.agent is not None:
-            self.sidebar.set_current(self.agent.name, info.conversation_id)
+            self.window.mark_current(self.agent.name, info.conversation_id)
             self.library.save_settings(
                 **{LAST_AGENT: self.agent.name, LAST_CONVERSATION: info.conversation_id}
             )
@@ -320,7 +301,7 @@ class Navigator(QObject):
             if self._deleting:
                 return  # read before a delete landed, it would show the row again; one follows
             self.listing = listing
-            self.sidebar.set_listing(listing, keep)
+            self.window.show_listing(listing, keep)
             self.listing_changed.emit(listing)
 
         self.bridge.call(lambda: self.library.listing(keep=keep), done)
@@ -361,13 +342,15 @@ class Navigator(QObject):
 
     @Slot()
     def choose_folder(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self.window, "The folder the agent works in")
+        folder = QFileDialog.getExistingDirectory(
+            self.window.as_widget(), "The folder the agent works in"
+        )
         if not folder:
             return
         self.workspace_override = Path(folder)
         self.library.save_settings(**{WORKSPACE: folder})
-        self.sidebar.set_folder(folder)
-        self.setup_banner.show_message(
+        self.window.show_folder(folder)
+        self.window.show_setup_notice(
             "info", "Folder chosen", f"New conversations will work in {folder}."
         )
 
@@ -376,23 +359,24 @@ class Navigator(QObject):
     def _restore_window(self, settings: dict[str, Any]) -> None:
         """Size, position (when it is still on a screen) and maximized state, as saved."""
         saved = settings.get(GEOMETRY)
+        window = self.window.as_widget()
         if isinstance(saved, dict):
             width, height = saved.get("width"), saved.get("height")
             if isinstance(width, int) and isinstance(height, int) and width > 200 < height:
-                self.window.resize(width, height)
+                window.resize(width, height)
             x, y = saved.get("x"), saved.get("y")
             if isinstance(x, int) and isinstance(y, int) and QGuiApplication.screenAt(QPoint(x, y)):
-                self.window.move(x, y)
+                window.move(x, y)
             if saved.get("maximized") is True:
-                self.window.setWindowState(Qt.WindowState.WindowMaximized)
+                window.setWindowState(Qt.WindowState.WindowMaximized)
         sizes = settings.get(SPLITTER)
         if isinstance(sizes, list) and all(isinstance(n, int) and n > 0 for n in sizes):
-            self.splitter.setSizes(sizes)
+            self.window.restore_split(sizes)
 
     @Slot()
     def save_window(self) -> None:
         self.drafts.save_now()
-        window = self.window
+        window = self.window.as_widget()
         normal = window.normalGeometry() if window.isMaximized() else window.geometry()
         geometry = {
             "x": normal.x(),
@@ -401,4 +385,4 @@ class Navigator(QObject):
             "height": normal.height(),
             "maximized": window.isMaximized(),
         }
-        self.library.save_settings(**{GEOMETRY: geometry, SPLITTER: list(self.splitter.sizes())})
+        self.library.save_settings(**{GEOMETRY: geometry, SPLITTER: self.window.split_sizes()})

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from desktop.bridge import EngineBridge, SessionInfo
 from desktop.errors import DesktopError
-from desktop.main_window import MainWindow
+from desktop.ports import SendingWindow
 from engine.api import (
     ErrorEvent,
     Event,
@@ -41,15 +41,16 @@ class ScriptedCapture(QObject):
 
     def __init__(
         self,
-        window: MainWindow,
+        window: SendingWindow,
         bridge: EngineBridge,
         path: Path,
         send: str | None,
         *,
         settle_ms: int = 150,
     ) -> None:
-        super().__init__(window)
+        super().__init__(window.as_widget())
         self._window = window
+        self._bridge = bridge
         self._path = path
         self._send = send
         self._settle_ms = settle_ms
@@ -62,14 +63,13 @@ class ScriptedCapture(QObject):
     @Slot(object)
     def _on_opened(self, _: SessionInfo) -> None:
         if self._send:
-            self._window.composer.setPlainText(self._send)
-            self._window.composer.submit()
+            self._window.send_message(self._send)
         else:
             self.capture_soon()
 
     @Slot(object)
     def _on_event(self, event: Event) -> None:
-        if isinstance(event, ErrorEvent) and not self._window.bridge.busy:
+        if isinstance(event, ErrorEvent) and not self._bridge.busy:
             self.capture_soon()  # the session did not open: capture the banner that says why
 
     @Slot()
@@ -82,7 +82,7 @@ class ScriptedCapture(QObject):
             return
         self._done = True
         try:
-            grab_window(self._window, self._path)
+            grab_window(self._window.as_widget(), self._path)
         except ScreenshotFailed as exc:
             self.error = str(exc)
         # exit(), not quit(): quit() goes through the platform, which may deliver a second

@@ -201,6 +201,13 @@ class Composer(QPlainTextEdit):
         self.clear()
         return text
 
+    def put_back(self, text: str) -> None:
+        """A message that was not sent returns, before what was typed since (unless that
+        already holds it)."""
+        typed = self.toPlainText()
+        if text not in typed:
+            self.setPlainText(text + ("\n\n" + typed if typed else ""))
+
     def placeholder_lines(self) -> int:
         """How many lines the placeholder takes at the composer's width (it wraps in a narrow
         window, and the empty composer must be tall enough to show all of it)."""

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QWidget
 
 from desktop import theme
 from desktop.format import format_context, format_rate
+from engine.api import ContextEvent, ContextReport
 
 UNREACHABLE = "unreachable"  # the error kind, and what the pill then says
 
@@ -111,6 +112,32 @@ class HeaderBar(QFrame):
         self._estimated = estimated
         self._describes = describes
         self._render_context()
+
+    def show_last_request(self, event: ContextEvent) -> None:
+        """What the last request took of the window, as the engine counted it."""
+        self.set_context(
+            event.used,
+            event.window,
+            event.percent,
+            event.source,
+            estimated=event.estimated,
+            describes="last request",
+        )
+
+    def show_report(self, report: ContextReport) -> None:
+        """The figures of a context report (`/context`, the report after each turn); one
+        without a window clears them: the engine did not say, so none from before stay."""
+        if not report.window:
+            self.clear_context()
+            return
+        self.set_context(
+            report.used,
+            report.window,
+            report.percent,
+            report.source,
+            estimated=report.estimated,
+            describes=report.describes,
+        )
 
     def clear_context(self) -> None:
         """No session (a failed start): no numbers left from the conversation before."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -65,6 +65,7 @@ class ReviewQueuePanel(QFrame):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self._count = 0
         self._texts: list[str] = []
+        self._fit: tuple[QWidget, QWidget] | None = None  # the rail's frame and the rail
 
         self.toggle = QToolButton(objectName="reviewQueueToggle")
         self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -186,6 +187,23 @@ class ReviewQueuePanel(QFrame):
             + 16  # the spacing between header, list and buttons
         )
         self.scroll.setMaximumHeight(max(MIN_LIST_HEIGHT, min(LIST_HEIGHT, spare - chrome)))
+
+    def fit_under(self, frame: QWidget, rail: QWidget) -> None:
+        """Keep the list fitted to what `frame` leaves under `rail`: again whenever the
+        frame is resized or the rail grows a section."""
+        self._fit = (frame, rail)
+        frame.installEventFilter(self)
+        rail.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        fit = self._fit
+        if fit is not None and (
+            (watched is fit[0] and event.type() == QEvent.Type.Resize)
+            or (watched is fit[1] and event.type() == QEvent.Type.LayoutRequest)
+        ):
+            frame, rail = fit
+            self.fit_list(frame.height() - rail.sizeHint().height() - 16)  # the scroll frame
+        return super().eventFilter(watched, event)
 
     @Slot(bool)
     def _on_toggled(self, expanded: bool) -> None:

@@ -138,6 +138,14 @@ class TranscriptView(QTextBrowser):
             self._rows.pop()
             self._rebuild()
 
+    def take_back(self, submission: str, text: str) -> None:
+        """The user's row of a submission that was not sent goes, found by its id (by its
+        text, when it is the newest row, only for a submission that came without one)."""
+        if submission:
+            self.remove_user(submission)
+        else:
+            self.remove_last_user(text)
+
     def add_notice(
         self, text: str, level: str = "info", marker: str = "", ref: str = "", action: str = ""
     ) -> None:

@@ -4,15 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, SignalInstance
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QPlainTextEdit
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from desktop.drafts import Drafts
 from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.fake_engines import FakeLlamaServer
 
 DRAFT = "Refactor the parser so that errors carry their line numbers"
+
+
+class Pad(QPlainTextEdit):
+    """A text box standing in for the window's composer (the DraftsWindow port)."""
+
+    @property
+    def draft_edited(self) -> SignalInstance:
+        return self.textChanged
+
+    def typed(self) -> str:
+        return self.toPlainText()
+
+    def put_draft(self, text: str) -> None:
+        self.setPlainText(text)
+
+    def as_widget(self) -> QWidget:
+        return self
 
 
 def test_a_draft_typed_before_a_crash_is_back_after_the_restart(qtbot, real_desktop, tmp_path):
@@ -75,7 +92,7 @@ def test_a_typed_new_is_no_draft_of_the_conversation_it_leaves(qtbot, real_deskt
 def test_leaving_after_sending_keeps_the_sent_text_out_of_the_drafts(qtbot):
     # Whether the composer has been emptied by then or still holds the `/new` just sent.
     settings: dict[str, Any] = {}
-    composer = QPlainTextEdit()
+    composer = Pad()
     qtbot.addWidget(composer)
     drafts = Drafts(composer, lambda: settings, settings.update, lambda: "garden")
     composer.setPlainText("/new")
