@@ -53,7 +53,7 @@ from engine.api import (
 )
 
 # The session is driven only through `SessionControl` (engine/session/protocol.py), which
-# the engine's ChatSession and the tests' fake both implement in full.
+# the engine's ChatSession and the UI bench's streaming session both implement in full.
 SessionFactory = tasks.SessionFactory
 
 __all__ = [

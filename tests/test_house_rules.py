@@ -490,7 +490,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         (
             "bench",
             _is_tests,
-            ["from tests.helpers.fake_session import FakeSession\n", "import tests\n"],
+            ["from tests.helpers.fake_provider import InProcessEngine\n", "import tests\n"],
             ["from bench import format_table\n", "from engine.api import route\n"],
         ),
     ],

@@ -186,8 +186,11 @@ def start_notices(
 ) -> list[tuple[Message, bool]]:
     """What a start keeps in the conversation, each with whether it is told as it is kept:
     the probe's warnings (the window event already tells them) and the engine's notices,
-    told once as notice events with their figures (`told`: the conversation has it)."""
-    out: list[tuple[Message, bool]] = [(notice(w, "warning"), False) for w in resolution.warnings]
+    told once as notice events with their figures. Either is kept once: a conversation
+    that has it (`told`) from an earlier start does not get it again."""
+    out: list[tuple[Message, bool]] = [
+        (notice(w, "warning"), False) for w in resolution.warnings if not told(w)
+    ]
     for found in resolution.notices:
         if not told(found.text):
             event = NoticeEvent("warning", found.text, kind=found.kind, details=found.details)

@@ -1,4 +1,5 @@
-"""Fixtures for the desktop tests: a window on a scripted session, and two guards.
+"""Fixtures for the desktop tests: a window on the engine's own session over a scripted
+engine (tests/helpers/scripted_session.py), and two guards.
 
 Every test here fails if Qt logs a warning or if a thread it started is still running after
 it ends (the engine thread must be stopped, not abandoned).
@@ -26,7 +27,8 @@ if os.environ["QT_QPA_PLATFORM"] == "offscreen":
 from desktop.app import DesktopApp
 from engine.memory import MemoryService
 from engine.paths import BrimPaths
-from tests.helpers.fake_session import FakeSession
+from tests.helpers.fake_provider import InProcessEngine
+from tests.helpers.scripted_session import ScriptedSessions, WatchedSession
 
 QT_FAULT_TYPES = ("QtWarningMsg", "QtCriticalMsg", "QtFatalMsg")
 # The offscreen platform plugin says these whenever a top-level window's size constraints
@@ -65,30 +67,57 @@ def no_leaked_threads() -> Iterator[None]:
 
 @dataclass
 class OpenDesktop:
+    """The window on real sessions (`sessions`) over the scripted `engine`."""
+
     app: DesktopApp
-    fake: FakeSession
+    sessions: ScriptedSessions
 
     @property
     def window(self):  # type: ignore[no-untyped-def]
         return self.app.window
 
+    @property
+    def engine(self) -> InProcessEngine:
+        return self.sessions.engine
+
+    @property
+    def session(self) -> WatchedSession:
+        """The session the window was handed last (a reopen hands it another)."""
+        return self.sessions.session
+
+    @property
+    def sent(self) -> list[str]:
+        """The user's message of each turn that reached the engine."""
+        return self.sessions.asked()
+
+
+def _wait_until_made(qtbot: Any, sessions: ScriptedSessions) -> None:
+    qtbot.waitUntil(lambda: bool(sessions.sessions), timeout=5000)
+
 
 @pytest.fixture
-def open_desktop(qtbot: Any) -> Iterator[Callable[..., OpenDesktop]]:
-    """Open the window on a FakeSession built with the given keyword arguments."""
+def open_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., OpenDesktop]]:
+    """Open the window on a real session over an in-process engine: `engine` (by default
+    an 8K one), `history` a conversation saved before, `workspace` the folder it works in,
+    `prepare(sessions)` what runs before the window opens, any other keyword a change to
+    the agent (`name`, `model`, ...)."""
     apps: list[DesktopApp] = []
 
-    def _open(*, wait_open: bool = True, **fake_kwargs: Any) -> OpenDesktop:
-        made: list[FakeSession] = []
-
-        def factory(sink: Any) -> FakeSession:
-            made.append(FakeSession(sink, **fake_kwargs))
-            # A reopen gets the first fake again (the test's handle on it), speaking to the
-            # sink of the session the bridge now holds, as a new session would.
-            made[0]._sink = sink
-            return made[0]
-
-        app = DesktopApp(factory)
+    def _open(
+        *,
+        wait_open: bool = True,
+        engine: InProcessEngine | None = None,
+        history: list[Any] | None = None,
+        workspace: Path | None = None,
+        prepare: Callable[[ScriptedSessions], Any] | None = None,
+        **agent: Any,
+    ) -> OpenDesktop:
+        sessions = ScriptedSessions.on(
+            tmp_path, engine, history=history, workspace=workspace, **agent
+        )
+        if prepare is not None:
+            prepare(sessions)
+        app = DesktopApp(sessions.factory)
         apps.append(app)
         qtbot.addWidget(app.window)
         app.window.show()
@@ -96,8 +125,8 @@ def open_desktop(qtbot: Any) -> Iterator[Callable[..., OpenDesktop]]:
             with qtbot.waitSignal(app.bridge.opened, timeout=5000):
                 pass
         else:
-            qtbot.waitUntil(lambda: bool(made), timeout=5000)
-        return OpenDesktop(app, made[0])
+            _wait_until_made(qtbot, sessions)
+        return OpenDesktop(app, sessions)
 
     yield _open
     for app in apps:
@@ -175,7 +204,7 @@ def real_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., RealDeskt
 @dataclass
 class MemoryDesktop:
     app: DesktopApp
-    fake: FakeSession
+    sessions: ScriptedSessions
     service: MemoryService
 
     @property
@@ -186,29 +215,34 @@ class MemoryDesktop:
     def desk(self):  # type: ignore[no-untyped-def]
         return self.app.memory
 
+    @property
+    def engine(self) -> InProcessEngine:
+        return self.sessions.engine
+
+    @property
+    def session(self) -> WatchedSession:
+        return self.sessions.session
+
 
 @pytest.fixture
 def memory_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., MemoryDesktop]]:
-    """The window on a FakeSession with memory on a real root under tmp_path (the queue,
-    the files and the watcher are real; `prepare(service)` runs before the window opens)."""
+    """The window on a real session (as `open_desktop`) with memory on a real root under
+    tmp_path (the queue, the files and the watcher are real; `prepare(service)` runs before
+    the window opens)."""
     apps: list[DesktopApp] = []
 
     def _open(
-        *, prepare: Callable[[MemoryService], Any] | None = None, **fake_kwargs: Any
+        *,
+        prepare: Callable[[MemoryService], Any] | None = None,
+        engine: InProcessEngine | None = None,
+        history: list[Any] | None = None,
+        **agent: Any,
     ) -> MemoryDesktop:
         service = MemoryService(tmp_path / "memory")
         if prepare is not None:
             prepare(service)
-        made: list[FakeSession] = []
-
-        def factory(sink: Any) -> FakeSession:
-            made.append(FakeSession(sink, **fake_kwargs))
-            # A reopen gets the first fake again (the test's handle on it), speaking to the
-            # sink of the session the bridge now holds, as a new session would.
-            made[0]._sink = sink
-            return made[0]
-
-        app = DesktopApp(factory, memory_root=service.root)
+        sessions = ScriptedSessions.on(tmp_path, engine, history=history, **agent)
+        app = DesktopApp(sessions.factory, memory_root=service.root)
         apps.append(app)
         qtbot.addWidget(app.window)
         app.window.show()
@@ -216,7 +250,7 @@ def memory_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., MemoryD
             pass
         assert app.memory is not None
         qtbot.waitUntil(lambda: app.memory.reads > 0, timeout=5000)
-        return MemoryDesktop(app, made[0], service)
+        return MemoryDesktop(app, sessions, service)
 
     yield _open
     for app in apps:

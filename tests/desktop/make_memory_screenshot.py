@@ -5,7 +5,8 @@
 Writes, in docs/screenshots: memory-review.png (the dialog, a page with two items checked),
 memory-queue.png (the window behind it: the review queue under the context rail and the
 waiting badge) and memory-browser.png (the browser on an entry, after Explain). The window
-is the real app on a scripted session that holds the conversation the suggestions quote;
+is the real app on the engine's own session over a scripted in-process engine, opened on
+the conversation the suggestions quote (saved in a temporary data folder);
 every suggestion is queued through the same checks the extractor's are (quote
 authentication, subject rules, one claim per sentence), in a temporary memory root.
 """
@@ -18,7 +19,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -37,10 +37,10 @@ from engine.memory.tools import (
     queue_lesson,
 )
 from engine.messages import Message, assistant, user
-from tests.helpers.fake_session import FakeSession
+from tests.helpers.fake_provider import InProcessEngine
+from tests.helpers.scripted_session import ScriptedSessions
 
 DEFAULT_OUT = Path("docs/screenshots")
-CONVERSATION = "3f2a9c4d8e1b4a7f9c0d2e6b5a8f1c3d"
 WORKSPACE = Path("/home/ana/src/brim")
 DIALOG_SIZE = (820, 650)
 
@@ -79,9 +79,10 @@ def pump_for(seconds: float) -> None:
         time.sleep(0.005)
 
 
-def queue_suggestions(service: MemoryService) -> None:
-    """Six waiting suggestions of every kind, over the conversation above."""
-    sources = SourceSet(CONVERSATION, HISTORY)
+def queue_suggestions(service: MemoryService, conversation: str) -> None:
+    """Six waiting suggestions of every kind, over the conversation above (saved as
+    `conversation`)."""
+    sources = SourceSet(conversation, HISTORY)
     state = MemoryToolState(
         service, service.scopes("coder", WORKSPACE), lambda: sources, "queue", actor="test"
     )
@@ -172,17 +173,15 @@ def queue_suggestions(service: MemoryService) -> None:
     )
 
 
-def scripted(sink: Any) -> FakeSession:
-    session = FakeSession(
-        sink,
+def scripted_sessions(root: Path) -> ScriptedSessions:
+    """The conversation above, saved under `root`, on a 32K engine."""
+    return ScriptedSessions.on(
+        root,
+        InProcessEngine(window=32768),
         history=list(HISTORY),
-        window=32768,
-        source="engine",
-        agent_name="coder",
+        name="coder",
         model="qwen2.5-coder-7b-instruct-q4_k_m",
     )
-    session.conversation_id = CONVERSATION
-    return session
 
 
 def _save(widget: QWidget, path: Path, size: tuple[int, int]) -> Path:
@@ -195,8 +194,10 @@ def make_memory_screenshots(out: Path = DEFAULT_OUT) -> list[Path]:
     ensure_application()
     with tempfile.TemporaryDirectory(prefix="brim-memory-shot-") as tmp:
         service = MemoryService(Path(tmp) / "memory")
-        queue_suggestions(service)
-        app = DesktopApp(scripted, memory_root=service.root)
+        sessions = scripted_sessions(Path(tmp))
+        assert sessions.conversation_id is not None
+        queue_suggestions(service, sessions.conversation_id)
+        app = DesktopApp(sessions.factory, memory_root=service.root)
         try:
             window = app.window
             window.resize(1280, 800)

@@ -1,28 +1,30 @@
-"""Render the minimal window mid-conversation on a scripted session and save it as a PNG.
+"""Render the minimal window mid-conversation over a scripted engine and save it as a PNG.
 
     python -m tests.desktop.make_screenshot [docs/screenshots/minimal-window.png]
 
-It runs the real entry point (`desktop.app.main --send ... --screenshot ...`) with a fake
-session in place of the model, so the picture shows exactly what the app draws.
+It runs the real entry point (`desktop.app.main --send ... --screenshot ...`) on the engine's
+own session over a scripted in-process engine (tests/helpers/scripted_session.py) in place of
+the model, so the picture shows exactly what the app draws.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from desktop.app import main
-from engine.events import EventSink
 from engine.messages import assistant, notice, user
-from tests.helpers.fake_session import FakeSession, FakeTurn
+from tests.helpers.fake_provider import InProcessEngine
+from tests.helpers.scripted_session import ScriptedSessions
 
 DEFAULT_OUT = Path("docs/screenshots/minimal-window.png")
 
 HISTORY = [
-    notice("Embedded engine: SmolLM2-135M-Instruct, window 8K (model-max)"),
+    notice("llama-server serves SmolLM2-135M-Instruct with a window of 8K (server)"),
     user("What does the context window mean for a model running on my machine?"),
     assistant(
         "It is the number of tokens the model can attend to at once: the system prompt, "
@@ -49,36 +51,24 @@ def _chunks(text: str, size: int = 6) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def fake_factory(sink: EventSink) -> FakeSession:
-    return FakeSession(
-        sink,
-        history=list(HISTORY),
-        window=8192,
-        source="model-max",
-        agent_name="default",
-        model="SmolLM2-135M-Instruct",
-        turns=[
-            FakeTurn(
-                deltas=_chunks(ANSWER),
-                delay_s=0.002,
-                prompt_tokens=612,
-                completion_tokens=58,
-                elapsed_s=4.3,
-            )
-        ],
-    )
+def scripted_sessions(root: Path) -> ScriptedSessions:
+    """The conversation above, saved under `root`, and the answer the engine streams next."""
+    sessions = ScriptedSessions.on(root, InProcessEngine(window=8192), history=list(HISTORY))
+    sessions.engine.script(deltas=_chunks(ANSWER), delay_s=0.002)
+    return sessions
 
 
 def make_screenshot(out: Path = DEFAULT_OUT) -> int:
-    return main(
-        [
-            "--send",
-            "Show me a Python one-liner that counts the words in a file.",
-            "--screenshot",
-            str(out),
-        ],
-        session_factory=fake_factory,
-    )
+    with tempfile.TemporaryDirectory(prefix="brim-shot-") as root:
+        return main(
+            [
+                "--send",
+                "Show me a Python one-liner that counts the words in a file.",
+                "--screenshot",
+                str(out),
+            ],
+            session_factory=scripted_sessions(Path(root)).factory,
+        )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from engine.events import ErrorEvent
 from engine.providers.classify import classify_http
 from engine.providers.errors import (
     ContextOverflow,
@@ -16,7 +15,6 @@ from engine.providers.errors import (
     ToolsUnsupported,
 )
 from engine.window.resolution import AbsurdWindow
-from tests.helpers.fake_session import FakeTurn
 
 
 def _send(qtbot, window, text: str) -> None:
@@ -27,8 +25,10 @@ def _send(qtbot, window, text: str) -> None:
 @pytest.mark.parametrize("retryable", [True, False])
 def test_retry_is_shown_exactly_when_the_event_says_retryable(qtbot, open_desktop, retryable):
     # The kind does not decide: an engine error the engine calls final gets no Retry.
-    error = ErrorEvent("unreachable", "refused", retryable=retryable)
-    d = open_desktop(turns=[FakeTurn(deltas=[], error=error)])
+    error = EngineUnreachable("refused")
+    error.retryable = retryable
+    d = open_desktop()
+    d.engine.script(deltas=[], error=error)
     _send(qtbot, d.window, "Hello?")
     qtbot.waitUntil(lambda: d.window.banner.isVisible() and not d.app.bridge.busy)
     assert d.window.banner.retry_button.isVisibleTo(d.window.banner) is retryable

@@ -222,7 +222,7 @@ def test_the_link_on_a_quote_brings_its_message_into_view(memory_desktop: Any, q
         history.append(user(f"Question {i + 1}?"))
     d = memory_desktop(history=history)
     quote = "I always indent with tabs, never spaces."
-    _quoting(d.service, d.fake.conversation_id, history, "indentation", quote)
+    _quoting(d.service, d.session.conversation_id, history, "indentation", quote)
     transcript = d.window.transcript
     bar = transcript.verticalScrollBar()
     qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum(), timeout=3000)

@@ -16,7 +16,6 @@ from PySide6.QtGui import QFontMetrics
 from tests.desktop.test_agent_editor import open_editor, save_and_wait_for_the_new_session
 from tests.desktop.test_agent_editor import type_into as type_into_field
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
-from tests.helpers.fake_session import FakeTurn
 
 LONG_MODEL = "qwen2.5-coder-7b-instruct-q4_k_m"
 
@@ -41,7 +40,8 @@ def test_esc_behind_an_open_overlay_closes_it_and_the_turn_keeps_running(qtbot, 
     # `/work` answers so fast that its overlay can open while the command popup still holds
     # the window's activation; the keyboard focus then stays in the composer, and Esc there
     # used to cancel the turn the overlay promises to leave alone.
-    d = open_desktop(turns=[FakeTurn(deltas=["working"], hold=True)])
+    d = open_desktop()
+    d.engine.script("working", hold=True)
     _send(qtbot, d.window, "A long job")
     qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
     _send(qtbot, d.window, "/work")
@@ -49,11 +49,12 @@ def test_esc_behind_an_open_overlay_closes_it_and_the_turn_keeps_running(qtbot, 
     d.window.composer.setFocus()  # where the focus stays when the overlay opens inactive
     qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)
     assert not d.window.overlay.isVisible()
-    assert d.fake.cancels == 0
+    assert d.session.cancels == 0
     assert d.app.bridge.busy
     assert d.window.header.state() == "streaming"
     qtbot.keyClick(d.window.composer, Qt.Key.Key_Escape)  # with no overlay, Esc stops
-    qtbot.waitUntil(lambda: d.fake.cancels == 1)
+    qtbot.waitUntil(lambda: d.session.cancels == 1)
+    qtbot.waitUntil(lambda: d.engine.cancelled == 1)
 
 
 def test_usage_shows_every_column_without_scrolling_sideways(qtbot, real_desktop, llama):
@@ -71,7 +72,8 @@ def test_usage_shows_every_column_without_scrolling_sideways(qtbot, real_desktop
 
 
 def test_the_still_working_banner_goes_when_the_turn_ends(qtbot, open_desktop):
-    d = open_desktop(turns=[FakeTurn(deltas=["working"], hold=True)])
+    d = open_desktop()
+    d.engine.script("working", hold=True)
     _send(qtbot, d.window, "A long job")
     qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
     d.window.new_conversation()  # refused while the turn runs, with a banner saying why

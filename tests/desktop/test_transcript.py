@@ -8,8 +8,10 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCursor
 
-from engine.events import NoticeEvent
-from tests.helpers.fake_session import FakeToolUse, FakeTurn
+from engine.context.nudges import iteration_pressure_text
+from engine.events import CompactionEvent
+from engine.messages import ToolCall, assistant, user
+from tests.helpers.fake_provider import InProcessEngine
 
 CODE_ANSWER = "Like this:\n\n```python\nimport os\nprint(os.getcwd())\n```\n"
 
@@ -34,7 +36,8 @@ def _colours_of(window: Any, word: str) -> set[str]:
 
 def test_code_is_highlighted_once_the_answer_is_complete_not_while_it_streams(qtbot, open_desktop):
     chunks = [CODE_ANSWER[i : i + 5] for i in range(0, len(CODE_ANSWER), 5)]
-    d = open_desktop(turns=[FakeTurn(deltas=chunks, hold=True)])
+    d = open_desktop()
+    d.engine.script(deltas=chunks, hold=True)
     _send(qtbot, d.window, "How do I print the folder?")
     qtbot.waitUntil(lambda: "os.getcwd" in d.window.transcript.toPlainText())
     assert "```" in d.window.transcript.toPlainText()  # still plain text while streaming
@@ -47,22 +50,28 @@ def test_code_is_highlighted_once_the_answer_is_complete_not_while_it_streams(qt
     assert keyword and keyword != {QColor("#1d2430").name()}  # pygments coloured it
 
 
-def test_tool_calls_are_collapsed_rows_that_open_to_show_arguments_and_result(qtbot, open_desktop):
-    d = open_desktop(
-        turns=[
-            FakeTurn(
-                tools=[FakeToolUse("read_file", '{"path": "notes.md"}', "line one\nline two")],
-                deltas=["The file has two lines."],
-            )
-        ]
-    )
+def _workspace(tmp_path: Any, files: dict[str, str]) -> Any:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_tool_calls_are_collapsed_rows_that_open_to_show_arguments_and_result(
+    qtbot, open_desktop, tmp_path
+):
+    d = open_desktop(workspace=_workspace(tmp_path, {"notes.md": "line one\nline two"}))
+    d.engine.script("", tool_calls=[ToolCall("c1", "read_file", '{"path": "notes.md"}')])
+    d.engine.script("The file has two lines.")
     _send(qtbot, d.window, "Read notes.md")
     qtbot.waitUntil(lambda: "The file has two lines." in d.window.transcript.toPlainText())
     (tool,) = [r for r in d.window.transcript.rows() if r.kind == "tool"]
     assert tool.title == "read_file  path=notes.md"
-    assert tool.status == "17 chars"
+    # What read_file returned: a header and the numbered lines.
+    assert tool.status == "69 chars"
     text = d.window.transcript.toPlainText()
-    assert "▸  ⚙ read_file  path=notes.md   → 17 chars" in text
+    assert "▸  ⚙ read_file  path=notes.md   → 69 chars" in text
     assert "line two" not in text  # collapsed
     d.window.transcript.toggle(tool.id)
     text = d.window.transcript.toPlainText()
@@ -74,8 +83,9 @@ def test_tool_calls_are_collapsed_rows_that_open_to_show_arguments_and_result(qt
     assert kinds == ["user", "tool", "assistant", "receipt"]
 
 
-def test_clicking_a_tool_rows_header_toggles_it(qtbot, open_desktop):
-    d = open_desktop(turns=[FakeTurn(tools=[FakeToolUse("list_directory", "{}", "a.txt")])])
+def test_clicking_a_tool_rows_header_toggles_it(qtbot, open_desktop, tmp_path):
+    d = open_desktop(workspace=_workspace(tmp_path, {"a.txt": "a"}))
+    d.engine.script("", tool_calls=[ToolCall("c1", "list_directory", "{}")])
     _send(qtbot, d.window, "What is here?")
     qtbot.waitUntil(lambda: not d.app.bridge.busy)
     (tool,) = [r for r in d.window.transcript.rows() if r.kind == "tool"]
@@ -87,31 +97,42 @@ def test_clicking_a_tool_rows_header_toggles_it(qtbot, open_desktop):
 
 
 def test_notices_are_rows_of_their_own_not_chat_bubbles(qtbot, open_desktop):
-    warning = "The engine truncated the prompt: Brim sent ~9,000 tokens but the engine read 2,048."
-    d = open_desktop(
-        turns=[
-            FakeTurn(
-                notices=[NoticeEvent("warning", warning)],
-                compaction=(84, 31, 900),
-                prompt_tokens=1000,
-            )
-        ],
-        window=8192,
+    # A saved conversation near the end of an 8K window: the next request compacts first.
+    # The agent is capped at 2 steps, so the turn's first request also warns of the cap.
+    history = []
+    for i in range(42):
+        history += [user(f"Reading {i}: " + "the figures were steady and on plan " * 20)]
+        history += [assistant(f"Noted reading {i}.")]
+    d = open_desktop(history=history, max_iterations=2)
+    compactions: list[CompactionEvent] = []
+    d.app.bridge.event.connect(
+        lambda e: compactions.append(e) if isinstance(e, CompactionEvent) else None
     )
     _send(qtbot, d.window, "Go on")
     qtbot.waitUntil(lambda: not d.app.bridge.busy)
+    (done,) = [e for e in compactions if e.phase == "finished"]
+    before, after = done.messages_before, done.messages_after
+    assert before > after > 0
+    warning = iteration_pressure_text(0.5, 1, 2)
     notices = [r for r in d.window.transcript.rows() if r.kind == "notice"]
+    notices = notices[-2:]  # the saved conversation has none; this turn said these
     assert [(n.level, n.marker) for n in notices] == [("warning", ""), ("info", "compaction")]
-    assert notices[1].text.startswith("auto-compacted 84 -> 31 messages (ctx ")
+    assert notices[0].text == warning
+    assert notices[1].text.startswith(f"auto-compacted {before} -> {after} messages (ctx ")
     text = d.window.transcript.toPlainText()
     assert f"⚠  {warning}" in text
-    assert "⇊  auto-compacted 84 -> 31 messages" in text
-    assert "compacted 84 messages into a summary: the prompt neared the context window" in text
+    assert f"⇊  auto-compacted {before} -> {after} messages" in text
+    why = "the prompt neared the context window"
+    assert f"compacted {before} messages into a summary: {why}" in text
     assert d.window.rail.timeline.marker_kinds() == ["compaction"]
 
 
 def test_the_model_loading_shows_a_progress_bar_until_ready(qtbot, open_desktop):
-    d = open_desktop(load_progress=[0.1, 0.5, 0.9, 1.0], start_delay_s=0.6, wait_open=False)
+    # A model Brim loads in its own process (the embedded engine), telling how far it got.
+    engine = InProcessEngine(
+        loads_model_in_process=True, load_progress=[0.1, 0.5, 0.9, 1.0], load_s=0.6
+    )
+    d = open_desktop(engine=engine, wait_open=False)
     seen: list[int] = []
     d.window.load_progress.valueChanged.connect(seen.append)
     qtbot.waitUntil(lambda: d.window.load_progress.isVisible())

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractSlider
 
 from desktop.widgets.follow import top_position
 from desktop.widgets.transcript import TranscriptView
-from tests.helpers.fake_session import FakeTurn
+from tests.helpers.fake_provider import InProcessEngine
 
 POEM = "Roses are red,\nViolets are blue,\nSugar is sweet,\nAnd so are you."
 
@@ -69,7 +69,8 @@ def test_a_reader_who_scrolled_up_stays_on_their_line_and_is_offered_the_latest(
 
 
 def test_a_long_sent_message_does_not_pin_the_view_to_its_top(qtbot, open_desktop):
-    d = open_desktop(turns=[FakeTurn(deltas=["The answer. " * 20] * 30, delay_s=0.01)])
+    d = open_desktop(engine=InProcessEngine(window=131072))  # a window the paste fits in
+    d.engine.script(deltas=["The answer. " * 20] * 30, delay_s=0.01)
     d.window.resize(1000, 700)
     paste = "\n".join(f"line {i}: " + "pasted text " * 6 for i in range(430))  # ~31 KB
     assert len(paste) > 30_000
