@@ -78,7 +78,7 @@ def test_the_server_figures_set_each_run_against_the_sliding_window_without_chun
 
 def test_a_memory_request_replayed_on_the_cached_conversation_is_counted_as_memory():
     from bench.kv_reuse import MEMORY_PROMPT_HEAD, RequestRecorder
-    from engine.context.compaction import Replay, replay_messages
+    from engine.context.replay import Replay, replay_messages
     from engine.memory.replayed_scan import replay_instruction
     from engine.messages import assistant, system, user
 

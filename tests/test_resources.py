@@ -15,9 +15,10 @@ import pytest
 from engine.config import default_agent, ensure_default_agent, parse_agent_text, render_agent
 from engine.config.schema import DEFAULT_SYSTEM_PROMPT
 from engine.context.budget import summary_max_tokens
-from engine.context.compaction import Replay, compact
+from engine.context.compaction import compact
 from engine.context.constants import SUMMARY_HEADINGS
 from engine.context.guided import GUIDED_QUESTIONS, REPLAY_QUESTION
+from engine.context.replay import Replay
 from engine.context.summarizer import REPLAY_MARK, REPLAY_QUESTION_MARK
 from engine.memory import Completion, MemoryService, ScanInput, run_scan
 from engine.memory.replayed_scan import MEMORY_REPLAY_MARK, replay_instruction

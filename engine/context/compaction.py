@@ -22,7 +22,6 @@ raised: the caller trims instead, and the run goes on. Cancellation is not caugh
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -43,13 +42,19 @@ from engine.context.constants import (
     REASON_PREFLIGHT,
     STATED_SUMMARY_SHARE,
     SUMMARY_HEADINGS,
-    SUMMARY_MIN_TOKENS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
 )
 from engine.context.guided import guided_checkpoint
 from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
 from engine.context.model_face import render_for_model, summary_message
 from engine.context.progress import extract_run_progress
+from engine.context.replay import (
+    Replay,
+    ReplayPrefix,
+    fence,
+    replay_messages,
+    replay_request,
+)
 from engine.context.stated import StoreText, carry_statements
 from engine.context.stored_progress import cap_keeping_progress
 from engine.context.summarizer import (
@@ -59,7 +64,7 @@ from engine.context.summarizer import (
     SummaryRequest,
     SummaryResult,
 )
-from engine.messages import Message, alternating
+from engine.messages import Message
 from engine.resources import prompt
 
 log = logging.getLogger(__name__)
@@ -201,11 +206,6 @@ def _tail_start(units: list[Unit], tokens: list[int], budget: int) -> int:
     return start
 
 
-def _fence(label: str, text: str) -> str:
-    nonce = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
-    return f"<<<{label} {nonce}>>>\n{text.strip()}\n<<<END {label} {nonce}>>>"
-
-
 def _cut(text: str, cap: int | None) -> str:
     if cap is None or len(text) <= cap:
         return text
@@ -250,12 +250,12 @@ def build_summary_request(
         prior = "\n\n".join(plan.prior_checkpoints)
         intro.append(
             "The previous checkpoint (merge it into the new one; its Covered So Far "
-            "entries are carried over as they are):\n" + _fence("PREVIOUS CHECKPOINT", prior)
+            "entries are carried over as they are):\n" + fence("PREVIOUS CHECKPOINT", prior)
         )
     if work_state and work_state.strip():
         intro.append(
             "The recorded work state (do not restate it; cover what the transcript adds):\n"
-            + _fence("WORK STATE", work_state)
+            + fence("WORK STATE", work_state)
         )
 
     def assemble(pieces: list[str], omitted: int) -> str:
@@ -265,7 +265,7 @@ def build_summary_request(
         return "\n\n".join(
             [
                 *intro,
-                "The transcript of the messages being removed:\n" + _fence("TRANSCRIPT", body),
+                "The transcript of the messages being removed:\n" + fence("TRANSCRIPT", body),
                 closing,
             ]
         )
@@ -319,27 +319,6 @@ def _text_tokens(text: str, count_message: CountMessage) -> int:
     )
 
 
-@dataclass(frozen=True)
-class Replay:
-    """The conversation exactly as it was last sent (the wire form), its tool schemas and
-    its size by the engine's count (tools and framing included)."""
-
-    messages: tuple[Message, ...]
-    tools: tuple[dict[str, Any], ...]
-    tokens: int
-    at: float = 0.0  # when it was sent: history messages created since came after it
-
-    def newer(self, history: Sequence[Message]) -> list[Message]:
-        """The history's messages that arrived after the request was sent (its answer,
-        tool results, the next user message): they follow the replayed prefix."""
-        return [m for m in history if m.created >= self.at and m.kind == "chat"]
-
-
-# The replayed form's instruction, after the conversation as last sent; it starts with
-# REPLAY_MARK. `{headings}` and `{words}` are filled in.
-REPLAY_INSTRUCTION = prompt("checkpoint_replay")
-
-
 def _newer_to_summarize(
     replay: Replay, messages: Sequence[Message], plan: CompactionPlan
 ) -> list[Message]:
@@ -351,71 +330,6 @@ def _newer_to_summarize(
     while newer and id(newer[-1]) in kept:
         newer.pop()
     return newer
-
-
-def replay_messages(
-    replay: Replay, instruction: str, newer: Sequence[Message] = ()
-) -> list[Message]:
-    """The last-sent conversation, what came after it, then `instruction`, as the wire
-    joins them: the engine's cache holds the first part, so only the rest is evaluated."""
-    return alternating([*replay.messages, *newer, Message(role="user", content=instruction)])
-
-
-def replay_request(
-    replay: Replay,
-    *,
-    window: int,
-    max_tokens: int,
-    work_state: str | None,
-    count_message: CountMessage,
-    newer: Sequence[Message] = (),
-) -> tuple[SummaryRequest, list[Message]] | None:
-    """The checkpoint request on the cached conversation and the newer messages it carries,
-    or None when the answer would not have room in the window (then the transcript form,
-    which is fitted, is used)."""
-    words = max(100, int(max_tokens * 0.6))
-    instruction = REPLAY_INSTRUCTION.format(headings="\n".join(SUMMARY_HEADINGS), words=words)
-    if work_state and work_state.strip():
-        instruction += (
-            "\n\nThe recorded work state (do not restate it; cover what the conversation "
-            "adds):\n" + _fence("WORK STATE", work_state)
-        )
-    cost = count_message(Message(role="user", content=instruction))
-    after = sum(count_message(m) for m in newer)
-    room = window - replay.tokens - cost - SUMMARY_PROMPT_MARGIN_TOKENS
-    if room - after >= SUMMARY_MIN_TOKENS:
-        out, kept = min(max_tokens, room - after), list(newer)
-    elif room >= SUMMARY_MIN_TOKENS:
-        # What came after the last request is the newest part of the history, which the
-        # rebuild keeps verbatim anyway: left out, the cached conversation still fits.
-        out, kept = min(max_tokens, room), []
-    else:
-        return None
-    request = SummaryRequest(
-        messages=replay_messages(replay, instruction, kept), max_tokens=out, tools=replay.tools
-    )
-    return request, kept
-
-
-@dataclass(frozen=True)
-class ReplayPrefix:
-    """What a request on the cached conversation starts with, before its instruction: the
-    conversation as last sent (`replay`) and the newer messages the checkpoint request
-    carries after it (`newer`). A request built on it (`messages`) and the checkpoint
-    request share this whole prefix, so the engine evaluates only their instructions."""
-
-    replay: Replay
-    newer: tuple[Message, ...] = ()
-
-    @property
-    def tools(self) -> tuple[dict[str, Any], ...]:
-        """The tool schemas the conversation was sent with: a replayed request carries them
-        too, or the engine's cached prefix no longer matches."""
-        return self.replay.tools
-
-    def messages(self, instruction: str) -> list[Message]:
-        """The prefix, then `instruction` as the last user message (`replay_messages`)."""
-        return replay_messages(self.replay, instruction, self.newer)
 
 
 # The hook compaction runs just before the summarizer (the memory extractor's): the plan,

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from engine.context.compaction import ReplayPrefix
+from engine.context.replay import ReplayPrefix
 from engine.memory.errors import MemoryStoreError
 from engine.memory.layout import Scope
 from engine.memory.plaintext import strip_controls

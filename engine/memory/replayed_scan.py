@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.context.compaction import ReplayPrefix
+from engine.context.replay import ReplayPrefix
 from engine.memory.sizing import Room
 from engine.memory.sources import SourceSet
 from engine.messages import Message

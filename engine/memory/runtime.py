@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan, ReplayPrefix
+from engine.context.compaction import CompactionPlan
+from engine.context.replay import ReplayPrefix
 from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan, scan_statements
 from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation

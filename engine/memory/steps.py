@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan, ReplayPrefix
+from engine.context.compaction import CompactionPlan
+from engine.context.replay import ReplayPrefix
 from engine.events import (
     ErrorEvent,
     EventSink,

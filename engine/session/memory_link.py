@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan, ReplayPrefix
+from engine.context.compaction import CompactionPlan
+from engine.context.replay import ReplayPrefix
 from engine.events import EventSink, NoticeEvent
 from engine.memory import Complete, SessionMemory, standing_block
 from engine.memory import steps as memory_steps

@@ -13,7 +13,8 @@ from engine.context.checkpoint import (
     render_checkpoint,
     stored_checkpoint,
 )
-from engine.context.compaction import CompactionPlan, Replay, ReplayPrefix, compact
+from engine.context.compaction import CompactionPlan, compact
+from engine.context.replay import Replay, ReplayPrefix
 from engine.messages import Message, alternating, assistant, system, user
 
 from .histories import FakeSummarizer, Ids, count, cycle, is_guided_question, pinned, summaries

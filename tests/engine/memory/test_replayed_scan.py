@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from engine.context.compaction import CompactionResult, Replay, ReplayPrefix, compact
+from engine.context.compaction import CompactionResult, compact
+from engine.context.replay import Replay, ReplayPrefix
 from engine.memory import Completion, MemoryService, SessionMemory
 from engine.memory.extractor import EXTRACTOR_ID
 from engine.memory.replayed_scan import MEMORY_REPLAY_MARK, is_memory_replay
