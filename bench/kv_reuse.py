@@ -28,6 +28,7 @@ without it. The server's own figures; about an hour on two cores.
     KV_REUSE_WINDOWS=4096 python -m bench kv_reuse   # the cases on that window only
     KV_REUSE_SERVER=0 python -m bench kv_reuse       # the embedded engine only
     KV_REUSE_SERVER=only python -m bench kv_reuse    # the llama-server cases only
+    KV_REUSE_CASES=1 python -m bench kv_reuse        # the first case only (1-based, a list)
 """
 
 from __future__ import annotations
@@ -448,13 +449,14 @@ def main() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
     only = {int(w) for w in os.environ.get("KV_REUSE_WINDOWS", "").split(",") if w.strip()}
+    picked = {int(n) for n in os.environ.get("KV_REUSE_CASES", "").split(",") if n.strip()}
     runs = []
     if os.environ.get("KV_REUSE_SERVER") != "only":
         runs += [(case, run_case) for case in CASES]
     if server_wanted():
         runs += [(case, run_server_case) for case in CASES if case.window >= 4096]
     for case, run in runs:
-        if only and case.window not in only:
+        if (only and case.window not in only) or (picked and CASES.index(case) + 1 not in picked):
             continue
         rows, per_request = run(case)
         out.extend(rows)
