@@ -6,7 +6,9 @@ assembled with the parts Brim writes itself: the user's own statements
 (engine/context/stated.py), Covered So Far from the tool calls, and the earlier
 checkpoints' task sections carried forward. A checkpoint that would carry no Goal (the
 summarizer gave none and no earlier checkpoint had one) is given the user's first request
-in the summarized messages, in their own words: the task is never left to the model alone.
+in the summarized messages, in their own words: the task is never left to the model alone,
+and a compaction whose summarizer answers were all refused still carries it (mechanical)
+instead of falling back to a trim that drops it.
 """
 
 from __future__ import annotations
@@ -114,7 +116,7 @@ def assemble_checkpoint(
     checkpoint = carry_forward(checkpoint, priors)
     entries = checkpoint_entries(checkpoint)
     quoted = entries.get(STATED_SECTION, [])
-    goal = first_request_goal(summarized, quoted) if entries and "Goal" not in entries else None
+    goal = first_request_goal(summarized, quoted) if "Goal" not in entries else None
     if goal is None:
         return checkpoint
     _, sections = parse_checkpoint(checkpoint)

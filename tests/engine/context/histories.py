@@ -72,6 +72,15 @@ def chat_run(turns: int = 14) -> list[Message]:
     return msgs
 
 
+def terse_run(turns: int = 14) -> list[Message]:
+    """A conversation in which the user never wrote a request of a few words ("go on"):
+    nothing Brim carries mechanically, not even the user's first request as the Goal."""
+    msgs = [system("You are Brim.")]
+    for _ in range(turns):
+        msgs += [user("go on"), assistant(text(2_400, "because"))]
+    return msgs
+
+
 def pinned(content: str = "Task: audit the repository.") -> Message:
     return Message(role="user", content=content, kind="pinned")
 

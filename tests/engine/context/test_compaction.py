@@ -1,6 +1,7 @@
 import asyncio
 
 from engine.context.checkpoint import (
+    checkpoint_entries,
     covered_keys,
     merge_covered,
     normalize_checkpoint,
@@ -23,6 +24,7 @@ from .histories import (
     pairing_ok,
     pinned,
     summaries,
+    terse_run,
     total,
 )
 
@@ -97,8 +99,9 @@ def test_an_empty_summary_is_refused_and_the_guided_questions_write_the_checkpoi
 
 
 def test_an_empty_summary_with_no_usable_guided_answer_leaves_the_history_as_it_was():
+    """Nothing to carry at all (the user never asked anything of a few words): refused."""
     fake = FakeSummarizer(text="  \n")
-    msgs = chat_run()
+    msgs = terse_run()
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert _guided_asked(fake) > 0  # the premise: the guided questions were refused too
     assert result.status == "refused" and "empty" in result.detail
@@ -117,11 +120,25 @@ def test_a_summary_cut_off_at_its_output_limit_is_refused_for_the_guided_answers
 
 def test_a_cut_off_summary_with_cut_off_guided_answers_leaves_the_history_as_it_was():
     fake = FakeSummarizer(finish_reason="length")
-    msgs = chat_run()
+    msgs = terse_run()
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
     assert _guided_asked(fake) > 0  # the premise: the guided answers were cut off too
     assert result.status == "refused" and "cut off" in result.detail
     assert result.messages == msgs
+
+
+def test_a_chat_whose_summaries_are_all_refused_keeps_the_users_first_request_as_the_goal():
+    """No summarizer answer survives and no tool ran, but the user asked something: the
+    checkpoint is the mechanical part alone, the user's first request quoted as the Goal,
+    rather than a trim that drops it without a word."""
+    fake = FakeSummarizer(finish_reason="length")
+    msgs = chat_run()
+    result = run(compact(msgs, window=WINDOW, count_message=count, summarize=fake))
+    assert _guided_asked(fake) > 0  # the premise: the guided answers were cut off too
+    assert result.ok and result.source == "mechanical"
+    (goal,) = checkpoint_entries(result.checkpoint)["Goal"]
+    assert goal.startswith("The user asked: \u201cQuestion 0: why")
+    assert len(result.messages) < len(msgs)
 
 
 def test_a_run_that_read_files_whose_summaries_are_all_refused_keeps_the_mechanical_checkpoint():
@@ -297,7 +314,7 @@ def test_the_journal_gets_nothing_when_every_summary_is_refused():
     journal = RecordingJournal()
     fake = FakeSummarizer(text="")
     result = run(
-        compact(chat_run(), window=WINDOW, count_message=count, summarize=fake, journal=journal)
+        compact(terse_run(), window=WINDOW, count_message=count, summarize=fake, journal=journal)
     )
     assert _guided_asked(fake) > 0 and result.status == "refused"
     assert journal.entries == []

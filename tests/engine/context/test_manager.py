@@ -14,13 +14,13 @@ from engine.messages import Message, assistant, notice, system, user
 from .histories import (
     FakeSummarizer,
     Ids,
-    chat_run,
     count,
     cycle,
     is_guided_question,
     pairing_ok,
     pinned,
     summaries,
+    terse_run,
     total,
 )
 
@@ -179,7 +179,7 @@ def test_a_failed_summarizer_trims_to_the_compaction_threshold_and_tells_the_use
 def test_a_cut_off_summary_with_cut_off_guided_answers_leaves_the_history_whole_then_trims():
     fake = FakeSummarizer(finish_reason="length")
     manager, events, _ = make(summarize=fake)
-    prepared = run(manager.prepare(chat_run(6)))
+    prepared = run(manager.prepare(terse_run(6)))
     assert any(map(is_guided_question, fake.requests))  # the guided answers were cut off too
     assert prepared.compaction.status == "refused"
     assert "cut off" in events[-1].text
@@ -255,7 +255,7 @@ def test_an_overflow_compacts_regardless_of_the_estimate_and_shrinks_the_history
 
 def test_an_overflow_that_cannot_compact_trims_to_seventy_percent_of_the_history():
     manager, events, _ = make(window=16_000, summarize=FakeSummarizer(text=""))
-    msgs = chat_run(14)
+    msgs = terse_run(14)
     outcome = run(manager.on_overflow(msgs))
     assert outcome.shrank and total(outcome.history) <= 0.7 * total(msgs)
     assert any(isinstance(e, TrimEvent) for e in events)
