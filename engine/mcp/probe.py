@@ -84,7 +84,7 @@ async def check_mcp_server(
         exact = exact and count.counted_exactly([schema])
         costs.append(ToolCost(entry.name, count.count_tools([schema]), entry.read_only))
     counting = count.describe()
-    if costs and not exact and counting.startswith("exact"):
+    if costs and not exact and count.estimate_is_exact:  # it claims exact: it was not asked
         counting = "estimated: the engine did not count these schemas (it did not answer)"
     # Unchanged since the last start (False from write) is kept as well.
     kept = listings is not None and (

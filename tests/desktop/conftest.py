@@ -202,26 +202,14 @@ def real_desktop(qtbot: Any, tmp_path: Path) -> Iterator[Callable[..., RealDeskt
 
 
 @dataclass
-class MemoryDesktop:
-    app: DesktopApp
-    sessions: ScriptedSessions
-    service: MemoryService
+class MemoryDesktop(OpenDesktop):
+    """The window on real sessions with memory on a real root (`service`)."""
 
-    @property
-    def window(self):  # type: ignore[no-untyped-def]
-        return self.app.window
+    service: MemoryService
 
     @property
     def desk(self):  # type: ignore[no-untyped-def]
         return self.app.memory
-
-    @property
-    def engine(self) -> InProcessEngine:
-        return self.sessions.engine
-
-    @property
-    def session(self) -> WatchedSession:
-        return self.sessions.session
 
 
 @pytest.fixture

@@ -146,6 +146,23 @@ def is_guided_question(request: SummaryRequest) -> bool:
     return request.messages[0].content == GUIDED_SYSTEM
 
 
+def guided_answers(answers: dict[str, str]):
+    """A summarizer whose whole checkpoint is always refused (it answers it with nothing),
+    and which answers the guided question holding a key of `answers` with its value ("none"
+    to the others)."""
+
+    async def summarize(request: SummaryRequest) -> SummaryResult:
+        if not is_guided_question(request):
+            return SummaryResult("", "stop")
+        question = request.messages[-1].content
+        for key, answer in answers.items():
+            if key in question:
+                return SummaryResult(answer, "stop")
+        return SummaryResult("none", "stop")
+
+    return summarize
+
+
 @dataclass
 class FakeSummarizer:
     """Answers with a valid checkpoint whose Covered So Far lists only `covered` (it

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 
 from engine.context.checkpoint import checkpoint_entries, stored_checkpoint
-from engine.context.compaction import SummaryRequest, SummaryResult, compact
+from engine.context.compaction import compact
 from engine.context.guided import guided_checkpoint
 from engine.messages import Message, assistant, system, user
 
-from .histories import count, is_guided_question, summaries, text
+from .histories import count, guided_answers, summaries, text
 
 WINDOW = 8_000
 # What SmolLM2 answered a guided question on a clean clone's run of the long embedded test.
@@ -29,25 +29,9 @@ def _notes_run(turns: int = 14) -> list[Message]:
     return msgs
 
 
-def _guided_only(answers: dict[str, str]):
-    """A summarizer whose whole checkpoint is always refused, and which answers the guided
-    question holding a key of `answers` with its value ("none" to the others)."""
-
-    async def summarize(request: SummaryRequest) -> SummaryResult:
-        if not is_guided_question(request):
-            return SummaryResult("", "stop")
-        question = request.messages[-1].content
-        for key, answer in answers.items():
-            if key in question:
-                return SummaryResult(answer, "stop")
-        return SummaryResult("none", "stop")
-
-    return summarize
-
-
 def test_a_guided_answer_that_apologises_as_the_assistant_is_dropped():
     reference = APOLOGY + " " + FIRST_REQUEST
-    summarize = _guided_only(
+    summarize = guided_answers(
         {"trying to get done": "Build server 0 runs job alpha-0.", "preferences": APOLOGY}
     )
     checkpoint = asyncio.run(guided_checkpoint("TRANSCRIPT", summarize, reference=reference))
@@ -59,7 +43,7 @@ def test_a_guided_answer_that_apologises_as_the_assistant_is_dropped():
 
 def test_a_checkpoint_without_a_goal_from_the_model_quotes_the_users_first_request():
     msgs = _notes_run()
-    summarize = _guided_only(
+    summarize = guided_answers(
         {
             "should happen next": "Build server 3 runs job alpha-3 next.",
             "exact names": "alpha-0, alpha-3, build server 3.",
@@ -77,7 +61,7 @@ def test_a_checkpoint_without_a_goal_from_the_model_quotes_the_users_first_reque
 
 def test_the_models_own_goal_is_kept_and_no_request_is_quoted_beside_it():
     msgs = _notes_run()
-    summarize = _guided_only({"trying to get done": "Keep notes about build server 0 jobs."})
+    summarize = guided_answers({"trying to get done": "Keep notes about build server 0 jobs."})
     result = asyncio.run(compact(msgs, window=WINDOW, count_message=count, summarize=summarize))
     (summary,) = summaries(result.messages)
     goal = checkpoint_entries(stored_checkpoint(summary))["Goal"]
@@ -87,7 +71,7 @@ def test_the_models_own_goal_is_kept_and_no_request_is_quoted_beside_it():
 def test_a_statement_the_checkpoint_already_quotes_is_not_quoted_again_in_the_goal():
     msgs = _notes_run()
     msgs[1] = user("I keep every build log for 30 days. " + msgs[1].content)
-    summarize = _guided_only({})  # nothing usable: the checkpoint is Brim's own
+    summarize = guided_answers({})  # nothing usable: the checkpoint is Brim's own
     result = asyncio.run(compact(msgs, window=WINDOW, count_message=count, summarize=summarize))
     (summary,) = summaries(result.messages)
     assert summary.content.count("I keep every build log for 30 days.") == 1

@@ -13,7 +13,7 @@ from engine.context.guided import guided_checkpoint
 from engine.context.summary_checks import unusable_reason
 from engine.messages import assistant, system, user
 
-from .histories import count, is_guided_question, summaries
+from .histories import count, guided_answers, is_guided_question, summaries
 
 CONVERSATION = (
     "I am planning a trip to Lisbon with my sister in May. My budget for the whole trip is "
@@ -57,19 +57,8 @@ def test_a_faithful_summary_is_not_refused(answer):
     assert unusable_reason(answer, reference) is None
 
 
-def _answering(by_question: dict[str, str]):
-    async def summarize(request: SummaryRequest) -> SummaryResult:
-        question = request.messages[-1].content
-        for key, text in by_question.items():
-            if key in question:
-                return SummaryResult(text, "stop")
-        return SummaryResult("none", "stop")
-
-    return summarize
-
-
 def test_a_degenerate_guided_answer_is_refused_and_never_becomes_the_goal():
-    summarize = _answering(
+    summarize = guided_answers(
         {
             "trying to get done": LOOP,
             "requirements or preferences": "**Done** ## Done - (none)",
@@ -88,7 +77,7 @@ def test_a_degenerate_guided_answer_is_refused_and_never_becomes_the_goal():
 def test_a_guided_answer_that_only_echoes_its_question_is_refused():
     """Seen on the bundled model: "Decided: What was decided so far? The answer is." reached
     the model as what had been decided."""
-    summarize = _answering(
+    summarize = guided_answers(
         {
             "trying to get done": "Plan a trip to Lisbon in May.",
             "requirements or preferences": "Which requirements or preferences did the user state?",
