@@ -26,6 +26,9 @@ _CONTROL_CLASS = (
     "\U000e0000-\U000e007f"
 )
 _CONTROL = re.compile(f"[{_CONTROL_CLASS}]")
+# What `visible` shows instead of obeying: the above, save a carriage return that ends a
+# line before its newline (a line break, as `control_characters` reads multi-line text).
+_SHOWN = re.compile(f"(?!\r\n)[{_CONTROL_CLASS}]")
 # What `check_plain` refuses in a one-line field: the above, and tab or newline too.
 _CONTROL_OR_BREAK = re.compile(f"[{_CONTROL_CLASS}\t\n]")
 
@@ -78,8 +81,8 @@ def _shown(match: re.Match[str]) -> str:
 
 def visible(text: str) -> str:
     """`text` with each control or invisible character shown instead of obeyed: what a
-    terminal or a dialog prints."""
-    return _CONTROL.sub(_shown, text)
+    terminal or a dialog prints. A Windows line break (CR LF) stays a line break."""
+    return _SHOWN.sub(_shown, text)
 
 
 def safe_json(value: Any) -> str:
