@@ -145,16 +145,24 @@ def alternating(messages: list[Message]) -> list[Message]:
     of a resumed conversation before the next one. Many also take one system message only,
     first; the summary is condensed history in the system role (docs/design/context.md), so
     it goes into that one message, after the system prompt (a summary saved by an older Brim as an
-    assistant message goes there too). Joining is deterministic, so a stable history stays
-    a stable prefix: the system prompt's own text still leads the request."""
+    assistant message goes there too). A summary that follows kept messages of the
+    conversation instead (laid there for an engine that reuses them where they now stand)
+    is a user turn there. Joining is deterministic, so a stable history stays a stable
+    prefix: the system prompt's own text still leads the request."""
     out: list[Message] = []
+    conversed = False  # a message of the conversation itself (not the fixed head) is out
     for message in messages:
-        if message.kind == "summary" or (message.role == "system" and out):
+        if message.kind == "summary" and conversed:
+            # A checkpoint after kept messages (an engine that reuses them where they now
+            # stand): a user turn in its place, joined with the request that follows it.
+            message = replace(message, role="user")
+        elif message.kind == "summary" or (message.role == "system" and out):
             if out and out[0].role == "system":
                 out[0] = replace(out[0], content=out[0].content + "\n\n" + message.content)
             else:
                 out.append(replace(message, role="system"))
             continue
+        conversed = conversed or (message.kind == "chat" and message.role != "system")
         previous = out[-1] if out else None
         if previous is not None and previous.role == "user" and message.role == "user":
             out[-1] = replace(previous, content=previous.content + "\n\n" + message.content)

@@ -104,6 +104,17 @@ class CompactionPlan:
         kept = {id(m) for m in self.tail}
         return [m for m in self.middle if id(m) not in kept]
 
+    def checkpoint_at(self, after_kept: bool) -> int:
+        """Where in the tail the rebuild puts the checkpoint: first (0), or with `after_kept`
+        just before the current turn's request (the tail's last user message), so that the
+        kept messages ahead of it keep their order in the engine's cache. An engine that
+        moves a kept part of its cache to a new place (llama-server's chunk reuse) then
+        reuses them; new text ahead of them, the checkpoint, would end its matching there."""
+        if not after_kept:
+            return 0
+        return next((i for i in range(len(self.tail) - 1, -1, -1)
+                     if is_turn_start(self.tail[i])), 0)  # fmt: skip
+
     @property
     def nothing_to_summarize(self) -> bool:
         """Nothing old enough, or too little to be worth a summary of its own."""
@@ -320,12 +331,14 @@ def _text_tokens(text: str, count_message: CountMessage) -> int:
 
 
 def _newer_to_summarize(
-    replay: Replay, messages: Sequence[Message], plan: CompactionPlan
+    replay: Replay, messages: Sequence[Message], after_checkpoint: Sequence[Message]
 ) -> list[Message]:
     """What came after the last request that the summarizer must read: the part the
-    rebuild keeps verbatim at the end of the tail is left out, so the engine does
-    not evaluate it once for the summary and again in its new place after it."""
-    kept = {id(m) for m in plan.tail}
+    rebuild keeps verbatim after the checkpoint is left out, so the engine does not
+    evaluate it once for the summary and again in its new place after it. (What the
+    rebuild keeps ahead of the checkpoint stays in: the engine then holds it in the order
+    the rebuild sends it.)"""
+    kept = {id(m) for m in after_checkpoint}
     newer = replay.newer(messages)
     while newer and id(newer[-1]) in kept:
         newer.pop()
@@ -374,6 +387,7 @@ async def compact(
     before_summarize: BeforeSummarize | None = None,
     replay: Replay | None = None,
     store_result: StoreText | None = None,
+    checkpoint_after_kept: bool = False,
 ) -> CompactionResult:
     """Summarize the middle of `messages` and rebuild the history around the summary.
 
@@ -391,7 +405,9 @@ async def compact(
     summary is appended to `journal` before it enters the context; a journal that cannot
     be written is reported in `journal_error` and does not stop the compaction.
     `store_result` keeps the oldest user statements that outgrow their budget, and the
-    files and steps the checkpoint's cap leaves out.
+    files and steps the checkpoint's cap leaves out. `checkpoint_after_kept` (an engine
+    that reuses kept parts of its cache at a new place) puts the checkpoint after the
+    kept messages that precede the current request (`CompactionPlan.checkpoint_at`).
     """
     tail_budget = tail_tokens if tail_tokens is not None else recent_tail_tokens(window)
     plan = plan_compaction(messages, count_message=count_message, tail_tokens=tail_budget)
@@ -403,7 +419,9 @@ async def compact(
         )  # fmt: skip
 
     out_tokens = max_summary_tokens or summary_max_tokens(window)
-    newer = _newer_to_summarize(replay, messages, plan) if replay is not None else []
+    split = plan.checkpoint_at(checkpoint_after_kept)
+    ahead, behind = plan.tail[:split], plan.tail[split:]
+    newer = _newer_to_summarize(replay, messages, behind) if replay is not None else []
     replayed = (
         replay_request(replay, window=window, max_tokens=out_tokens, work_state=work_state,
                        count_message=count_message, newer=newer)
@@ -421,7 +439,7 @@ async def compact(
             log.warning("the pre-summary hook failed; compacting anyway", exc_info=True)
 
     def face_tokens(checkpoint: str) -> int:
-        return _text_tokens(render_for_model(checkpoint), count_message)
+        return _text_tokens(render_for_model(checkpoint, after=bool(ahead)), count_message)
 
     stated = carry_statements(
         plan.prior_checkpoints,
@@ -497,9 +515,9 @@ async def compact(
         checkpoint, out_tokens, face_tokens, lambda t: _text_tokens(t, count_message),
         store_result,
     )  # fmt: skip
-    summary = summary_message(checkpoint)
+    summary = summary_message(checkpoint, after=bool(ahead))
     continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")
-    rebuilt = [*plan.head, summary, continuation, *plan.tail]
+    rebuilt = [*plan.head, *ahead, summary, continuation, *behind]
     if sum(map(count_message, rebuilt)) >= sum(map(count_message, original)):
         return _result(
             "refused", reason, original, original, count_message,

@@ -110,6 +110,7 @@ class ContextManager:
         before_summarize: BeforeSummarize | None = None,
         output_reserve: int = 0,
         summarizer_shares_cache: bool = False,
+        checkpoint_after_kept: bool = False,
     ) -> None:
         self.budget = ContextBudget(window, compaction_ratio, reserve_tokens, output_reserve)
         self.count_message = count_message
@@ -125,6 +126,9 @@ class ContextManager:
         # The summarizer is the agent's own model on the same engine: compaction replays the
         # conversation as last sent (its KV cache) instead of retelling it as a transcript.
         self.summarizer_shares_cache = summarizer_shares_cache
+        # The engine reuses kept messages where a compaction moves them (llama-server's
+        # chunk reuse): the checkpoint goes after them, before the current request.
+        self.checkpoint_after_kept = checkpoint_after_kept
         self._last_sent: Replay | None = None
         self._just_compacted = False
         self._progress_note = ""
@@ -513,6 +517,7 @@ class ContextManager:
             guided_only=self._guided_only,
             replay=self._last_sent if self.summarizer_shares_cache else None,
             store_result=self.store_result,
+            checkpoint_after_kept=self.checkpoint_after_kept,
         )
         if result.freeform_refused:
             self._guided_only = True

@@ -33,6 +33,11 @@ OPENING = (
     "Earlier in this conversation you and the user exchanged messages no longer shown here. "
     "From them:"
 )
+# The opening of a checkpoint placed after kept messages, before the current request.
+OPENING_AFTER = (
+    "Before the messages above, you and the user exchanged messages no longer shown here. "
+    "From them:"
+)
 CLOSING = "The latest messages follow. Continue from them and answer the user directly."
 # (section, how the model is told it); each section's entries join into one line.
 LINES: tuple[tuple[str, str], ...] = (
@@ -85,8 +90,10 @@ def _quoted(statement: str) -> str:
     return f"\u201c{text}\u201d"
 
 
-def render_for_model(checkpoint: str) -> str:
-    """What the agent's model is shown for a stored checkpoint ("" when it holds nothing)."""
+def render_for_model(checkpoint: str, *, after: bool = False) -> str:
+    """What the agent's model is shown for a stored checkpoint ("" when it holds nothing);
+    `after`: the checkpoint follows kept messages of the conversation, instead of leading
+    it."""
     entries = checkpoint_entries(checkpoint)
     lines: list[str] = []
     goal = _joined(entries.get("Goal", []))
@@ -113,15 +120,16 @@ def render_for_model(checkpoint: str) -> str:
             lines.append(template.format(text))
     if not lines:
         return ""
-    return "\n".join([OPENING, *lines, CLOSING])
+    return "\n".join([OPENING_AFTER if after else OPENING, *lines, CLOSING])
 
 
-def summary_message(checkpoint: str) -> Message:
+def summary_message(checkpoint: str, *, after: bool = False) -> Message:
     """The history's summary message: the model's face as its content (what is sent and
-    counted), the stored checkpoint beside it for the next merge."""
+    counted), the stored checkpoint beside it for the next merge; `after` as in
+    `render_for_model`."""
     return Message(
         role=SUMMARY_ROLE,
-        content=render_for_model(checkpoint),
+        content=render_for_model(checkpoint, after=after),
         kind="summary",
         meta=((CHECKPOINT_META, checkpoint),),
     )

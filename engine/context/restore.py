@@ -1,12 +1,13 @@
 """Undoing a compaction: the history with the checkpoint taken out and what it replaced put
 back where it stood.
 
-A compaction rebuilds `[head, checkpoint, continuation, tail]`; restoring it removes the
-checkpoint and its continuation note and puts the replaced messages (an earlier checkpoint
-it merged among them) back in the order the history had before the compaction ran. What
-came after the compaction stays after it, in its order. Only a checkpoint that is still
-live can be undone: one that a later compaction merged is restored by restoring that one
-first (which brings it back).
+A compaction rebuilds `[head, checkpoint, continuation, tail]`, or, for an engine that
+reuses kept messages where they now stand, lays the checkpoint inside the tail, before the
+current request. Restoring it removes the checkpoint and its continuation note and puts
+the replaced messages (an earlier checkpoint it merged among them) back in the order the
+history had before the compaction ran. What came after the compaction stays after it, in
+its order. Only a checkpoint that is still live can be undone: one that a later compaction
+merged is restored by restoring that one first (which brings it back).
 """
 
 from __future__ import annotations
@@ -48,13 +49,21 @@ def restored_history(
     )
     if at is None:
         return None
-    head = list(live[:at])
     rest = list(live[at + 1 :])
     if rest and rest[0].kind == "continuation":
         rest = rest[1:]  # the note that followed the checkpoint goes with it
     present = {m.id for m in live}
-    segment = [m for m in replaced if m.id not in present] + rest
+    # The checkpoint may stand after kept messages (laid for an engine that reuses them
+    # there), so what precedes it is put back in order too, not only what follows it.
+    before = list(live[:at]) + [m for m in replaced if m.id not in present]
+    segment = before + rest
     position = {message_id: index for index, message_id in enumerate(order)}
     late = len(position)
-    ranked = sorted(enumerate(segment), key=lambda item: (position.get(item[1].id, late), item[0]))
-    return head + [message for _, message in ranked]
+    keys: list[int] = []
+    for index, message in enumerate(segment):
+        known = position.get(message.id)
+        if known is None:  # newer than the compaction, or kept where it stood ahead of it
+            known = late if index >= len(before) else (keys[-1] if keys else -1)
+        keys.append(known)
+    ranked = sorted(enumerate(segment), key=lambda item: (keys[item[0]], item[0]))
+    return [message for _, message in ranked]

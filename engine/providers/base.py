@@ -153,6 +153,11 @@ class Provider(ABC):
     # engine): the session then says "loading model" while it loads, and a reflection, which
     # loads its own copy, waits for the session to close rather than run beside it.
     loads_model_in_process: bool = False
+    # Whether the engine reuses a kept run of its cache at a new position, not only the
+    # common prefix (llama-server's chunk reuse, which Brim asks for on every request): a
+    # compaction then lays its checkpoint after the kept messages instead of ahead of them,
+    # so the engine does not evaluate them again (engine/context/compaction.py).
+    reuses_moved_cache: bool = False
 
     def __init__(self, base_url: str | None = None) -> None:
         url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")

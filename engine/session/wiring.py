@@ -129,6 +129,7 @@ def wire_agent_loop(
         output_reserve=reserve,
         summarizer_window=setting.summarizer_window,
         summarizer_shares_cache=setting.summarizer_shares_cache,
+        checkpoint_after_kept=provider.reuses_moved_cache,
     )
     loop = AgentLoop(
         agent=agent,

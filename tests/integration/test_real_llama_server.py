@@ -164,3 +164,83 @@ def test_after_a_trim_llama_server_shifts_the_kept_messages_instead_of_evaluatin
     evaluated = second.prompt_tokens - second.cached_tokens
     assert second.prompt_tokens > 300
     assert evaluated < 64, (second.prompt_tokens, second.cached_tokens)
+
+
+def test_after_a_compaction_llama_server_reuses_the_kept_messages_ahead_of_the_checkpoint(
+    tmp_path: Path,
+):
+    """A compaction keeps the newest messages verbatim. On llama-server, Brim lays the
+    checkpoint after the kept messages, just before the current request, so the server's
+    chunk reuse finds them in its cache (moved to their new place) and the first request
+    after the compaction evaluates the checkpoint and the request, not the kept messages
+    again. Laid ahead of them, the checkpoint is new text that ends the server's matching:
+    only the system prompt came from the cache."""
+    import asyncio
+
+    from engine.config import AgentConfig
+    from engine.events import CompactionEvent, Event, UsageEvent
+    from engine.messages import alternating
+    from engine.paths import BrimPaths
+    from engine.providers.embedded import default_model_path
+    from engine.providers.gguf_tokenizer import GgufTokenizer
+    from engine.session import ChatSession
+    from engine.store import Store
+
+    def turn(i: int) -> str:
+        log = "\n".join(
+            f"  {i:02d}:{m:02d}:07 worker-{m % 4} shard {i * 7 + m} committed "
+            f"{(i + 1) * (m + 3) * 11} rows in {m * 13 + 40} ms (queue depth {m + i % 5})"
+            for m in range(5)
+        )
+        return (
+            f"Step {i}: the service on port {8000 + i} restarted after job batch-{i} wrote "
+            f"{i * 37} records to /srv/data/part-{i}.csv. The log of that run:\n{log}\n"
+            "Acknowledge briefly."
+        )
+
+    # Turns of ~250 tokens on a 4,096 window: the compaction's request replays the
+    # conversation the server holds (a 2,048 window leaves no room for that replay).
+    turns = [turn(i) for i in range(24)]
+    events: list[Event] = []
+
+    async def run(url: str) -> str:
+        agent = AgentConfig(
+            name="reuse", provider="llamacpp", base_url=url, model="", max_tokens=24
+        )
+        session = ChatSession(agent, BrimPaths.resolve(tmp_path), events.append)
+        await session.start()
+        try:
+            for text in turns:
+                await session.send(text)
+                if any(isinstance(e, CompactionEvent) and e.phase == "finished" for e in events):
+                    break
+        finally:
+            await session.close()
+        return session.conversation_id
+
+    with running_llama_server(tmp_path, ctx=4096, parallel=1) as server:
+        conversation = asyncio.run(run(server.url))
+
+    finished = next(
+        i for i, e in enumerate(events) if isinstance(e, CompactionEvent) and e.phase == "finished"
+    )
+    after = next(e for e in events[finished:] if isinstance(e, UsageEvent))
+    with Store.open(BrimPaths.resolve(tmp_path).db_path) as store:
+        live = store.messages(conversation)
+    # The messages the compaction kept verbatim before the request it was made for
+    # (wherever the checkpoint stands), counted as the server frames them.
+    request = max(i for i, m in enumerate(live) if m.role == "user" and m.kind == "chat")
+    kept = [m for m in live[1:request] if m.kind == "chat"]
+    tokenizer = GgufTokenizer(default_model_path())
+    prompt_alone = len(tokenizer.request_tokens(alternating(live[:1])))
+    ahead = len(tokenizer.request_tokens(alternating(live[:1] + kept))) - prompt_alone
+    assert ahead > 200, "the compaction kept too little before the request to tell"
+    assert after.prompt_tokens and after.cached_tokens is not None
+    # The kept messages came from the cache, less the previous answer, which the
+    # compaction's own request displaced (a few dozen tokens at most).
+    assert after.cached_tokens >= prompt_alone + ahead - 48, (
+        after.prompt_tokens,
+        after.cached_tokens,
+        prompt_alone,
+        ahead,
+    )

@@ -124,10 +124,15 @@ def newest_unit_tokens(messages: list[Message]) -> int:
 
 
 @PROPERTY
-@given(histories(max_turns=8), st.sampled_from([2_048, 4_096, 8_192]))
-def test_compaction_rebuilds_a_valid_history_around_one_merged_summary(msgs, window):
+@given(histories(max_turns=8), st.sampled_from([2_048, 4_096, 8_192]), st.booleans())
+def test_compaction_rebuilds_a_valid_history_around_one_merged_summary(msgs, window, after_kept):
+    """`after_kept`: the layout for an engine that reuses kept messages where they now
+    stand (the checkpoint before the current request instead of ahead of the tail)."""
     fake = FakeSummarizer()
-    result = asyncio.run(compact(msgs, window=window, count_message=count, summarize=fake))
+    result = asyncio.run(
+        compact(msgs, window=window, count_message=count, summarize=fake,
+                checkpoint_after_kept=after_kept)
+    )  # fmt: skip
     out = result.messages
     event(f"compaction {result.status}")
     assert pairing_ok(out)
@@ -137,10 +142,18 @@ def test_compaction_rebuilds_a_valid_history_around_one_merged_summary(msgs, win
         return
     head = [m for m in msgs if is_fixed(m) and m.kind not in ("summary", "continuation")]
     assert out[: len(head)] == head
-    assert [m.kind for m in out[len(head) : len(head) + 2]] == ["summary", "continuation"]
     assert len(summaries(out)) == 1
+    at = next(i for i, m in enumerate(out) if m.kind == "summary")
+    assert out[at + 1].kind == "continuation"
+    kept = [m for m in out[len(head) :] if m.kind not in ("summary", "continuation")]
+    assert kept == [*out[len(head) : at], *out[at + 2 :]]
     assert out[-1] is msgs[-1]
-    assert is_subsequence(out[len(head) + 2 :], msgs)
+    assert is_subsequence(kept, msgs)
+    starts = [i for i, m in enumerate(out) if is_turn_start(m)]
+    if not after_kept or not starts:
+        assert at == len(head)
+    else:  # just before the last request the tail kept, and no earlier
+        assert at + 2 == starts[-1]
     assert result.tokens_after < result.tokens_before
     for prior in summaries(msgs):
         assert covered_keys(stored_checkpoint(prior)) <= covered_keys(result.checkpoint)

@@ -14,18 +14,21 @@ from .histories import FakeSummarizer, count, histories, turns
 from .test_properties import PROPERTY
 
 
-def _compacted(msgs: list[Message], window: int):  # type: ignore[no-untyped-def]
+def _compacted(msgs: list[Message], window: int, after_kept: bool = False):  # type: ignore[no-untyped-def]
     return asyncio.run(
-        compact(msgs, window=window, count_message=count, summarize=FakeSummarizer())
-    )
+        compact(msgs, window=window, count_message=count, summarize=FakeSummarizer(),
+                checkpoint_after_kept=after_kept)
+    )  # fmt: skip
 
 
 @PROPERTY
-@given(histories(max_turns=8), turns(max_turns=3), st.sampled_from([2_048, 4_096]))
+@given(histories(max_turns=8), turns(max_turns=3), st.sampled_from([2_048, 4_096]), st.booleans())
 def test_restoring_a_compaction_gives_back_the_history_it_replaced_and_keeps_what_came_after(
-    msgs, more, window
+    msgs, more, window, after_kept
 ):
-    result = _compacted(msgs, window)
+    """Either layout: the checkpoint ahead of the kept messages, or after them (for an
+    engine that reuses them where they now stand)."""
+    result = _compacted(msgs, window, after_kept)
     event(f"compaction {result.status}")
     if not result.ok:
         return

@@ -126,9 +126,15 @@ def test_after_compactions_the_model_is_sent_no_heading_placeholder_or_summary_v
         for artefact in ("(none)", "The user is asking", "left out to fit", "[Checkpoint", "<<<"):
             assert artefact not in sent, (artefact, sent[:600])
         assert "Não deve" not in sent and "Bimbaisiliega" not in sent
-        # The context sits in the one system message, addressed to the model.
+        # The context is addressed to the model. On llama-server, whose cache reuses the
+        # kept messages where they now stand, it follows them as a user turn (the system
+        # message keeps only the prompt).
         assert body["messages"][0]["role"] == "system"
-        assert "Earlier in this conversation you and the user" in body["messages"][0]["content"]
+        assert "exchanged messages" not in body["messages"][0]["content"]
+        assert any(
+            m["role"] == "user" and "Before the messages above, you and the user" in m["content"]
+            for m in body["messages"]
+        ), sent[:600]
 
 
 def test_six_stated_facts_survive_three_compactions_by_a_summarizer_that_drops_them(
