@@ -39,6 +39,8 @@ OPENING_AFTER = (
     "From them:"
 )
 CLOSING = "The latest messages follow. Continue from them and answer the user directly."
+# After kept messages, only the user's current message follows the checkpoint.
+CLOSING_AFTER = "The user's latest message follows. Answer the user directly."
 # (section, how the model is told it); each section's entries join into one line.
 LINES: tuple[tuple[str, str], ...] = (
     ("Goal", "The user wants: {}"),
@@ -120,7 +122,9 @@ def render_for_model(checkpoint: str, *, after: bool = False) -> str:
             lines.append(template.format(text))
     if not lines:
         return ""
-    return "\n".join([OPENING_AFTER if after else OPENING, *lines, CLOSING])
+    if after:
+        return "\n".join([OPENING_AFTER, *lines, CLOSING_AFTER])
+    return "\n".join([OPENING, *lines, CLOSING])
 
 
 def summary_message(checkpoint: str, *, after: bool = False) -> Message:
