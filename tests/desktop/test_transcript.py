@@ -78,7 +78,9 @@ def test_tool_calls_are_collapsed_rows_that_open_to_show_arguments_and_result(
     assert "▾  ⚙ read_file" in text and "line two" in text and '"path": "notes.md"' in text
     d.window.transcript.toggle(tool.id)
     assert "line two" not in d.window.transcript.toPlainText()
-    # The order the user saw: their message, the tool row, the answer, the receipt.
+    # The order the user saw: their message, the tool row, the answer, the receipt
+    # (the receipt follows the answer's last delta, once the turn has ended).
+    qtbot.waitUntil(lambda: not d.app.bridge.busy)
     kinds = [r.kind for r in d.window.transcript.rows()]
     assert kinds == ["user", "tool", "assistant", "receipt"]
 
