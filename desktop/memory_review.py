@@ -11,7 +11,8 @@ until OK is pressed again, so the person sees what did not happen. Decisions run
 engine thread; the dialog only shows them.
 
 Keyboard: Up and Down move between items, Space toggles one, Ctrl+A checks all (or none),
-Enter is OK, Escape leaves.
+Enter is OK, except that it never rejects a whole page (with nothing checked it only says
+so), Escape leaves.
 """
 
 from __future__ import annotations
@@ -330,7 +331,8 @@ class MemoryReviewDialog(QDialog):
         page = self._pages[self._page]
         total = sum(len(p) for p in self._pages)
         self.heading.setText(
-            f"Page {self._page + 1} of {len(self._pages)}  ·  {total} suggestions waiting"
+            f"Page {self._page + 1} of {len(self._pages)}  ·  "
+            f"{total} suggestion{'' if total == 1 else 's'} waiting"
         )
         self.hint.setText(PAGE_HINT)
         self.all_button.setEnabled(True)
@@ -497,6 +499,24 @@ class MemoryReviewDialog(QDialog):
         self.done(code)
 
     # -- keys and links ---------------------------------------------------------------------
+
+    def _enter_would_reject_all(self) -> bool:
+        """Enter on a page where nothing is checked would reject every suggestion on it: a
+        keystroke too easy to make for a decision that cannot be taken back."""
+        if self._busy or self._held or not self._pages:
+            return False
+        open_items = [i for i in self._items if not i.decided]
+        return bool(open_items) and not any(i.checked for i in open_items)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self._enter_would_reject_all():
+            self.say(
+                "Nothing is checked, so Enter rejected nothing. Space checks a suggestion to "
+                f"keep it; the “{self.ok_button.text()}” button rejects this page."
+            )
+            event.accept()
+            return
+        super().keyPressEvent(event)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):

@@ -106,7 +106,7 @@ def test_the_last_half_page_closes_the_review_when_it_is_decided(memory_desktop:
     d = memory_desktop(prepare=lambda s: ids.extend(x.id for x in queue_facts(s, sentences(20))))
     dialog = _review(d, qtbot)
     for page in (1, 2):
-        _press(dialog, Qt.Key.Key_Return)  # nothing checked: the page is rejected
+        dialog.ok_button.click()  # nothing checked: "Reject 8" rejects the page
         qtbot.waitUntil(lambda page=page: dialog.page_index == page and not dialog.busy)
     assert len(dialog.items()) == 4
     _press(dialog, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
@@ -115,6 +115,30 @@ def test_the_last_half_page_closes_the_review_when_it_is_decided(memory_desktop:
     assert _written(d.service) == set(ids[16:])
     assert d.service.pending() == []
     qtbot.waitUntil(lambda: not d.window.memory_badge.isVisible(), timeout=5000)
+
+
+def test_enter_with_nothing_checked_rejects_nothing_and_says_why(memory_desktop: Any, qtbot: Any):
+    ids: list[str] = []
+    d = memory_desktop(prepare=lambda s: ids.extend(x.id for x in queue_facts(s, sentences(3))))
+    dialog = _review(d, qtbot)
+    assert dialog.ok_button.text() == "Reject 3"
+    _press(dialog, Qt.Key.Key_Return)
+    qtbot.wait(200)
+    assert [s.id for s in d.service.pending()] == ids  # nothing was decided
+    assert dialog.isVisible() and dialog.result.rejected == []
+    assert "Nothing is checked" in dialog.footer.text()
+    # Checked, Enter accepts that one and rejects the other two, as before.
+    _press(dialog, Qt.Key.Key_Space)
+    _press(dialog, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=5000)
+    assert _written(d.service) == {ids[0]}
+    assert sorted(dialog.result.rejected) == sorted(ids[1:])
+
+
+def test_one_waiting_suggestion_is_counted_in_the_singular(memory_desktop: Any, qtbot: Any):
+    d = memory_desktop(prepare=lambda s: queue_facts(s, sentences(1)))
+    dialog = _review(d, qtbot)
+    assert dialog.heading.text().endswith("1 suggestion waiting")
 
 
 def _amendment(service: MemoryService) -> Suggestion:
