@@ -233,6 +233,10 @@ class MainWindow(QMainWindow):
         )
         add_shortcut(self, "Edit agent", shortcuts.EDIT_AGENT, self.sidebar.edit_current)
         add_shortcut(self, "Quit", shortcuts.QUIT, self.close)
+        self.stop_action = add_shortcut(
+            self, "Stop the answer", shortcuts.STOP_ANSWER, self.cancel_turn
+        )
+        self.stop_action.setEnabled(False)
         self.composer.setFocus()
 
     # -- intents ----------------------------------------------------------------------------
@@ -582,6 +586,7 @@ class MainWindow(QMainWindow):
     @Slot(bool)
     def _on_busy_changed(self, busy: bool) -> None:
         self.send_button.set_busy(busy)
+        self.stop_action.setEnabled(busy)
 
     @Slot()
     def _overlay_closed(self) -> None:

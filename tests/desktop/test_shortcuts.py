@@ -69,3 +69,17 @@ def test_ctrl_comma_opens_the_agent_editor_and_ctrl_q_closes_the_window(
         qtbot.waitUntil(d.window.isActiveWindow)
         qtbot.keyClick(d.window.composer, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
         qtbot.waitUntil(lambda: not d.window.isVisible())
+
+
+def test_esc_stops_the_answer_while_the_sidebar_has_the_focus(qtbot: Any, open_desktop: Any):
+    d = open_desktop()
+    d.engine.script("working", hold=True)
+    d.window.composer.setPlainText("A long job")
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: d.window.header.state() == "streaming")
+    d.window.sidebar.tree.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is d.window.sidebar.tree)
+    qtbot.keyClick(d.window.sidebar.tree, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not d.app.bridge.busy, timeout=5000)
+    assert d.session.cancels == 1
+    qtbot.waitUntil(lambda: "Turn cancelled." in d.window.transcript.toPlainText(), timeout=3000)
