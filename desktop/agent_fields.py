@@ -15,6 +15,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPlainTextEdit, QSizePolicy, QWidget
 
+from desktop.wheel_guard import wheel_only_when_focused
+
 from engine.api import (
     AGENT_FIELDS,
     FIELDS_BY_NAME,
@@ -193,6 +195,8 @@ def make_field(name: str) -> SettingField:
         elif spec.default is not None:
             line.setPlaceholderText(f"blank: {spec.format_text(spec.default)}")
         widget = line
+    if isinstance(widget, QComboBox):
+        wheel_only_when_focused(widget)
     widget.setObjectName(f"field_{name}")
     widget.setToolTip(spec.description)
     problem = QLabel("", objectName="fieldProblem")
