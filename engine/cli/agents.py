@@ -31,7 +31,9 @@ _FLAG_FIELDS = (
 
 def agent_from_flags(args: argparse.Namespace, paths: BrimPaths) -> AgentConfig:
     """The agent a command runs: `--agent NAME`, else one built from engine flags, else the
-    default agent. Engine flags on top of `--agent` override its fields."""
+    default agent as its file says (the window runs that file too, and the conversation is
+    filed under it), or the built-in default where no such file exists. Engine flags on top
+    of the agent override its fields."""
     if getattr(args, "agent", None):
         base = named_agent(args.agent, paths)
     elif args.provider:
@@ -40,8 +42,22 @@ def agent_from_flags(args: argparse.Namespace, paths: BrimPaths) -> AgentConfig:
         )
         base = base.model_copy(update={"base_url": None})
     else:
-        base = default_agent()
+        base = _default_agent(paths)
     return with_flags(base, args)
+
+
+def _default_agent(paths: BrimPaths) -> AgentConfig:
+    """The agent file named "default" when the agents folder has one (a pin saved in it
+    holds headless too), else the built-in default agent. A default file that does not load
+    is an error, never a silent fall back to the built-in settings."""
+    built_in = default_agent()
+    agents, errors = load_agents(paths.agents_dir)
+    if any(a.name == built_in.name for a in agents):
+        return named_agent(built_in.name, paths)
+    for error in errors:
+        if error.path is not None and error.path.stem == built_in.name:
+            raise CliError(f"the default agent's file does not load:\n  {error}")
+    return built_in
 
 
 def named_agent(name: str, paths: BrimPaths) -> AgentConfig:

@@ -73,3 +73,26 @@ def test_a_request_timeout_out_of_range_is_a_usage_error_naming_the_range(tmp_pa
         assert run.returncode == 2, (value, run.stderr)
         assert "--request-timeout" in run.stderr and "Traceback" not in run.stderr
         assert ("0.1 to 86400" in run.stderr) or ("empty" in run.stderr), run.stderr
+
+
+def test_headless_without_agent_runs_the_default_agents_file_with_its_pin(tmp_path: Path):
+    with FakeLlamaServer(n_ctx=4096, slots=1) as fake:
+        _write_agent(
+            tmp_path,
+            "default.toml",
+            f'name = "default"\nprovider = "llamacpp"\nbase_url = "{fake.url}"\nnum_ctx = 1024\n',
+        )
+        run = run_brim(["chat", "--headless"], data_dir=tmp_path, stdin="hi\n")
+        chats = len(fake.chat_requests)
+    assert run.returncode == 0, run.stderr
+    assert chats == 1  # the file's engine answered, not the built-in embedded one
+    (window,) = run.of_type("window")
+    assert window["window"] == 1024, window
+
+
+def test_headless_says_so_when_the_default_agents_file_does_not_load(tmp_path: Path):
+    _write_agent(tmp_path, "default.toml", 'name = "default"\nnum_ctx = "abc"\n')
+    run = run_brim(["chat", "--headless"], data_dir=tmp_path, stdin="hi\n")
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr
+    assert "default agent's file does not load" in run.stderr and "num_ctx" in run.stderr
