@@ -16,7 +16,6 @@ from typing import Any
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPlainTextEdit, QSizePolicy, QWidget
 
 from desktop.wheel_guard import wheel_only_when_focused
-
 from engine.api import (
     AGENT_FIELDS,
     FIELDS_BY_NAME,
