@@ -4,11 +4,10 @@ The flow of a turn: user text → persisted first → the agent loop prepares th
 streams it, runs tools → events → usage lands → calibration and receipts. Everything the
 session learns is emitted as typed events (engine/events.py) through one sink.
 
-`ChatSession` is the facade over objects with one job each: the `Conversation` (messages
-and their persistence), the `ContextLedger` (the rail's bookkeeping, fed by the event
-stream), the `Summarizer`, `wire_agent_loop` and the `MemoryLink` (engine/session/*.py). It
-routes commands, resolves the window, and wires the loop when the window or conversation
-changes.
+`ChatSession` is the facade over objects with one job each (engine/session/*.py): the
+`Conversation` (messages, their persistence), the `ContextLedger` (the rail's bookkeeping),
+the `Summarizer`, `wire_agent_loop` and the `MemoryLink`. It routes commands, resolves the
+window, and wires the loop when the window or conversation changes.
 """
 
 from __future__ import annotations
@@ -499,6 +498,7 @@ class ChatSession:
             self._emit(notice_event(message))
 
     def _emit(self, event: Event) -> None:
+        self.conversation.draft.observe(event)
         try:
             self._sink(event)
         except Exception:  # a broken listener must not break the turn

@@ -21,6 +21,7 @@ from engine.context.work_state import PREAMBLE_HEAD, CountText
 from engine.conversation_claim import ConversationClaim
 from engine.messages import Message
 from engine.paths import BrimPaths
+from engine.session.answer_draft import AnswerDraft
 from engine.store import Receipt, Store, UnknownConversation
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class Conversation:
         self._messages: list[Message] = []
         self._on_replaced = on_replaced
         self._journal_due = False  # loaded, its journal not folded in yet
+        self.draft = AnswerDraft(self.work_folder)  # the streaming answer, kept through a crash
 
     # -- the store and the claim ---------------------------------------------------------
 
@@ -100,6 +102,8 @@ class Conversation:
         self.id = conversation_id
         self._messages = self.store.messages(conversation_id)
         self._journal_due = True
+        for message in self.draft.recover(self._messages):  # an answer a crash cut short
+            self.append(message)
 
     def create(self, workspace: Path | None) -> None:
         """Start a new, empty conversation of this agent and claim it."""
@@ -165,6 +169,8 @@ class Conversation:
         if self.store is not None:
             self.store.append_message(self.id, message)
         self._messages.append(message)
+        if message.role == "assistant":
+            self.draft.drop()
 
     def replace(self, model_history: list[Message]) -> None:
         """The ladder rewrote the history: the store archives the old rows (nothing is
