@@ -343,6 +343,8 @@ class CompactionEvent(Event):
     reason: str  # preflight | context_overflow | manual | session_budget | shared_pool
     messages_before: int = 0
     messages_after: int = 0
+    # On "finished": how many messages the checkpoint replaced, as Show / Restore lists them.
+    messages_replaced: int = 0
     tokens_saved: int = 0
     compaction: str = ""  # finished: its id (the checkpoint's), which a restore names
     # On "finished": what the checkpoint's summary came from, "freeform", "guided", or

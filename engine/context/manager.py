@@ -56,6 +56,7 @@ from engine.context.notices import (
     preflight_notice,
 )
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
+from engine.context.restore import replaced_for_reading
 from engine.context.trimming import trim_messages
 from engine.events import (
     NOTICE_AUTO_COMPACTING,
@@ -528,6 +529,7 @@ class ContextManager:
                     reason=reason,
                     messages_before=result.messages_before,
                     messages_after=result.messages_after,
+                    messages_replaced=len(replaced_for_reading(msgs, result.messages)),
                     tokens_saved=result.tokens_saved,
                     compaction=result.checkpoint_id,
                     summary=result.source,

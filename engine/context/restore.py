@@ -30,6 +30,14 @@ def compaction_span(
     return checkpoint, [m.id for m in before if m.id not in kept and not m.is_notice]
 
 
+def replaced_for_reading(before: Sequence[Message], after: Sequence[Message]) -> list[Message]:
+    """The messages of `before` that a compaction took out, as a person counts them: the
+    Show / Restore view lists these, and the receipt row says how many (notices are not the
+    model's, and the continuation note is Brim's own)."""
+    kept = {m.id for m in after}
+    return [m for m in before if m.id not in kept and not m.is_notice and m.kind != "continuation"]
+
+
 def checkpoint_is_live(live: Sequence[Message], checkpoint_id: str) -> bool:
     return any(m.kind == "summary" and m.id == checkpoint_id for m in live)
 

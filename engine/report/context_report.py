@@ -538,19 +538,20 @@ def compaction_row(
     window: int,
     reason: str,
     *,
+    replaced: int,
     asked_by_agent: bool = False,
     summary: str = "",
 ) -> str:
     """The compaction receipt's two lines (docs/design/context.md): `auto-compacted 84 -> 31
-    messages (ctx 96K/128K)` and why; a third when no summarizer answer survived (`summary`
-    "mechanical") says what the checkpoint holds instead.
+    messages (ctx 96K/128K)` and why, `compacted 60 messages into a summary: …`, where 60 is
+    `replaced`, the messages the checkpoint took the place of as Show / Restore lists them;
+    a third when no summarizer answer survived (`summary` "mechanical") says what the
+    checkpoint holds instead.
     `used` is the context before compacting. A `/compact` is not "auto"."""
     verb = "compacted" if reason == REASON_MANUAL else "auto-compacted"
     line = (
         f"{verb} {messages_before} -> {messages_after} messages "
         f"(ctx {format_tokens(used)}/{format_tokens(window)})"
     )
-    row = (
-        line + "\n" + compaction_reason_line(messages_before, reason, asked_by_agent=asked_by_agent)
-    )
+    row = line + "\n" + compaction_reason_line(replaced, reason, asked_by_agent=asked_by_agent)
     return row + "\n" + MECHANICAL_PHRASE if summary == "mechanical" else row

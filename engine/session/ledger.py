@@ -178,6 +178,7 @@ class ContextLedger:
             self._compacting_from or 0,
             budget.window if budget is not None else self._inputs.window(),
             event.reason,
+            replaced=event.messages_replaced,
             asked_by_agent=event.reason == REASON_MANUAL and not self._inputs.manual_compaction(),
             summary=event.summary,
         )

@@ -74,6 +74,9 @@ def test_the_compaction_row_shows_what_it_replaced_and_restore_puts_it_back(
         view = d.window.overlay.compaction_view()
         text = d.window.overlay.text()
         assert text.startswith("Compaction 1 — what it replaced\nCompaction 1 replaced these ")
+        # The row and the view count the same messages.
+        replaced = int(text.split("replaced these ", 1)[1].split(" ", 1)[0])
+        assert f"compacted {replaced} messages into a summary" in row.text, row.text
         assert "You: Message 0: words" in text
         assert "Restored, the next request would be " in text
         # Past the auto-compact mark (the engine says so): Restore asks first.

@@ -190,11 +190,11 @@ def test_usage_rows_say_local_engines_have_no_price_and_keep_unreported_cache_ap
 
 
 def test_the_compaction_row_reads_as_the_seed_prints_it():
-    assert compaction_row(84, 31, 96_000, 128_000, "preflight") == (
+    assert compaction_row(84, 31, 96_000, 128_000, "preflight", replaced=60) == (
         "auto-compacted 84 -> 31 messages (ctx 96K/128K)\n"
-        "compacted 84 messages into a summary: the prompt neared the context window"
+        "compacted 60 messages into a summary: the prompt neared the context window"
     )
-    assert compaction_row(10, 4, 5_000, 8_000, "manual").startswith("compacted 10 -> 4")
+    assert compaction_row(10, 4, 5_000, 8_000, "manual", replaced=7).startswith("compacted 10 -> 4")
 
 
 def test_token_counts_read_compactly():

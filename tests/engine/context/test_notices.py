@@ -20,15 +20,15 @@ def test_the_compacted_notice_reads_exactly_as_the_seed_prints_it():
 
 
 def test_the_transcript_rows_read_exactly_as_seed_003_prints_them():
-    assert compaction_row(84, 31, 96_000, 128_000, "preflight") == (
+    assert compaction_row(84, 31, 96_000, 128_000, "preflight", replaced=60) == (
         "auto-compacted 84 -> 31 messages (ctx 96K/128K)\n"
-        "compacted 84 messages into a summary: the prompt neared the context window"
+        "compacted 60 messages into a summary: the prompt neared the context window"
     )
 
 
 def test_a_compaction_the_agent_asked_for_is_not_put_on_the_user():
-    assert compaction_row(9, 4, 3_000, 8_000, "manual").endswith(": you asked for it")
-    assert compaction_row(9, 4, 3_000, 8_000, "manual", asked_by_agent=True).endswith(
+    assert compaction_row(9, 4, 3_000, 8_000, "manual", replaced=6).endswith(": you asked for it")
+    assert compaction_row(9, 4, 3_000, 8_000, "manual", replaced=6, asked_by_agent=True).endswith(
         ": the agent asked for it (summarize_context)"
     )
 
