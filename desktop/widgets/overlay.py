@@ -196,6 +196,12 @@ class ContextView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.rail)
+        # How the figures were counted (the engine's tokenizer, or an estimate), as headless says.
+        self.counting = QLabel(f"Counting: {report.counting}", objectName="railMuted")
+        self.counting.setWordWrap(True)
+        self.counting.setContentsMargins(14, 0, 14, 0)
+        self.counting.setVisible(bool(report.counting))
+        layout.addWidget(self.counting)
         files = ", ".join(report.instructions) if report.instructions else "none found"
         self.instructions = QLabel(f"Project instructions: {files}", objectName="railMuted")
         self.instructions.setWordWrap(True)
@@ -204,7 +210,8 @@ class ContextView(QWidget):
         layout.addStretch(1)
 
     def text(self) -> str:
-        return self.rail.text() + "\n" + self.instructions.text()
+        counting = [self.counting.text()] if not self.counting.isHidden() else []
+        return "\n".join([self.rail.text(), *counting, self.instructions.text()])
 
 
 class UsageView(QWidget):

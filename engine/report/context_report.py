@@ -341,6 +341,7 @@ class RequestTracker:
     fresh: bool = False  # the last point still describes the live history
     resumed: bool = False
     acts_here: int = 0  # requests and ladder acts seen live since the reset or restore
+    sent_here: int = 0  # requests landed since the reset or restore (this process, this history)
     streaming: tuple[int, int] | None = None  # (prompt, answer so far) of the request in flight
     _pending_usage: tuple[int | None, int | None] | None = None
 
@@ -350,6 +351,7 @@ class RequestTracker:
     def on_context(self, used: int, window: int, *, estimated: bool, at: float = 0.0) -> None:
         """A request landed (its usage, if any, arrived just before)."""
         self.acts_here += 1
+        self.sent_here += 1
         self.requests += 1
         self.points.append(TimelinePoint(self.requests, used, window, estimated, at or time.time()))
         del self.points[:-TIMELINE_POINTS]
@@ -397,6 +399,7 @@ class RequestTracker:
         self.fresh = False
         self.resumed = False
         self.acts_here = 0
+        self.sent_here = 0
         self.streaming = None
         self._pending_usage = None
 
@@ -425,7 +428,9 @@ class RequestTracker:
     def cache_shares(self) -> tuple[CacheShare | None, CacheShare | None]:
         if not self.last_measured:
             return None, None
-        first = self.requests <= 1  # nothing sent before it: nothing could be cached yet
+        # The first request of this history in this process: nothing sent before it here
+        # could be cached (a reopened conversation's engine cache held another one).
+        first = self.sent_here <= 1
         session = CacheShare(self.session_cached, self.session_prompt, self.any_reported, first)
         reported = self.last_cached is not None
         last = CacheShare(self.last_cached or 0, self.last_prompt or 0, reported, first)

@@ -65,6 +65,7 @@ def test_slash_context_opens_a_snapshot_that_esc_closes_without_cancelling_the_t
     # The system prompt as the engine's tokenizer counts it.
     system = FakeTemplateTokenizer(bos=False).count_message(d.session.history()[0])
     assert f"System prompt: {system}" in text
+    assert f"Counting: {d.session.context_report().counting}" in text  # as headless prints it
     assert d.window.composer.toPlainText() == ""  # the command left the composer
     qtbot.keyClick(d.window.overlay, Qt.Key.Key_Escape)
     assert not d.window.overlay.isVisible()

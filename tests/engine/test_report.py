@@ -94,6 +94,17 @@ def test_a_zero_cache_on_the_first_request_is_no_alarm_and_says_why():
     assert session.alarm and last.alarm
 
 
+def test_a_zero_cache_on_the_first_request_after_reopening_a_conversation_is_no_alarm():
+    tracker = RequestTracker()
+    tracker.restore([], [], requests=7)  # a saved conversation of seven requests, reopened
+    tracker.on_usage(2_400, 0)  # the engine's cache held the conversation open before
+    tracker.on_context(2_400, 8_192, estimated=False)
+    session, last = tracker.cache_shares()
+    assert session is not None and last is not None
+    assert not session.alarm and not last.alarm
+    assert last.describe() == "0 read (first request: nothing to reuse yet)"
+
+
 def test_the_session_cache_share_is_a_share_of_tokens_not_a_mean_of_percentages():
     tracker = RequestTracker()
     tracker.on_usage(10, 0)
