@@ -489,6 +489,7 @@ class MainWindow(QMainWindow):
                     self.header.set_step(0, None)
             case StepEvent():
                 self.header.set_step(event.step, event.max_steps)
+                self.header.clear_rate()  # the last answer's speed is not this one's
             case LoadProgressEvent():
                 self.load_progress.show_fraction(event.fraction)
             case ToolCallEvent():

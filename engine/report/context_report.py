@@ -525,10 +525,14 @@ class FillWarnings:
             self.warned = True
             headroom = budget.headroom(used)
             compact = round(100 * budget.compact_threshold / budget.window)
+            room = (
+                f"{headroom:,} tokens from here"
+                if headroom > 0
+                else "the next request is compacted before it is sent"
+            )
             return (
                 f"Context window {percent}% full {sizes}: past the "
-                f"{round(CONTEXT_WARN_RATIO * 100)}% mark; auto-compact at {compact}%, "
-                f"{headroom:,} tokens from here"
+                f"{round(CONTEXT_WARN_RATIO * 100)}% mark; auto-compact at {compact}%, {room}"
             )
         return None
 

@@ -132,7 +132,10 @@ class ContextLedger:
         elif isinstance(event, ContextEvent):
             self.tracker.on_context(event.used, event.window, estimated=event.estimated)
             budget = self._inputs.budget()
-            warning = self.fill_warnings.check(event.used, budget) if budget else None
+            # Warned on the history as the rail shows it (the answer included), so the
+            # warning never promises room the rail already says is gone.
+            used = max(event.used, self._inputs.estimate_now())
+            warning = self.fill_warnings.check(used, budget) if budget else None
             if warning:
                 self._save_notice(notice(warning, "warning"))
             self.emit_report()

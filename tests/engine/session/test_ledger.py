@@ -186,3 +186,13 @@ def test_a_saved_notice_tells_the_same_event_it_was_saved_from():
     assert notice_event(notice_message(event)) == event
     plain = NoticeEvent("info", "Turn cancelled.")
     assert notice_event(notice_message(plain)) == plain
+
+
+def test_the_70_percent_warning_never_promises_room_the_rail_says_is_gone():
+    rail = Rail(estimate=8_300)  # the answer took the history past auto-compact (80%)
+    rail.emit(_landed(7_500))  # the request itself was under it
+    (warning,) = [m.content for m in rail.saved if "70% mark" in m.content]
+    assert "tokens from here" not in warning
+    assert "the next request is compacted before it is sent" in warning
+    report = [e for e in rail.events if isinstance(e, ContextReportEvent)][-1].report
+    assert report.headroom_line().startswith("Past auto-compact")
