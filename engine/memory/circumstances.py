@@ -33,6 +33,11 @@ from engine.memory.wording import HYPOTHETICAL, is_content, negated_before, read
 CircumstanceKind = Literal["family", "place", "thing", "habit", "date"]
 
 
+def _words(text: str) -> frozenset[str]:
+    """A word list written as prose, one set."""
+    return frozenset(text.split())
+
+
 @dataclass(frozen=True)
 class Circumstance:
     kind: CircumstanceKind
@@ -46,7 +51,7 @@ _FAMILY = (
 )
 _AGE = r"(?:(?i:older|younger|little|big|eldest|oldest|youngest|elder|baby|twin)\s+)?"
 _NAME = r"(?P<name>[A-Z][\w'’-]+)"
-_NOT_NAMES = frozenset("I The A An He She It They We You My Our His Her".split())
+_NOT_NAMES = _words("I The A An He She It They We You My Our His Her")
 _RELATION_NAMED = (
     re.compile(
         rf"\b(?i:my)\s+{_AGE}(?P<who>(?i:{_FAMILY}))(?:['’]s\s+(?i:name)\s+(?i:is)|"
@@ -107,11 +112,11 @@ _FREQUENCY = re.compile(
 )
 _ADVERBS = r"(?:(?i:also|really|still|just|only|usually|normally|often|mostly)\s+)*"
 _I_VERB = re.compile(rf"\bI\s+{_ADVERBS}(?P<verb>[a-z]+)\b")
-_NOT_PRESENT = frozenset(
+_NOT_PRESENT = _words(
     """am was were will would shall should can could may might must did does had has
     went ran came took saw got made said told thought felt left kept met paid sent spent
     slept stood sat wrote drove rode bought brought caught taught found lost began used
-    tried""".split()
+    tried"""
 )
 
 _MONTHS = (
