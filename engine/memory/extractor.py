@@ -26,7 +26,9 @@ Either way, only an exact span of an authenticated user message of the scanned s
 quoted (engine/memory/sources.py): what else the model read is never a source.
 
 Every request fits the window with its answer (engine/memory/sizing.py): the transcript is
-sized from the room the frame leaves, and `max_tokens` from what the prompt leaves.
+sized from the room the frame leaves, and `max_tokens` from what the prompt leaves. A
+`Meter` (engine/memory/requests.py) bounds and counts the requests: a compaction's
+extraction sends one.
 
 The learn pass adds one curation call holding revise_memory (delete a stale entry, rewrite a
 lesson), with the session's memory diff and the waiting suggestions.

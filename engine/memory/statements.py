@@ -10,7 +10,10 @@ something meant to last, in so many words:
 - a standing habit or preference with the user as subject: "I always / never / usually /
   normally / typically / generally / prefer / 'd rather …";
 - a request to remember: "Remember that …", "Please remember …", "Keep in mind that …",
-  "Don't forget that …".
+  "Don't forget that …";
+- the user's own lasting circumstances (engine/memory/circumstances.py): family and pets by
+  name, where they live and work, their things, standing habits ("I work night shifts"),
+  and the dates they give for their own plans ("My project deadline is March 3.").
 
 A sentence that asks ("Do I always use tabs?"), negates the marker ("I don't always use
 tabs"), reports someone else ("my colleague always uses tabs", "you said I always …"),

@@ -77,8 +77,8 @@ def test_each_compaction_sends_at_most_one_extraction_request_and_it_fits_filled
     """A compaction's extraction was a conversation of its own (one request per part of the
     span, each up to six steps), 30 s of a compaction on the bundled model; now it is one
     request, as full as the window allows with its answer (the span's first turns; the
-    first pass reads all of them). (A summarizer model of its own: the agent's would be asked on the cached
-    conversation.)"""
+    first pass reads all of them). (A summarizer model of its own: the agent's would be
+    asked on the cached conversation.)"""
     model = FakeModel(chat_reply="Lorem ipsum is placeholder text. " * 6)
     with FakeLlamaServer(n_ctx=2048) as fake:
         fake.responder = model
