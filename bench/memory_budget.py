@@ -46,6 +46,7 @@ class _Lines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
+        print(f"{time.monotonic():.0f} log: {record.getMessage()[:300]}", file=sys.stderr)
 
 
 def _record_requests(sent: list[list[Message]]) -> None:
@@ -55,6 +56,9 @@ def _record_requests(sent: list[list[Message]]) -> None:
     def wrap(self: memory_requests.Meter, complete: Any, count: Any) -> Any:
         async def recording(messages: list[Message], tools: Any, max_tokens: int) -> Any:
             sent.append(list(messages))
+            print(f"request sent (max_tokens {max_tokens}, {len(tools)} tools):", file=sys.stderr)
+            for m in messages:
+                print(f"--- {m.role}\n{m.content}", file=sys.stderr, flush=True)
             return await complete(messages, tools, max_tokens)
 
         return original(self, recording, count)
@@ -63,6 +67,7 @@ def _record_requests(sent: list[list[Message]]) -> None:
 
 
 def compaction(home: Path) -> dict[str, Any]:
+    """A chat on a 2,048-token window until its first compaction finishes."""
     events: list[tuple[float, Event]] = []
     sent: list[list[Message]] = []
     _record_requests(sent)
@@ -72,19 +77,22 @@ def compaction(home: Path) -> dict[str, Any]:
     agent = default_agent().with_changes(num_ctx=WINDOW, max_tokens=24)
     turns = [
         f"Note {i}: build server {i} runs job alpha-{i} every {i + 3} minutes and writes its "
-        f"log to /var/log/job{i}.log. " * 3 + "Acknowledge briefly."
+        f"log to /var/log/job{i}.log. " * 8 + "Acknowledge briefly."
         for i in range(16)
     ]
     turns[0] = f"{STATED} {turns[0]}"
 
+    def hear(event: Event) -> None:
+        events.append((time.monotonic(), event))
+        if isinstance(event, StateEvent | CompactionEvent):
+            print(f"{time.monotonic():.0f} {event}", file=sys.stderr, flush=True)
+
     async def run() -> None:
-        session = ChatSession(
-            agent, BrimPaths.resolve(home), lambda e: events.append((time.monotonic(), e)),
-            memory=True,
-        )  # fmt: skip
+        session = ChatSession(agent, BrimPaths.resolve(home), hear, memory=True)
         await session.start()
-        for text in turns:
+        for n, text in enumerate(turns):
             await session.send(text)
+            print(f"turn {n + 1} done at {time.monotonic():.0f}", file=sys.stderr, flush=True)
             if any(isinstance(e, CompactionEvent) and e.phase == "finished" for _, e in events):
                 break
         await session.close()
