@@ -3,6 +3,12 @@
 `reflect` is what a chat starts, detached, when it closes a conversation; `learn` is the
 foreground pass `/learn` runs. Both resolve the conversation's agent (its file, or the
 engine flags given) and run on its summarizer model.
+
+`reflect` runs while the person may still be using the machine: it lowers its own priority
+first (`REFLECTION_NICENESS`, inherited by the embedded engine's child it starts), and all
+the conversations it is given share one model request and one time limit, counted from its
+start (the model's load included); the newest conversation gets the request. memory.log
+gets one line per conversation with what it cost.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +29,14 @@ from engine.cli.arguments import add_engine_flags, conversation_id
 from engine.cli.errors import CliError
 from engine.config import AgentConfig, load_agents
 from engine.memory.extractor import provider_complete
-from engine.memory.reflect import PassReport, learn_conversation, reflect_conversation
+from engine.memory.reflect import (
+    REFLECTION_REQUESTS,
+    REFLECTION_TIME_LIMIT_S,
+    PassReport,
+    learn_conversation,
+    reflect_conversation,
+)
+from engine.memory.requests import Meter
 from engine.memory.service import MemoryService
 from engine.memory.sizing import counting_with
 from engine.memory.spawn import read_agent_settings
@@ -33,6 +48,8 @@ from engine.store import ConversationInfo, Store
 from engine.tokens import counter_for
 
 log = logging.getLogger("engine.memory")
+
+REFLECTION_NICENESS = 10
 
 
 def add_reflect_parsers(msub: Any) -> None:
@@ -67,7 +84,7 @@ def cmd_reflect(args: argparse.Namespace, paths: BrimPaths) -> int:
     # Read first, whatever happens next: the file was written for this process alone.
     given = read_agent_settings(args.agent_settings) if args.agent_settings else None
     try:
-        return _with_log_file(paths, lambda: asyncio.run(_reflect(args, paths, command, given)))
+        return _with_log_file(paths, lambda: _run(args, paths, command, given))
     except ProviderError as exc:
         # The engine is down or lacks the model: one line, as `brim probe` says it
         print(f"brim memory {command}: {exc.message}", file=sys.stderr)
@@ -91,6 +108,27 @@ def _with_log_file(paths: BrimPaths, run: Callable[[], int]) -> int:
         if handler is not None:
             log.removeHandler(handler)
             handler.close()
+
+
+def _run(
+    args: argparse.Namespace, paths: BrimPaths, command: str, given: AgentConfig | None
+) -> int:
+    if command == "reflect":
+        log.info("memory reflect: running at niceness %s", _lower_priority())
+    return asyncio.run(_reflect(args, paths, command, given))
+
+
+def _lower_priority() -> int | str:
+    """Lower this process's priority (and so its children's); the niceness it now has."""
+    if not hasattr(os, "nice"):
+        return "unchanged (no nice on this system)"
+    try:
+        current = os.nice(0)
+        if current < REFLECTION_NICENESS:
+            return os.nice(REFLECTION_NICENESS - current)
+        return current
+    except OSError as exc:
+        return f"unchanged ({exc})"
 
 
 def _conversations(store: Store, ids: list[str]) -> list[ConversationInfo]:
@@ -123,10 +161,14 @@ def reflection_agent(
 async def _reflect(
     args: argparse.Namespace, paths: BrimPaths, command: str, given: AgentConfig | None
 ) -> int:
+    deadline = time.monotonic() + REFLECTION_TIME_LIMIT_S
+    meter = Meter(limit=REFLECTION_REQUESTS if command == "reflect" else None)
     store = Store.open(paths.ensure().db_path)
     try:
         infos = _conversations(store, args.conversation)
         agent = reflection_agent(args, paths, infos[0], given)
+        if command == "reflect":
+            infos.reverse()  # the newest conversation first: it gets the model request
         service = MemoryService.for_paths(paths)
         provider = provider_for(agent)
         reports: list[PassReport] = []
@@ -134,12 +176,9 @@ async def _reflect(
             window = await probe_window(provider, agent)
             counter = counter_for(provider, agent.model)
             model = agent.summarizer_model or agent.model
-            run = learn_conversation if command == "learn" else reflect_conversation
             for info in infos:
                 workspace = args.workspace or (Path(info.workspace) if info.workspace else None)
-                report = await run(
-                    store.records(info.id),
-                    info.id,
+                common: dict[str, Any] = dict(
                     service=service,
                     scopes=service.scopes(info.agent or agent.name, workspace),
                     complete=provider_complete(provider, model),
@@ -147,10 +186,22 @@ async def _reflect(
                     window=window.window,
                     count_request=counting_with(counter),
                 )
+                started = time.monotonic()
+                if command == "learn":
+                    report = await learn_conversation(store.records(info.id), info.id, **common)
+                else:
+                    report = await reflect_conversation(
+                        store.records(info.id),
+                        info.id,
+                        meter=meter,
+                        time_limit_s=deadline - time.monotonic(),
+                        **common,
+                    )
                 reports.append(report)
                 log.info(
                     "memory %s %s: claimed %d messages (%d..%d], scanned %d, skipped %d "
-                    "chunks, queued %s",
+                    "chunks, queued %s; %d model requests, %d prompt tokens counted, "
+                    "%.1f s on the model, %.1f s in all%s",
                     command,
                     info.id,
                     report.claimed,
@@ -159,7 +210,14 @@ async def _reflect(
                     report.scanned,
                     report.skipped_chunks,
                     report.queued,
+                    report.requests,
+                    report.prompt_tokens,
+                    report.seconds,
+                    time.monotonic() - started,
+                    " (stopped at the time limit)" if report.timed_out else "",
                 )
+            if command == "reflect":
+                log.info("memory reflect: %s", meter.describe())
         finally:
             await provider.aclose()
     finally:

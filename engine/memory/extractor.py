@@ -26,7 +26,9 @@ Either way, only an exact span of an authenticated user message of the scanned s
 quoted (engine/memory/sources.py): what else the model read is never a source.
 
 Every request fits the window with its answer (engine/memory/sizing.py): the transcript is
-sized from the room the frame leaves, and `max_tokens` from what the prompt leaves.
+sized from the room the frame leaves, and `max_tokens` from what the prompt leaves. A
+`Meter` (engine/memory/requests.py) bounds and counts the requests: a compaction's
+extraction sends one.
 
 The learn pass adds one curation call holding revise_memory (delete a stale entry, rewrite a
 lesson), with the session's memory diff and the waiting suggestions.
@@ -37,9 +39,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from engine.context.replay import ReplayPrefix
 from engine.memory.errors import MemoryStoreError
@@ -48,6 +50,7 @@ from engine.memory.plaintext import strip_controls
 from engine.memory.queue import Suggestion
 from engine.memory.replayed_scan import INDEX_SHARE as REPLAY_INDEX_SHARE
 from engine.memory.replayed_scan import ReplayedScan, replayed_request
+from engine.memory.requests import BudgetSpent, Complete, Completion, Meter, provider_complete
 from engine.memory.service import MemoryService
 from engine.memory.sizing import (
     MIN_TRANSCRIPT_TOKENS,
@@ -82,8 +85,7 @@ from engine.memory.transcript import (
     render_slice_message,
     render_slices,
 )
-from engine.messages import Message, ToolCall, assistant, system, tool_result, user
-from engine.providers.base import ChatOptions, Provider, StreamDone, TextDelta, ToolCallsReady
+from engine.messages import Message, assistant, system, tool_result, user
 from engine.resources import prompt as load_prompt
 from engine.tools.context import ToolContext
 from engine.tools.errors import ToolError
@@ -101,6 +103,7 @@ __all__ = [
     "Completion",
     "CountRequest",
     "CountText",
+    "Meter",
     "ScanInput",
     "ScanReport",
     "build_context_block",
@@ -124,54 +127,6 @@ MAX_STEPS = 6
 INDEX_SHARE = 0.15  # of the window, at most, for the memory index
 
 
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-
-
-class Complete(Protocol):
-    """One memory request: the messages, the tools offered, the answer's `max_tokens`."""
-
-    async def __call__(
-        self, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
-    ) -> Completion: ...
-
-
-def provider_complete(
-    provider: Provider, model: str, on_done: Callable[[str, StreamDone], None] | None = None
-) -> Complete:
-    """A `Complete` over a provider: one streamed chat request, tools offered, its output cap
-    set per request. The engine's own settings (Ollama's num_ctx, strictness) are the
-    provider's, as on every request. `on_done(model, done)` hears each request's end (its
-    usage, for `/usage`)."""
-
-    async def complete(
-        messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
-    ) -> Completion:
-        options = ChatOptions(
-            max_tokens=max_tokens,
-            temperature=0.1,
-            tools=tools,
-        )
-        parts: list[str] = []
-        calls: tuple[ToolCall, ...] = ()
-        finish: str | None = None
-        async for item in provider.stream_chat(model, messages, options):
-            if isinstance(item, TextDelta):
-                parts.append(item.text)
-            elif isinstance(item, ToolCallsReady):
-                calls = item.calls
-            elif isinstance(item, StreamDone):
-                finish = item.finish_reason
-                if on_done is not None:
-                    on_done(model, item)
-        return Completion("".join(parts), calls, finish)
-
-    return complete
-
-
 @dataclass
 class ScanReport:
     queued: list[str] = field(default_factory=list)
@@ -181,6 +136,7 @@ class ScanReport:
     dropped: int = 0  # messages of the slice left out because they did not fit
     statements: int = 0  # of `queued`, how many the deterministic pass queued
     replayed: bool = False  # the model was asked on the replayed conversation
+    meter: Meter | None = None  # the model requests it sent, and what they cost
 
 
 # The prompts (resources/prompts/): `{actor}` is filled in, doubled braces are literal.
@@ -284,6 +240,7 @@ async def run_scan(
     count_request: CountRequest | None = None,
     actor: str = EXTRACTOR_ID,
     replay: ReplayPrefix | None = None,
+    meter: Meter | None = None,
 ) -> ScanReport:
     """Scan one slice and queue what qualifies: the deterministic pass, then the model. A
     slice with no authenticated user message is skipped without a model call. Every
@@ -293,8 +250,12 @@ async def run_scan(
     `replay` (a compaction's, engine/context/compaction.py) asks the model on the
     conversation the engine has cached when that request fits (engine/memory/
     replayed_scan.py); without it, or when it does not fit, the slice is read as a
-    transcript. What may be quoted is the slice's user messages either way."""
-    report = ScanReport()
+    transcript. What may be quoted is the slice's user messages either way.
+
+    `meter` bounds and counts the model's requests (a compaction's allows one): within its
+    limit the model reads the first parts of the slice (engine/memory/transcript.py), the
+    first pass all of it."""
+    report = ScanReport(meter=meter if meter is not None else Meter())
     sources = SourceSet(inp.conversation_id, inp.chunk)
     if not len(sources):
         report.skipped = "no authenticated user message in the scanned messages"
@@ -311,8 +272,10 @@ async def run_scan(
         untrusted=lambda: read,
         replaceable=frozenset(found),
     )
+    room = Room(window, count_request or approximate(count_text))
+    assert report.meter is not None
+    complete = report.meter.wrap(complete, room.count)
     try:
-        room = Room(window, count_request or approximate(count_text))
         replayed = None
         if replay is not None:
             index = _memory_index(service, scopes, count_text, int(window * REPLAY_INDEX_SHARE))
@@ -327,6 +290,8 @@ async def run_scan(
             if replay is not None:
                 log.info("memory: the replayed conversation leaves no room; reading a transcript")
             await _model_pass(inp, state, sources, room, count_text, complete, actor, report)
+    except BudgetSpent:
+        log.info("memory: %s stopped: its request budget is spent", actor)
     finally:
         waiting = {s.id for s in service.queue.pending()}
         report.queued = [i for i in [*found, *state.queued] if i in waiting]
@@ -433,6 +398,17 @@ async def _model_pass(
         return
     if report.dropped:
         log.info("memory: %d messages of the slice were not scanned", report.dropped)
+    left = report.meter.left if report.meter is not None else None
+    if left is not None and len(prompts) > left:
+        # Within the budget, the first parts (each as full as the window allows); the first
+        # pass read every user message of the slice.
+        log.info(
+            "memory: the model reads %d of %d parts (its request budget); the rest had the "
+            "first pass only",
+            left,
+            len(prompts),
+        )
+        prompts = prompts[:left]
     for prompt in prompts:
         await _converse(state, registry, ctx, complete, room, system_text, prompt, schemas, report)
 

@@ -35,6 +35,7 @@ from engine.memory.errors import (
 )
 from engine.memory.jsonfile import read_json_object, write_json_object
 from engine.memory.layout import MemoryLayout, canonical_path
+from engine.memory.ledger import lesson_key
 from engine.memory.plaintext import check_plain, strip_controls, visible
 from engine.memory.store import MemoryStore
 from engine.secret_detection import find_secret
@@ -108,6 +109,15 @@ class Suggestion:
         elif self.kind == "lesson":
             line += "  (the agent's own lesson, not the user's words)"
         return visible(line)
+
+    def decision_keys(self) -> tuple[str, ...]:
+        """The ledger keys a rejection revokes: a fact's sentence keys (whatever its
+        wording), a lesson's scope and wording; a revision's none (its entry may change)."""
+        if self.kind == "fact":
+            return self.keys
+        if self.kind == "lesson":
+            return (lesson_key(self.scope, self.statement),)
+        return ()
 
     def secret(self) -> str | None:
         """The kind of secret any of its texts holds, or None."""
@@ -263,6 +273,9 @@ class SuggestionQueue:
             )
         with self.layout.write_lock():
             self.recover()
+            # The person's decisions stand: a sentence (or lesson) they rejected, corrected
+            # or forgot is not queued again, whichever pass suggests it.
+            self.store.ledger.check(suggestion.decision_keys())
             items = self._load()
             if suggestion.keys:
                 items = [
@@ -287,6 +300,8 @@ class SuggestionQueue:
         return suggestion
 
     def reject(self, ids: list[str]) -> list[Decision]:
+        """Dequeue each suggestion and record the decision in the source ledger (its
+        `decision_keys`), so no later pass suggests it again from the same sentence."""
         out: list[Decision] = []
         with self.layout.write_lock():
             self.recover()
@@ -294,7 +309,10 @@ class SuggestionQueue:
             by_id = {s.id: s for s in items}
             for sid in ids:
                 if sid in by_id:
-                    del by_id[sid]
+                    rejected = by_id.pop(sid)
+                    self.store.ledger.revoke(
+                        rejected.decision_keys(), why="reject", path=rejected.path
+                    )
                     out.append(Decision(sid, True, "rejected"))
                 else:
                     out.append(Decision(sid, False, "no waiting suggestion with that ID"))

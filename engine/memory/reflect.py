@@ -3,13 +3,22 @@
 Both take the messages after the conversation's watermark (`.reflected-conversations.json`)
 and claim them, under the memory write lock, before any model call: two reflections started
 together never cover the same messages, because the second finds nothing left to claim. A
-pass reads at most the two newest chunks of its claim and logs the ones it skipped. A
 failure before the pass completes releases the claim (when no later claim has moved the
 watermark since), so those messages can be retried.
+
+`/learn` is asked for by the person, who watches its progress: it reads the two newest
+chunks of its claim with the model (the older ones with the first pass only, logged), then
+makes one curation call. The reflection runs after the person has left, on a machine they
+may still be using, so it is bounded: the first pass reads every claimed message, then the
+model gets one request in all (`Meter(limit=1)`, on the newest chunk) and a time limit
+(`REFLECTION_TIME_LIMIT_S`). When the time runs out the request is cancelled and the
+reflection ends cleanly, saying so in memory.log; its claim stands (the user's own
+statements were read), so the next reflection does not spend the same time again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -30,6 +39,7 @@ from engine.memory.extractor import (
 )
 from engine.memory.jsonfile import read_json_object, write_json_object
 from engine.memory.layout import MemoryLayout, Scope
+from engine.memory.requests import Meter
 from engine.memory.service import MemoryService
 from engine.memory.sizing import CountRequest, CountText, Room, approximate, margin
 from engine.memory.store import Snapshot
@@ -38,7 +48,9 @@ from engine.store import MessageRecord
 
 log = logging.getLogger(__name__)
 
-MAX_CHUNKS = 2
+MAX_CHUNKS = 2  # what `/learn` reads with the model
+REFLECTION_REQUESTS = 1  # the close-time reflection's model requests, in all
+REFLECTION_TIME_LIMIT_S = 90.0
 # A chunk is what one scan request's transcript holds beside its frame (the prompt, the
 # memory index, the context block): this share of the room the window leaves.
 CHUNK_SHARE = 0.35
@@ -187,6 +199,10 @@ class PassReport:
     refused: list[str] = field(default_factory=list)
     nothing_new: bool = False
     released: bool = False
+    timed_out: bool = False  # the time limit ended the model's part
+    requests: int = 0  # model requests sent
+    prompt_tokens: int = 0  # their prompts, as counted before sending
+    seconds: float = 0.0  # spent waiting on the model
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -204,18 +220,21 @@ async def _scan_claim(
     count_request: CountRequest | None,
     actor: str,
     progress: LearnProgress | None = None,
+    max_chunks: int = MAX_CHUNKS,
+    meter: Meter | None = None,
 ) -> int:
     """Scan the claim's newest chunks, each about what one request holds; returns how many
     were read."""
     chunks = make_chunks(claim.messages, count_text, chunk_tokens(window))
-    read = chunks[-MAX_CHUNKS:]
+    read = chunks[-max_chunks:]
     report.skipped_chunks = len(chunks) - len(read)
     if report.skipped_chunks:
         left = sum(len(c) for c in chunks[: report.skipped_chunks])
         log.warning(
-            "memory: %s read the two newest chunks of %s with the model; skipped %d older "
+            "memory: %s read the %d newest chunks of %s with the model; skipped %d older "
             "chunks (%d messages), read for the user's own statements only",
             actor,
+            len(read),
             claim.conversation_id,
             report.skipped_chunks,
             left,
@@ -241,6 +260,7 @@ async def _scan_claim(
             window=window,
             count_request=count_request,
             actor=actor,
+            meter=meter,
         )
         report.scanned += len(chunk)
         report.queued += result.queued
@@ -267,9 +287,13 @@ async def reflect_conversation(
     count_text: CountText,
     window: int,
     count_request: CountRequest | None = None,
+    meter: Meter | None = None,
+    time_limit_s: float | None = REFLECTION_TIME_LIMIT_S,
 ) -> PassReport:
-    """The conversation-end pass: claim, then scan at most the two newest chunks, every
-    request fitting `window` with its answer."""
+    """The conversation-end pass: claim; the first pass over every claimed message; then
+    the model on the newest chunk, within `meter` (default: one request) and `time_limit_s`
+    (None: no limit), every request fitting `window` with its answer. A `meter` shared by
+    several conversations bounds them together."""
     report = PassReport(conversation_id)
     marks = Watermarks(service.layout)
     try:
@@ -278,21 +302,46 @@ async def reflect_conversation(
         report.nothing_new = True
         return report
     _note_claim(report, claim)
+    meter = meter if meter is not None else Meter(limit=REFLECTION_REQUESTS)
+    before = (meter.requests, meter.prompt_tokens, meter.seconds)
     try:
-        await _scan_claim(
-            claim,
-            report,
-            service=service,
-            scopes=scopes,
-            complete=complete,
-            count_text=count_text,
-            window=window,
-            count_request=count_request,
-            actor=EXTRACTOR_ID,
+        report.queued += scan_statements(conversation_id, claim.messages, service, scopes)
+        if time_limit_s is not None and time_limit_s <= 0:
+            raise TimeoutError
+        if meter.left == 0:
+            log.info("memory: reflect %s: no model request left; first pass only", conversation_id)
+        else:
+            async with asyncio.timeout(time_limit_s):
+                await _scan_claim(
+                    claim,
+                    report,
+                    service=service,
+                    scopes=scopes,
+                    complete=complete,
+                    count_text=count_text,
+                    window=window,
+                    count_request=count_request,
+                    actor=EXTRACTOR_ID,
+                    max_chunks=1,
+                    meter=meter,
+                )
+    except TimeoutError:
+        report.timed_out = True
+        log.warning(
+            "memory: reflect %s stopped at its time limit (%.0f s): the model's answer was "
+            "not waited for; the user's own statements were read (queued %s)",
+            conversation_id,
+            time_limit_s or 0,
+            report.queued,
         )
     except BaseException:
         report.released = marks.release(claim)
         raise
+    waiting = {s.id for s in service.queue.pending()}  # a model's wording replaced some
+    report.queued = [i for i in dict.fromkeys(report.queued) if i in waiting]
+    report.requests = meter.requests - before[0]
+    report.prompt_tokens = meter.prompt_tokens - before[1]
+    report.seconds = round(meter.seconds - before[2], 2)
     return report
 
 

@@ -18,6 +18,7 @@ from engine.context.replay import ReplayPrefix
 from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan, scan_statements
 from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
+from engine.memory.requests import Meter
 from engine.memory.service import MemoryService
 from engine.memory.sizing import CountRequest, CountText
 from engine.memory.sources import SourceSet
@@ -30,6 +31,9 @@ from engine.store import Store
 from engine.tools.registry import Tool
 
 log = logging.getLogger(__name__)
+
+# A compaction's extraction: the person waits on the compaction, so one model request.
+EXTRACTION_REQUESTS = 1
 
 
 class SessionMemory:
@@ -124,12 +128,14 @@ class SessionMemory:
         count_request: CountRequest | None = None,
         replay: ReplayPrefix | None = None,
     ) -> ScanReport | None:
-        """The compaction pass over exactly the messages about to be compressed, in as few
-        requests as fit `window`; with `replay` (compaction's cached conversation) the model
+        """The compaction pass over exactly the messages about to be compressed: the first
+        pass over all of them, then one model request (`EXTRACTION_REQUESTS`) that fits
+        `window` with its answer; with `replay` (compaction's cached conversation) the model
         is asked on that conversation where it fits, and still only the compressed messages
         can be quoted. Never raises: a failure is logged and compaction goes on."""
         if not self.writes:
             return None
+        meter = Meter(limit=EXTRACTION_REQUESTS)
         try:
             report = await run_scan(
                 ScanInput(
@@ -145,12 +151,19 @@ class SessionMemory:
                 window=window,
                 count_request=count_request,
                 replay=replay,
+                meter=meter,
             )
         except Exception:
             log.warning("memory: the extractor failed; compacting anyway", exc_info=True)
             return None
         if report.skipped:
             log.info("memory: extraction skipped: %s", report.skipped)
+        log.info(
+            "memory: extraction before compaction (window %d): %s; queued %s",
+            window,
+            meter.describe(),
+            report.queued,
+        )
         self.last_scan = report
         return report
 

@@ -20,7 +20,10 @@ from typing import Any
 from engine.messages import Message
 from engine.tokens import TokenCounter
 
-OUTPUT_TOKENS = 768  # the most a memory answer is given
+# The most a memory answer is given: a JSON list of a few suggestions (about 50 tokens each).
+# A small model that rambles writes to the cap, which on a CPU is most of its time (768 took
+# over 80 s on the bundled model, so a reflection never finished).
+OUTPUT_TOKENS = 320
 MIN_OUTPUT_TOKENS = 96  # less than this cuts a JSON answer short: the request is not sent
 MIN_TRANSCRIPT_TOKENS = 96  # a scan with less room than this for the transcript is skipped
 TOOLS_SHARE = 0.4  # the tools are offered only when the whole frame takes at most this share

@@ -10,7 +10,10 @@ something meant to last, in so many words:
 - a standing habit or preference with the user as subject: "I always / never / usually /
   normally / typically / generally / prefer / 'd rather …";
 - a request to remember: "Remember that …", "Please remember …", "Keep in mind that …",
-  "Don't forget that …".
+  "Don't forget that …";
+- the user's own lasting circumstances (engine/memory/circumstances.py): family and pets by
+  name, where they live and work, their things, standing habits ("I work night shifts"),
+  and the dates they give for their own plans ("My project deadline is March 3.").
 
 A sentence that asks ("Do I always use tabs?"), negates the marker ("I don't always use
 tabs"), reports someone else ("my colleague always uses tabs", "you said I always …"),
@@ -31,20 +34,32 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from engine.memory.circumstances import find_circumstance
 from engine.memory.errors import MemoryRefused
 from engine.memory.layout import subject_slug
 from engine.memory.queue import STATEMENTS_ID as STATEMENTS_ID  # where it was always read
 from engine.memory.sources import SourceSet
 from engine.memory.support import UnsupportedStatement, check_supported
 from engine.memory.tools import MemoryToolState, plan_fact, queue_fact
-from engine.memory.wording import PEOPLE, SPEECH, is_content, is_question, read
+from engine.memory.wording import (
+    HYPOTHETICAL,
+    IMAGINED_ONLY,
+    SPEECH,
+    is_content,
+    is_question,
+    negated_before,
+    read,
+    reported_before,
+)
 from engine.sentences import Sentence, split_sentences
 
 log = logging.getLogger(__name__)
 
 MAX_SENTENCE_CHARS = 300
 
-StatementKind = Literal["name", "preference", "remember", "condition"]
+StatementKind = Literal[
+    "name", "preference", "remember", "condition", "family", "place", "thing", "habit", "date"
+]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -86,18 +101,6 @@ _REMEMBER = re.compile(
     r"(?P<verb2>(?i:remember|keep in mind|don['’]t forget|do not forget|never forget))"
     r"\s+(?P<rest2>\S.*)$"
 )
-# Hypotheticals: what is imagined is no statement of fact. A request to remember may hold
-# a condition ("remember that if the build fails …"), so it is read with the narrower list.
-_IMAGINED = (
-    r"suppose|supposing|imagine|hypothetically|pretend|what if|let['’]s say|say that|"
-    r"in theory|were to|wish"
-)
-_HYPOTHETICAL = re.compile(
-    rf"\b(?:{_IMAGINED}|if|assume|assuming|might|could|maybe|perhaps|"
-    r"would(?!\s+(?:rather|prefer)))\b",
-    re.IGNORECASE,
-)
-_IMAGINED_ONLY = re.compile(rf"\b(?:{_IMAGINED})\b", re.IGNORECASE)
 _QUOTED_SPEECH = re.compile(r"[\"“”«»]")
 # Verbs too common to name a subject by.
 _PLAIN_VERBS = _words(
@@ -130,19 +133,7 @@ def _statement(sentence: Sentence, after: str) -> Found | None:
         or _remember(sentence, after)
         or _preference(sentence, after)
         or _condition(sentence)
-    )
-
-
-def _negated_before(text: str, at: int) -> bool:
-    return bool(read(text[:at]).marks_of("negation"))
-
-
-def _reported_before(text: str, at: int) -> bool:
-    """Someone else, a verb of saying or a "that" before the subject: "my colleague says I
-    always …", "you said I …", "not that I …"."""
-    words = read(text[:at]).words
-    return any(w in PEOPLE or w in SPEECH or w == "that" for w in words) or bool(
-        read(text[:at]).about
+        or _circumstance(sentence)
     )
 
 
@@ -153,9 +144,9 @@ def _name(sentence: Sentence) -> Found | None:
         if match is None:
             continue
         name = match.group("name")
-        if name.split()[0] in _NOT_NAMES or _negated_before(text, match.start()):
+        if name.split()[0] in _NOT_NAMES or negated_before(text, match.start()):
             return None
-        if _HYPOTHETICAL.search(text) or _reported_before(text, match.start()):
+        if HYPOTHETICAL.search(text) or reported_before(text, match.start()):
             return None
         return _found("name", sentence, template.format(name=name), "name")
     return None
@@ -164,9 +155,9 @@ def _name(sentence: Sentence) -> Found | None:
 def _preference(sentence: Sentence, after: str) -> Found | None:
     text = sentence.text
     match = _PREFERENCE.search(text)
-    if match is None or _HYPOTHETICAL.search(text):
+    if match is None or HYPOTHETICAL.search(text):
         return None
-    if _negated_before(text, match.start("trigger")) or _reported_before(text, match.start()):
+    if negated_before(text, match.start("trigger")) or reported_before(text, match.start()):
         return None
     rest = read(text[match.end() :])
     if rest.words and rest.words[0] in SPEECH:
@@ -183,14 +174,26 @@ def _condition(sentence: Sentence) -> Found | None:
     """ "I am allergic to peanuts.", "I'm vegetarian." """
     text = sentence.text
     match = _CONDITION.search(text)
-    if match is None or _HYPOTHETICAL.search(text):
+    if match is None or HYPOTHETICAL.search(text):
         return None
-    if _negated_before(text, match.start()) or _reported_before(text, match.start()):
+    if negated_before(text, match.start()) or reported_before(text, match.start()):
         return None
     content = [w for w in read(text[match.start("trigger") :]).words if is_content(w)]
     if not content:
         return None
     return _found("condition", sentence, third_person(text), _subject(content, "health"))
+
+
+def _circumstance(sentence: Sentence) -> Found | None:
+    """ "I live in Lisbon.", "My car is a blue 2014 Skoda." (engine/memory/circumstances.py)"""
+    found = find_circumstance(sentence.text)
+    if found is None:
+        return None
+    try:
+        subject = subject_slug(found.topic)
+    except MemoryRefused:
+        subject = found.kind
+    return _found(found.kind, sentence, third_person(sentence.text), subject)
 
 
 def _remember(sentence: Sentence, after: str) -> Found | None:
@@ -203,8 +206,8 @@ def _remember(sentence: Sentence, after: str) -> Found | None:
     start = match.start("verb") if match.group("verb") else match.start("verb2")
     if verb.casefold() == "note" and not re.match(r"\s+that\b", text[match.end("verb") :], re.I):
         return None  # "Note the file …" is an instruction for now, not a fact
-    negated = "forget" not in verb.casefold() and _negated_before(text, start)
-    if negated or _IMAGINED_ONLY.search(text) or len(rest.split()) < 2:
+    negated = "forget" not in verb.casefold() and negated_before(text, start)
+    if negated or IMAGINED_ONLY.search(text) or len(rest.split()) < 2:
         return None
     if re.match(r"to\s", rest, re.IGNORECASE):
         return None  # "remember to close the door": a task for now, not a fact

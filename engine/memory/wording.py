@@ -360,3 +360,30 @@ def is_question(text: str, after: str = "") -> bool:
         nxt = rest[1] if rest[0] == "not" and len(rest) > 1 else rest[0]
         return nxt in _QUESTION_SUBJECTS
     return False
+
+
+# Hypotheticals: what is imagined is no statement of fact. A request to remember may hold
+# a condition ("remember that if the build fails …"), so it is read with the narrower list.
+_IMAGINED = (
+    r"suppose|supposing|imagine|hypothetically|pretend|what if|let['’]s say|say that|"
+    r"in theory|were to|wish"
+)
+HYPOTHETICAL = re.compile(
+    rf"\b(?:{_IMAGINED}|if|assume|assuming|might|could|maybe|perhaps|"
+    r"would(?!\s+(?:rather|prefer)))\b",
+    re.IGNORECASE,
+)
+IMAGINED_ONLY = re.compile(rf"\b(?:{_IMAGINED})\b", re.IGNORECASE)
+
+
+def negated_before(text: str, at: int) -> bool:
+    """A negation in `text` before position `at`."""
+    return bool(read(text[:at]).marks_of("negation"))
+
+
+def reported_before(text: str, at: int) -> bool:
+    """Someone else, a verb of saying or a "that" before the subject: "my colleague says I
+    always …", "you said I …", "not that I …"."""
+    reading = read(text[:at])
+    words = reading.words
+    return any(w in PEOPLE or w in SPEECH or w == "that" for w in words) or bool(reading.about)

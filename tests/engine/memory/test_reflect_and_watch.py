@@ -59,7 +59,7 @@ def test_a_released_claim_can_be_taken_again_but_not_after_a_later_claim(
     assert marks.get("c") == later.through
 
 
-def test_reflection_reads_the_two_newest_chunks_and_logs_the_skipped_ones(
+def test_reflection_reads_the_newest_chunk_in_one_request_and_logs_the_skipped_ones(
     service: MemoryService, caplog: pytest.LogCaptureFixture
 ):
     texts = [f"Message {i}: " + "word " * 60 for i in range(30)]
@@ -84,8 +84,9 @@ def test_reflection_reads_the_two_newest_chunks_and_logs_the_skipped_ones(
             )
         )
     chunks = make_chunks([r.message for r in _records(texts)], count, chunk_tokens(1600))
-    assert report.skipped_chunks == len(chunks) - 2 > 0
+    assert report.skipped_chunks == len(chunks) - 1 > 0
     assert "skipped" in caplog.text
+    assert len(seen) == 1 and report.requests == 1
     scanned = "\n".join(re.findall(r"<<<SCAN\n(.*?)\nSCAN>>>", "\n".join(seen), re.S))
     assert "Message 29:" in scanned and "Message 0:" not in scanned
     assert report.claimed == 60

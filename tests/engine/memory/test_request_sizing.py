@@ -71,25 +71,32 @@ def test_on_a_1024_window_every_memory_request_fits_with_its_answer(tmp_path: Pa
     assert all(s.by == STATEMENTS_ID for s in pending)
 
 
-def test_the_extraction_before_a_compaction_reads_the_span_in_as_few_requests_as_fit(
+def test_each_compaction_sends_at_most_one_extraction_request_and_it_fits_filled(
     tmp_path: Path,
 ):
-    """On 2,048 tokens the turns a compaction removed were read one request per turn, each
-    near the window; now each request holds as many turns as fit beside its frame. (A
-    summarizer model of its own: the agent's would be asked on the cached conversation.)"""
+    """A compaction's extraction was a conversation of its own (one request per part of the
+    span, each up to six steps), 30 s of a compaction on the bundled model; now it is one
+    request, as full as the window allows with its answer (the span's first turns; the
+    first pass reads all of them). (A summarizer model of its own: the agent's would be
+    asked on the cached conversation.)"""
     model = FakeModel(chat_reply="Lorem ipsum is placeholder text. " * 6)
     with FakeLlamaServer(n_ctx=2048) as fake:
         fake.responder = model
         _converse(fake, tmp_path, [ALEX, *LONGER], summarizer_model="fake-summarizer")
-        bodies = [(role_of(r.body), r) for r in fake.chat_requests]
-    first_summary = next(i for i, (role, _) in enumerate(bodies) if role == "summarizer")
-    before = [r for role, r in bodies[:first_summary] if role == "extractor"]
-    assert before and not any(is_replayed(r.body) for r in before)
-    turns = [len(sources_in(r.body)) for r in before]
-    assert sum(turns) >= 6 and len(before) <= sum(turns) / 3, turns  # not one per turn
-    assert all(r.prompt_tokens + r.body["max_tokens"] <= 2048 for r in before)
-    # Every request but the last was filled: the span needed that many.
-    assert all(r.prompt_tokens + r.body["max_tokens"] > 2048 * 0.8 for r in before[:-1])
+        bodies = [(role_of(r.body), r) for r in fake.chat_requests if not r.rejected]
+    roles = [role for role, _ in bodies]
+    compactions = [i for i, role in enumerate(roles) if role == "summarizer"]
+    assert compactions
+    starts = [0, *[i + 1 for i in compactions]]
+    for start, end in zip(starts, compactions, strict=False):
+        assert roles[start:end].count("extractor") <= 1, roles[start:end]
+    before = [r for role, r in bodies[: compactions[0]] if role == "extractor"]
+    (request,) = before
+    assert not is_replayed(request.body)
+    assert request.prompt_tokens + request.body["max_tokens"] <= 2048
+    assert request.prompt_tokens + request.body["max_tokens"] > 2048 * 0.8  # filled
+    shown = list(sources_in(request.body).values())
+    assert len(shown) >= 2 and shown[0] == ALEX
 
 
 def test_on_the_agents_own_model_the_extraction_asks_on_the_cached_conversation(tmp_path: Path):

@@ -14,7 +14,6 @@ from engine.cli import build_parser
 from engine.cli.reflect import reflection_agent
 from engine.config import AgentConfig
 from engine.memory import spawn
-from engine.memory.reflect import MAX_CHUNKS
 from engine.memory.spawn import read_agent_settings, spawn_reflection
 from engine.paths import BrimPaths
 from engine.store import ConversationInfo
@@ -99,8 +98,9 @@ def _reflection_logged(home: Path, conversation: str, timeout: float = 90) -> st
 
 def test_a_detached_reflection_runs_within_the_agents_window_pin(tmp_path: Path):
     """The engine serves 8,192 tokens and the agent pins 1,536: the child reads the
-    conversation in the pinned window's small chunks (on the served window, one chunk), and
-    every request it sends fits the pinned window with its answer."""
+    conversation in the pinned window's small chunks (on the served window, one chunk), reads
+    the newest with its one model request, and that request fits the pinned window with its
+    answer."""
     home = tmp_path / "home"
     turns = [
         f"I always want reports in format {i}. " + "More context here. " * 60 for i in range(8)
@@ -119,7 +119,7 @@ def test_a_detached_reflection_runs_within_the_agents_window_pin(tmp_path: Path)
         assert spawn_reflection(agent, conversation, data_dir=home, workspace=None)
         logged = _reflection_logged(home, conversation)
     scans = [b for b in model.seen.get("extractor", []) if len(b["messages"]) == 2]
-    assert len(scans) == MAX_CHUNKS, logged
+    assert len(scans) == 1, logged
     assert "skipped 0 chunks" not in logged
     memory = [r for r in fake.chat_requests if role_of(r.body) in ("extractor", "curator")]
     assert memory and all(r.prompt_tokens + r.body["max_tokens"] <= 1536 for r in memory)
