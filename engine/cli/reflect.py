@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -44,6 +45,7 @@ from engine.messages import user
 from engine.paths import BrimPaths
 from engine.providers.errors import ProviderError
 from engine.session import probe_window, provider_for
+from engine.session.engine_calls import usage_recorder
 from engine.store import ConversationInfo, Store
 from engine.tokens import counter_for
 
@@ -181,7 +183,18 @@ async def _reflect(
                 common: dict[str, Any] = dict(
                     service=service,
                     scopes=service.scopes(info.agent or agent.name, workspace),
-                    complete=provider_complete(provider, model),
+                    # Each request's usage lands in the conversation's /usage as memory's.
+                    complete=provider_complete(
+                        provider,
+                        model,
+                        usage_recorder(
+                            lambda: store,
+                            lambda: provider,
+                            functools.partial(str, info.id),
+                            agent=info.agent or agent.name,
+                            purpose="memory",
+                        ),
+                    ),
                     count_text=lambda text: counter.count_message(user(text)),
                     window=window.window,
                     count_request=counting_with(counter),

@@ -169,3 +169,32 @@ def test_a_rejected_lesson_is_not_proposed_again_word_for_word(service: MemorySe
         queue_lesson(state, plan_lesson(state, scope="agent", subject="lint", content=lesson))
     other = "Run the tests before committing."
     queue_lesson(state, plan_lesson(state, scope="agent", subject="lint", content=other))
+
+
+def test_brim_memory_learn_and_reflect_count_in_the_conversations_usage(tmp_path: Path):
+    """/usage sums every request a conversation cost: the close-time reflection's and
+    `brim memory learn`'s too, as memory's."""
+    from engine.store import Store
+
+    model = _model()
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        fake.responder = model
+        conversation = _say_reject_then(fake, tmp_path, [])
+        engine = ["--provider", "llamacpp", "--model", "fake", "--base-url", fake.url]
+        paths = BrimPaths.resolve(tmp_path)
+
+        def memory_requests() -> int:
+            with Store.open(paths.db_path) as store:
+                rows = store.usage_summary(conversation, by_purpose=True)
+            return sum(r.requests for r in rows if r.model == "memory")
+
+        before = memory_requests()
+        for command in ("reflect", "learn"):
+            run = run_brim(
+                ["memory", command, "--conversation", conversation, "--json", *engine],
+                data_dir=tmp_path,
+            )
+            assert run.returncode == 0, run.stderr
+            after = memory_requests()
+            assert after > before, f"brim memory {command} left /usage as it was"
+            before = after
