@@ -6,7 +6,9 @@ applies the removed user messages in order (new statements join, corrections rep
 "forget that I …" removes), applies what the kept tail takes back, and writes the result
 verbatim into the new checkpoint. They are held to a budget from the window; the oldest
 beyond it are written to the tool-result store, and the checkpoint names the stored file so
-the model can read it with `retrieve_tool_result`.
+the model can read it with `retrieve_tool_result`. A model sent no tools could read no such
+file: for it the statements come before anything the summarizer wrote, so they stay in the
+request (`statement_budget`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.context.checkpoint import checkpoint_entries
-from engine.context.constants import STATED_SECTION, STORED_STATEMENTS_SECTION
+from engine.context.checkpoint import checkpoint_entries, render_checkpoint
+from engine.context.constants import (
+    STATED_SECTION,
+    STATED_SUMMARY_SHARE,
+    STORED_STATEMENTS_SECTION,
+)
 from engine.context.user_statements import carry_through
 from engine.messages import Message
 
@@ -45,6 +51,22 @@ class Stated:
         if self.stored:
             out[STORED_STATEMENTS_SECTION] = [f"- `{ref}`" for ref in self.stored]
         return out
+
+
+def statement_budget(
+    summary_tokens: int, *, tools: bool, frame_tokens: Callable[[str], int]
+) -> int:
+    """The tokens the user's statements may take of a checkpoint of `summary_tokens`.
+
+    With tools, a share of it: the oldest beyond it are stored and named for
+    `retrieve_tool_result`. Without tools a stored statement is out of reach, so they
+    take the whole checkpoint but its frame (`frame_tokens` counts the face of a stored
+    checkpoint: the opening, the closing and the line that introduces the statements);
+    the summarizer's parts get what they leave (the cap cuts those first)."""
+    if tools:
+        return int(summary_tokens * STATED_SUMMARY_SHARE)
+    frame = frame_tokens(render_checkpoint({STATED_SECTION: ["- ."]}))
+    return max(0, summary_tokens - frame)
 
 
 def stated_in(checkpoint: str) -> Stated:

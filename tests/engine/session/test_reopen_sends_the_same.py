@@ -1,0 +1,107 @@
+"""A compacted conversation opened again sends what it sent before it was left (issue 41).
+
+Through the real session on the in-process engine, a tool-less agent (no folder) on a small
+window: two compactions, so the journal holds a record of a checkpoint the history no longer
+carries as such (the live checkpoint merged it). Leaving the conversation (for another, or by
+closing Brim) and coming back must not add the journal again: the live checkpoint already
+carries it, so the request is the same, token for token, and nothing in it asks a model
+without tools to read files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from engine.config import AgentConfig
+from engine.context import Journal
+from engine.context.work_state import PREAMBLE_HEAD
+from engine.events import CompactionEvent, Event
+from engine.messages import Message, model_messages
+from engine.paths import BrimPaths
+from engine.session import ChatSession
+from tests.helpers.fake_provider import Answer, InProcessEngine, Request
+from tests.helpers.scripted_session import is_summary_request
+
+WINDOW = 2048
+AGENT = AgentConfig(name="chat", provider="llamacpp", model="fake-model")
+
+
+class Summarizer:
+    """The agent's model, and its summarizer: each compaction's checkpoint names what that
+    stretch did (a new Done entry, new next steps), as a summarizer that read it would."""
+
+    def __init__(self) -> None:
+        self.compactions = 0
+
+    def __call__(self, request: Request) -> Answer:
+        if not is_summary_request(request):
+            return Answer(f"Noted, answer {len(request.messages)}.")
+        self.compactions += 1
+        n = self.compactions
+        return Answer(
+            f"## Goal\n- Plan the garden beds.\n## Progress\n### Done\n- planned bed {n}\n"
+            f"### In Progress\n- choosing seeds for bed {n + 1}\n"
+            f"## Next Steps\n- plan bed {n + 1}\n## Critical Context\n- beds face south\n"
+        )
+
+
+def _long(i: int) -> str:
+    return f"Bed {i}: " + "the soil there is heavy clay with some sand " * 25
+
+
+def _sent(history: list[Message]) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in model_messages(history)]
+
+
+def _journal(home: BrimPaths, conversation: str) -> list[dict[str, object]]:
+    return Journal(home.conversation_dir(AGENT.name, conversation) / "journal.jsonl").read()
+
+
+@pytest.mark.parametrize("how", ["switch", "restart"])
+def test_a_reopened_compacted_conversation_sends_the_same_tokens_and_asks_no_file_reading(
+    tmp_path: Path, how: str
+):
+    home = BrimPaths.resolve(tmp_path / "home")
+    engine = InProcessEngine(window=WINDOW)
+    engine.responder = Summarizer()
+    events: list[Event] = []
+
+    async def go() -> tuple[int, int, list[tuple[str, str]], list[tuple[str, str]], str]:
+        session = ChatSession(AGENT, home, events.append, provider=engine)
+        await session.start()
+        for i in range(30):
+            await session.send(_long(i))
+            done = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+            if len(done) >= 2:
+                break
+        await session.send("Which bed gets the most sun?")
+        before, history = session.context_report().used, _sent(session.history())
+        first = session.conversation_id
+        if how == "switch":
+            await session.open_conversation(None)
+            await session.send("A different question about tomatoes.")
+            await session.open_conversation(first)
+        else:
+            await session.close()
+            session = ChatSession(AGENT, home, events.append, provider=engine,
+                                  conversation_id=first)  # fmt: skip
+            await session.start()
+        after, reopened = session.context_report().used, _sent(session.history())
+        await session.send("And which bed is driest?")
+        await session.close()
+        return before, after, history, reopened, first
+
+    before, after, history, reopened, conversation = asyncio.run(go())
+    finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+    assert len(finished) >= 2 and len(_journal(home, conversation)) >= 2
+    print(f"\nnext request before leaving: {before} tokens, after reopening: {after}")
+    assert after == before  # ±0
+    assert reopened == history  # nothing added, nothing lost
+    last = engine.requests[-1]
+    assert [(m.role, m.content) for m in last.messages][-1][1].endswith("And which bed is driest?")
+    wire = "\n".join(m.content for m in last.messages)
+    assert PREAMBLE_HEAD not in wire
+    assert "read the files" not in wire and "re-run" not in wire
