@@ -150,8 +150,7 @@ def _carried_parts(fixed: list[Message], schemas: list[dict[str, Any]]) -> str:
         parts.append("the tool descriptions")
     if not parts:
         return "what every request carries"
-    named = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"what every request carries ({named})"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _what_to_do(tools: bool) -> str:
