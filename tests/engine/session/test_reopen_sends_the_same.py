@@ -17,11 +17,13 @@ import pytest
 
 from engine.config import AgentConfig
 from engine.context import Journal
+from engine.context.model_face import summary_message
 from engine.context.work_state import PREAMBLE_HEAD
 from engine.events import CompactionEvent, Event
 from engine.messages import Message, model_messages
 from engine.paths import BrimPaths
 from engine.session import ChatSession
+from engine.store import Store
 from tests.helpers.fake_provider import Answer, InProcessEngine, Request
 from tests.helpers.scripted_session import is_summary_request
 
@@ -105,3 +107,42 @@ def test_a_reopened_compacted_conversation_sends_the_same_tokens_and_asks_no_fil
     wire = "\n".join(m.content for m in last.messages)
     assert PREAMBLE_HEAD not in wire
     assert "read the files" not in wire and "re-run" not in wire
+
+
+def test_an_agent_with_tools_gets_what_the_journal_adds_and_the_checks_to_run(tmp_path: Path):
+    home = BrimPaths.resolve(tmp_path / "home")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    engine = InProcessEngine(window=8192)
+
+    async def run(conversation: str | None, texts: list[str]) -> ChatSession:
+        session = ChatSession(AGENT, home, lambda _e: None, provider=engine,
+                              conversation_id=conversation, workspace=workspace)  # fmt: skip
+        await session.start()
+        for text in texts:
+            await session.send(text)
+        await session.close()
+        return session
+
+    first = asyncio.run(run(None, ["Migrate the routes."])).conversation_id
+    live = summary_message("## Goal\n- Migrate the routes.\n## Done\n- moved /api/users\n")
+    store = Store.open(home.ensure().db_path)
+    store.replace_messages(first, [*store.messages(first), live])
+    store.close()
+    journal = Journal(home.conversation_dir(AGENT.name, first) / "journal.jsonl")
+    journal.append(
+        {
+            "summary": "## Done\n- moved /api/users\n- wrote the migration script\n"
+            "## Next Steps\n- move /api/users\n",
+            "checkpoint": "older",
+        }
+    )
+    journal.append({"summary": "## Done\n- moved /api/users\n", "checkpoint": live.id})
+    asyncio.run(run(first, ["Go on."]))
+    sent = engine.requests[-1]
+    wire = "\n".join(m.content for m in sent.messages)
+    assert "read_file" in {t["function"]["name"] for t in sent.options.tools}
+    assert wire.count(PREAMBLE_HEAD) == 1 and "verify them (read the files" in wire
+    assert "wrote the migration script" in wire
+    assert "Next: move /api/users" not in wire  # superseded: it was done since
+    assert wire.count("moved /api/users") == 1  # the live checkpoint's, not again

@@ -231,3 +231,24 @@ def test_an_agent_with_tools_still_gets_its_pointer_to_the_older_statements(tmp_
     face = _summary(last).content
     assert RETRIEVE_TOOL in face and RETRIEVE_TOOL in _names(last.options.tools)
     assert [fact for fact in FACTS if fact not in face]  # the oldest went to the stored file
+
+
+def test_where_even_the_whole_checkpoint_is_too_small_nothing_points_at_a_stored_file(
+    tmp_path: Path,
+):
+    """On a 2K window the checkpoint holds about 300 tokens: fewer than the fifteen facts.
+    The newest stay; the oldest are stored but not pointed at (the model could not read
+    them), so the request says nothing it cannot back."""
+    home = BrimPaths.resolve(tmp_path / "home")
+    engine = InProcessEngine(window=2048)
+    engine.responder = _answer
+    _chat(home, engine, [])
+    faces = [_summary(r).content for r in _agent_requests(engine) if _has_summary(r)]
+    assert faces
+    for face in faces:
+        assert RETRIEVE_TOOL not in face and "stored" not in face
+    assert FACTS[-1] in faces[-1] and FACTS[0] not in faces[-1]
+
+
+def _has_summary(request: Request) -> bool:
+    return any("exchanged messages no longer" in m.content for m in request.messages)
