@@ -54,7 +54,7 @@ from engine.context.replay import (
     replay_messages,
     replay_request,
 )
-from engine.context.stated import StoreText, carry_statements, statement_budget
+from engine.context.stated import Stated, StoreText, carry_statements, statement_budget
 from engine.context.stored_progress import cap_keeping_progress
 from engine.context.summarizer import (
     GUIDED_SYSTEM,
@@ -444,14 +444,6 @@ async def compact(
         face = render_for_model(checkpoint, after=bool(ahead), tools=tools_offered)
         return _text_tokens(face, count_message)
 
-    stated = carry_statements(
-        plan.prior_checkpoints,
-        plan.removed,
-        plan.tail,
-        budget=statement_budget(out_tokens, tools=tools_offered, frame_tokens=face_tokens),
-        count_text=lambda t: _text_tokens(t, count_message),
-        store=store_result,
-    )
     reference = reference_text(original, plan.prior_checkpoints, work_state)
     prompt_budget = (summarizer_window or window) - out_tokens - SUMMARY_PROMPT_MARGIN_TOKENS
     request = build_summary_request(
@@ -504,8 +496,24 @@ async def compact(
             )
         text, source = (guided, "guided") if guided is not None else ("", "mechanical")
 
+    progress = source != "freeform"
+    # Without tools the statements get what the task (Goal, Constraints, Done, Decisions)
+    # leaves: the oldest beyond it could be pointed at only with a tool.
+    task = assemble_checkpoint(
+        text, plan.prior_checkpoints, plan.middle, Stated(), progress=progress
+    )
+    stated = carry_statements(
+        plan.prior_checkpoints,
+        plan.removed,
+        plan.tail,
+        budget=statement_budget(
+            out_tokens, tools=tools_offered, face_tokens=face_tokens, task=task
+        ),
+        count_text=lambda t: _text_tokens(t, count_message),
+        store=store_result,
+    )
     checkpoint = assemble_checkpoint(
-        text, plan.prior_checkpoints, plan.middle, stated, progress=source != "freeform"
+        text, plan.prior_checkpoints, plan.middle, stated, progress=progress
     )
     if not checkpoint_entries(checkpoint):
         # Nothing the summarizer wrote survived and nothing mechanical is there to carry:

@@ -7,8 +7,8 @@ applies the removed user messages in order (new statements join, corrections rep
 verbatim into the new checkpoint. They are held to a budget from the window; the oldest
 beyond it are written to the tool-result store, and the checkpoint names the stored file so
 the model can read it with `retrieve_tool_result`. A model sent no tools could read no such
-file: for it the statements come before anything the summarizer wrote, so they stay in the
-request (`statement_budget`).
+file: for it the statements take all the task leaves, before the summarizer's other parts, so
+they stay in the request (`statement_budget`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.context.checkpoint import checkpoint_entries, render_checkpoint
+from engine.context.checkpoint import (
+    CARRIED_ENTRIES,
+    checkpoint_entries,
+    parse_checkpoint,
+    render_checkpoint,
+)
 from engine.context.constants import (
     STATED_SECTION,
     STATED_SUMMARY_SHARE,
@@ -54,19 +59,24 @@ class Stated:
 
 
 def statement_budget(
-    summary_tokens: int, *, tools: bool, frame_tokens: Callable[[str], int]
+    summary_tokens: int, *, tools: bool, face_tokens: Callable[[str], int], task: str = ""
 ) -> int:
     """The tokens the user's statements may take of a checkpoint of `summary_tokens`.
 
     With tools, a share of it: the oldest beyond it are stored and named for
-    `retrieve_tool_result`. Without tools a stored statement is out of reach, so they
-    take the whole checkpoint but its frame (`frame_tokens` counts the face of a stored
-    checkpoint: the opening, the closing and the line that introduces the statements);
-    the summarizer's parts get what they leave (the cap cuts those first)."""
+    `retrieve_tool_result`. Without tools a stored statement is out of reach, so they take
+    what the task leaves, that share at least: `task` is the checkpoint without statements
+    (its Goal, Constraints & Preferences, Done and Key Decisions are kept before them),
+    `face_tokens` counts what the model is shown for a stored checkpoint (so the opening,
+    the closing and the line that introduces the statements are counted too). The
+    summarizer's other parts get what the statements leave (the cap cuts those first)."""
+    share = int(summary_tokens * STATED_SUMMARY_SHARE)
     if tools:
-        return int(summary_tokens * STATED_SUMMARY_SHARE)
-    frame = frame_tokens(render_checkpoint({STATED_SECTION: ["- ."]}))
-    return max(0, summary_tokens - frame)
+        return share
+    _, sections = parse_checkpoint(task)
+    kept = {title: sections[title] for title in CARRIED_ENTRIES if title in sections}
+    kept[STATED_SECTION] = ["- ."]
+    return max(share, summary_tokens - face_tokens(render_checkpoint(kept)))
 
 
 def stated_in(checkpoint: str) -> Stated:
