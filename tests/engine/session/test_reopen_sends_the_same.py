@@ -11,17 +11,21 @@ without tools to read files.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from engine.config import AgentConfig
+from engine.config import AgentConfig, default_agent
 from engine.context import Journal
 from engine.context.model_face import summary_message
 from engine.context.work_state import PREAMBLE_HEAD
 from engine.events import CompactionEvent, Event
 from engine.messages import Message, model_messages
 from engine.paths import BrimPaths
+from engine.providers.base import ChatOptions, StreamItem
+from engine.providers.embedded import EmbeddedProvider, default_model_path
 from engine.session import ChatSession
 from engine.store import Store
 from tests.helpers.fake_provider import Answer, InProcessEngine, Request
@@ -146,3 +150,55 @@ def test_an_agent_with_tools_gets_what_the_journal_adds_and_the_checks_to_run(tm
     assert "wrote the migration script" in wire
     assert "Next: move /api/users" not in wire  # superseded: it was done since
     assert wire.count("moved /api/users") == 1  # the live checkpoint's, not again
+
+
+class RecordingEmbedded(EmbeddedProvider):
+    """The embedded engine (the bundled model), keeping every request it was given."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.requests: list[list[Message]] = []
+
+    async def stream_chat(  # type: ignore[override]
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncIterator[StreamItem]:
+        self.requests.append(list(messages))
+        async for item in super().stream_chat(model, messages, options):
+            yield item
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(default_model_path() is None, reason="the default model is not installed")
+def test_the_bundled_model_reopened_after_compaction_is_sent_the_same_tokens(tmp_path: Path):
+    home = BrimPaths.resolve(tmp_path / "home")
+    provider = RecordingEmbedded(n_ctx=1024)
+    agent = default_agent().with_changes(num_ctx=1024, max_tokens=24)
+    events: list[Event] = []
+
+    async def go() -> tuple[int, int, list[tuple[str, str]], list[tuple[str, str]]]:
+        session = ChatSession(agent, home, events.append, provider=provider)
+        await session.start()
+        for i in range(12):
+            await session.send(f"Note {i}: my bed {i} gets sun until {i + 1} pm. " + "ok " * 60)
+            done = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+            if len(done) >= 2:
+                break
+        before, history = session.context_report().used, _sent(session.history())
+        first = session.conversation_id
+        await session.open_conversation(None)
+        await session.open_conversation(first)
+        after, reopened = session.context_report().used, _sent(session.history())
+        await session.send("Which bed gets the most sun?")
+        await session.close()
+        return before, after, history, reopened
+
+    before, after, history, reopened = asyncio.run(go())
+    finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+    print(f"\nbundled model, 1K window, {len(finished)} compactions: next request "
+          f"{before} tokens before leaving, {after} after reopening")  # fmt: skip
+    print("sent after reopening:\n" + "\n".join(f"[{m.role}] {m.content}"
+                                              for m in provider.requests[-1]))  # fmt: skip
+    assert finished
+    assert after == before and reopened == history
+    wire = "\n".join(m.content for m in provider.requests[-1])
+    assert PREAMBLE_HEAD not in wire and "read the files" not in wire

@@ -20,7 +20,7 @@ from engine.config import AgentConfig
 from engine.context import Journal
 from engine.context.constants import RETRIEVE_TOOL
 from engine.context.work_state import PREAMBLE_HEAD
-from engine.events import CompactionEvent, ErrorEvent, Event
+from engine.events import CompactionEvent, ErrorEvent, Event, NoticeEvent
 from engine.mcp.deferred import CALL_NAME, SEARCH_NAME
 from engine.memory import MemoryService
 from engine.messages import Message
@@ -193,6 +193,8 @@ def test_no_brim_written_part_of_a_tool_less_request_names_a_tool_it_does_not_ca
     (refusal,) = [e for e in events if isinstance(e, ErrorEvent)]
     assert refusal.kind == "message_too_large"  # words for the user, no tools in them either
     assert "tool" not in refusal.message and "file" not in refusal.message
+    told = [e.text for e in events if isinstance(e, NoticeEvent)]
+    assert told and not [t for t in told if "tool" in t.lower() or pattern.search(t)]
 
 
 def _summary(request: Request) -> Message:
