@@ -7,7 +7,10 @@ for what the live checkpoints do not carry: entries of what was done, decided, r
 read that a cap left out. What a newer checkpoint supersedes is never brought back: the goal,
 the work in progress, the next steps, and above all the user's statements, which Brim
 carries mechanically (a correction or a "forget that" must not come back from an old record).
-With no live checkpoint (every compaction undone, or none in the history) the records are
+A record older than the live checkpoint's own is not shown at all (`records_to_show`): that
+checkpoint was merged from it, and what it left out for room the request did not have before
+the conversation was left either, so a reopened conversation sends what it sent. With no live
+checkpoint (every compaction undone, or none in the history) the records are
 shown whole. Nothing added: no preamble at all.
 
 The records are shown as the checkpoint's face (engine/context/model_face.py), worded for
@@ -16,7 +19,7 @@ whether the request carries tools: a model without them is asked to read nothing
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from engine.context.checkpoint import (
@@ -96,6 +99,19 @@ class Carried:
     def holds_text(self, text: str) -> bool:
         """A record that is no checkpoint (an older Brim's), said whole by one of them."""
         return self.any and _key(text) in self.entries
+
+
+def records_to_show(
+    entries: Sequence[Mapping[str, Any]], live: Set[str], restored: Set[str]
+) -> list[Mapping[str, Any]]:
+    """The journal records a resumed history does not already hold: none up to the newest
+    record of a checkpoint the history still carries (`live` summary ids), since that
+    checkpoint was merged from every one before it (what it lacks of them it left out for
+    room, and the request had not had it before the conversation was left either); and
+    none of a compaction the user restored (`restored`). Records that name no checkpoint
+    (an older Brim's) stay, for `journal_preamble` to weigh entry by entry."""
+    newest_live = max((i for i, e in enumerate(entries) if e.get("checkpoint") in live), default=-1)
+    return [e for e in entries[newest_live + 1 :] if e.get("checkpoint") not in restored]
 
 
 def _record_text(entry: Mapping[str, Any], carried: Carried, tools: bool) -> str:

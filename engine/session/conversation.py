@@ -17,6 +17,7 @@ from pathlib import Path
 
 from engine.context import Journal, journal_preamble
 from engine.context.checkpoint import stored_checkpoint
+from engine.context.journal_preamble import records_to_show
 from engine.context.restore import compaction_span
 from engine.context.work_state import PREAMBLE_HEAD, CountText
 from engine.conversation_claim import ConversationClaim
@@ -141,8 +142,7 @@ class Conversation:
         records = self.store.compactions(self.id) if self.store is not None else []
         restored = {r.id for r in records if r.is_restored}
         summaries = [m for m in self._messages if m.kind == "summary"]
-        live = {m.id for m in summaries}
-        entries = [e for e in entries if e.get("checkpoint") not in restored | live]
+        entries = records_to_show(entries, {m.id for m in summaries}, restored)
         # Opened again with no compaction since: the history already carries a preamble,
         # and a second copy would only cost tokens (it stays bounded, as the seed says).
         if not entries or any(_is_preamble(m) for m in self._messages):

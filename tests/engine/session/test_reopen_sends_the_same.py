@@ -134,14 +134,14 @@ def test_an_agent_with_tools_gets_what_the_journal_adds_and_the_checks_to_run(tm
     store.replace_messages(first, [*store.messages(first), live])
     store.close()
     journal = Journal(home.conversation_dir(AGENT.name, first) / "journal.jsonl")
+    journal.append({"summary": "## Done\n- moved /api/users\n", "checkpoint": live.id})
+    # A record an older Brim wrote (it names no checkpoint): weighed entry by entry.
     journal.append(
         {
             "summary": "## Done\n- moved /api/users\n- wrote the migration script\n"
-            "## Next Steps\n- move /api/users\n",
-            "checkpoint": "older",
+            "## Next Steps\n- move /api/users\n"
         }
     )
-    journal.append({"summary": "## Done\n- moved /api/users\n", "checkpoint": live.id})
     asyncio.run(run(first, ["Go on."]))
     sent = engine.requests[-1]
     wire = "\n".join(m.content for m in sent.messages)
@@ -168,18 +168,19 @@ class RecordingEmbedded(EmbeddedProvider):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # two compactions of the real model: minutes on a loaded CPU
 @pytest.mark.skipif(default_model_path() is None, reason="the default model is not installed")
 def test_the_bundled_model_reopened_after_compaction_is_sent_the_same_tokens(tmp_path: Path):
     home = BrimPaths.resolve(tmp_path / "home")
     provider = RecordingEmbedded(n_ctx=1024)
-    agent = default_agent().with_changes(num_ctx=1024, max_tokens=24)
+    agent = default_agent().with_changes(num_ctx=1024, max_tokens=8)
     events: list[Event] = []
 
     async def go() -> tuple[int, int, list[tuple[str, str]], list[tuple[str, str]]]:
         session = ChatSession(agent, home, events.append, provider=provider)
         await session.start()
         for i in range(12):
-            await session.send(f"Note {i}: my bed {i} gets sun until {i + 1} pm. " + "ok " * 60)
+            await session.send(f"Note {i}: my bed {i} gets sun until {i + 1} pm. " + "ok " * 180)
             done = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
             if len(done) >= 2:
                 break
