@@ -142,14 +142,14 @@ class Conversation:
         records = self.store.compactions(self.id) if self.store is not None else []
         restored = {r.id for r in records if r.is_restored}
         summaries = [m for m in self._messages if m.kind == "summary"]
-        entries = records_to_show(entries, {m.id for m in summaries}, restored)
+        shown = records_to_show(entries, {m.id for m in summaries}, restored)
         # Opened again with no compaction since: the history already carries a preamble,
         # and a second copy would only cost tokens (it stays bounded, as the seed says).
-        if not entries or any(_is_preamble(m) for m in self._messages):
+        if not shown or any(_is_preamble(m) for m in self._messages):
             return
         checkpoints = [stored_checkpoint(m) for m in summaries]
         preamble = journal_preamble(
-            entries, await budget(), count_text, live_checkpoints=checkpoints, tools=tools
+            shown, await budget(), count_text, live_checkpoints=checkpoints, tools=tools
         )
         if preamble:
             # Brim's words, not the user's: not a row in the transcript, never a source of
