@@ -40,7 +40,6 @@ from engine.context.constants import (
     KEEP_REQUEST_TAIL_SHARE,
     MIN_SUMMARIZABLE_TOKENS,
     REASON_PREFLIGHT,
-    STATED_SUMMARY_SHARE,
     SUMMARY_HEADINGS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
 )
@@ -55,7 +54,7 @@ from engine.context.replay import (
     replay_messages,
     replay_request,
 )
-from engine.context.stated import StoreText, carry_statements
+from engine.context.stated import Stated, StoreText, carry_statements, statement_budget
 from engine.context.stored_progress import cap_keeping_progress
 from engine.context.summarizer import (
     GUIDED_SYSTEM,
@@ -388,6 +387,7 @@ async def compact(
     replay: Replay | None = None,
     store_result: StoreText | None = None,
     checkpoint_after_kept: bool = False,
+    tools_offered: bool = True,
 ) -> CompactionResult:
     """Summarize the middle of `messages` and rebuild the history around the summary.
 
@@ -408,6 +408,8 @@ async def compact(
     files and steps the checkpoint's cap leaves out. `checkpoint_after_kept` (an engine
     that reuses kept parts of its cache at a new place) puts the checkpoint after the
     kept messages that precede the current request (`CompactionPlan.checkpoint_at`).
+    Without `tools_offered` the checkpoint points at no stored file (the model could not
+    read it), so the user's statements come before what the summarizer wrote.
     """
     tail_budget = tail_tokens if tail_tokens is not None else recent_tail_tokens(window)
     plan = plan_compaction(messages, count_message=count_message, tail_tokens=tail_budget)
@@ -439,16 +441,9 @@ async def compact(
             log.warning("the pre-summary hook failed; compacting anyway", exc_info=True)
 
     def face_tokens(checkpoint: str) -> int:
-        return _text_tokens(render_for_model(checkpoint, after=bool(ahead)), count_message)
+        face = render_for_model(checkpoint, after=bool(ahead), tools=tools_offered)
+        return _text_tokens(face, count_message)
 
-    stated = carry_statements(
-        plan.prior_checkpoints,
-        plan.removed,
-        plan.tail,
-        budget=int(out_tokens * STATED_SUMMARY_SHARE),
-        count_text=lambda t: _text_tokens(t, count_message),
-        store=store_result,
-    )
     reference = reference_text(original, plan.prior_checkpoints, work_state)
     prompt_budget = (summarizer_window or window) - out_tokens - SUMMARY_PROMPT_MARGIN_TOKENS
     request = build_summary_request(
@@ -501,8 +496,24 @@ async def compact(
             )
         text, source = (guided, "guided") if guided is not None else ("", "mechanical")
 
+    progress = source != "freeform"
+    # Without tools the statements get what the task (Goal, Constraints, Done, Decisions)
+    # leaves: the oldest beyond it could be pointed at only with a tool.
+    task = assemble_checkpoint(
+        text, plan.prior_checkpoints, plan.middle, Stated(), progress=progress
+    )
+    stated = carry_statements(
+        plan.prior_checkpoints,
+        plan.removed,
+        plan.tail,
+        budget=statement_budget(
+            out_tokens, tools=tools_offered, face_tokens=face_tokens, task=task
+        ),
+        count_text=lambda t: _text_tokens(t, count_message),
+        store=store_result,
+    )
     checkpoint = assemble_checkpoint(
-        text, plan.prior_checkpoints, plan.middle, stated, progress=source != "freeform"
+        text, plan.prior_checkpoints, plan.middle, stated, progress=progress
     )
     if not checkpoint_entries(checkpoint):
         # Nothing the summarizer wrote survived and nothing mechanical is there to carry:
@@ -513,9 +524,9 @@ async def compact(
         )  # fmt: skip
     checkpoint = cap_keeping_progress(
         checkpoint, out_tokens, face_tokens, lambda t: _text_tokens(t, count_message),
-        store_result,
+        store_result if tools_offered else None,
     )  # fmt: skip
-    summary = summary_message(checkpoint, after=bool(ahead))
+    summary = summary_message(checkpoint, after=bool(ahead), tools=tools_offered)
     continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")
     rebuilt = [*plan.head, *ahead, summary, continuation, *behind]
     if sum(map(count_message, rebuilt)) >= sum(map(count_message, original)):

@@ -112,6 +112,7 @@ class ContextManager:
         output_reserve: int = 0,
         summarizer_shares_cache: bool = False,
         checkpoint_after_kept: bool = False,
+        tools_offered: bool = True,
     ) -> None:
         self.budget = ContextBudget(window, compaction_ratio, reserve_tokens, output_reserve)
         self.count_message = count_message
@@ -130,6 +131,9 @@ class ContextManager:
         # The engine reuses kept messages where a compaction moves them (llama-server's
         # chunk reuse): the checkpoint goes after them, before the current request.
         self.checkpoint_after_kept = checkpoint_after_kept
+        # Whether the requests carry tools (each `prepare` says): a checkpoint for a model
+        # without them names no stored file to read.
+        self.tools_offered = tools_offered
         self._last_sent: Replay | None = None
         self._just_compacted = False
         self._progress_note = ""
@@ -249,6 +253,7 @@ class ContextManager:
         `tools_offered` the request carries no context lines (see `_nudge_lines`)."""
         msgs = model_messages(list(history))
         original = list(msgs)
+        self.tools_offered = tools_offered
         self.measure_prefix(msgs, overhead_tokens)
         usage = self.usage(msgs, overhead_tokens)
         cleared = trimmed = 0
@@ -519,6 +524,7 @@ class ContextManager:
             replay=self._last_sent if self.summarizer_shares_cache else None,
             store_result=self.store_result,
             checkpoint_after_kept=self.checkpoint_after_kept,
+            tools_offered=self.tools_offered,
         )
         if result.freeform_refused:
             self._guided_only = True

@@ -59,6 +59,8 @@ STORED_LINE = (
     'tool_call_id "{}".'
 )
 COVERED_LINE = "You already read or looked at: {} (no need to read them again)."
+# Without tools the model can read nothing: what it did is said, no reading is asked of it.
+COVERED_LINE_NO_TOOLS = "You already read or looked at: {}."
 STORED_PROGRESS_LINE = (
     "More of what you already did and read is stored: read it with retrieve_tool_result, "
     'tool_call_id "{}", before you redo any of it.'
@@ -92,10 +94,10 @@ def _quoted(statement: str) -> str:
     return f"\u201c{text}\u201d"
 
 
-def render_for_model(checkpoint: str, *, after: bool = False) -> str:
-    """What the agent's model is shown for a stored checkpoint ("" when it holds nothing);
-    `after`: the checkpoint follows kept messages of the conversation, instead of leading
-    it."""
+def face_lines(checkpoint: str, *, tools: bool = True) -> list[str]:
+    """The lines a stored checkpoint is shown as, without the opening and the closing.
+    Without `tools` (the request carries none) the lines that point at a stored file to
+    read with `retrieve_tool_result` are left out: the model could not follow them."""
     entries = checkpoint_entries(checkpoint)
     lines: list[str] = []
     goal = _joined(entries.get("Goal", []))
@@ -108,18 +110,28 @@ def render_for_model(checkpoint: str, *, after: bool = False) -> str:
     if stated:
         lines.append(STATED_LINE)
         lines.extend(_quoted(s) for s in stated)
-    for ref in entries.get(STORED_STATEMENTS_SECTION, []):
-        lines.append(STORED_LINE.format(ref.strip("`")))
+    if tools:
+        for ref in entries.get(STORED_STATEMENTS_SECTION, []):
+            lines.append(STORED_LINE.format(ref.strip("`")))
     covered = covered_items(checkpoint) if COVERED_SECTION in entries else []
     if covered:
         grouped = [line.removeprefix("- ") for line in render_covered(covered)]
-        lines.append(COVERED_LINE.format("; ".join(grouped)))
-    for ref in entries.get(STORED_PROGRESS_SECTION, []):
-        lines.append(STORED_PROGRESS_LINE.format(ref.strip("`")))
+        lines.append((COVERED_LINE if tools else COVERED_LINE_NO_TOOLS).format("; ".join(grouped)))
+    if tools:
+        for ref in entries.get(STORED_PROGRESS_SECTION, []):
+            lines.append(STORED_PROGRESS_LINE.format(ref.strip("`")))
     for title, template in LINES[1:]:
         text = _joined(entries.get(title, []))
         if text:
             lines.append(template.format(text))
+    return lines
+
+
+def render_for_model(checkpoint: str, *, after: bool = False, tools: bool = True) -> str:
+    """What the agent's model is shown for a stored checkpoint ("" when it holds nothing);
+    `after`: the checkpoint follows kept messages of the conversation, instead of leading
+    it; `tools`: whether the request carries tools (see `face_lines`)."""
+    lines = face_lines(checkpoint, tools=tools)
     if not lines:
         return ""
     if after:
@@ -127,13 +139,13 @@ def render_for_model(checkpoint: str, *, after: bool = False) -> str:
     return "\n".join([OPENING, *lines, CLOSING])
 
 
-def summary_message(checkpoint: str, *, after: bool = False) -> Message:
+def summary_message(checkpoint: str, *, after: bool = False, tools: bool = True) -> Message:
     """The history's summary message: the model's face as its content (what is sent and
-    counted), the stored checkpoint beside it for the next merge; `after` as in
-    `render_for_model`."""
+    counted), the stored checkpoint beside it for the next merge; `after` and `tools` as
+    in `render_for_model`."""
     return Message(
         role=SUMMARY_ROLE,
-        content=render_for_model(checkpoint, after=after),
+        content=render_for_model(checkpoint, after=after, tools=tools),
         kind="summary",
         meta=((CHECKPOINT_META, checkpoint),),
     )

@@ -33,9 +33,10 @@ def preflight_notice(used: int, window: int) -> str:
     return f"Context window ~{percent}% full (~{used:,} of {window:,} tokens): auto-compacting…"
 
 
+# Words for the user of any agent, one with no tools too: what Brim keeps, no tool named.
 MECHANICAL_PHRASE = (
-    "the summarizer's answer was refused: the checkpoint keeps the user's own statements "
-    "and what the tools read"
+    "the summarizer's answer was refused: the checkpoint keeps only what Brim records "
+    "itself, such as the user's own statements and the task"
 )
 
 

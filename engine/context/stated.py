@@ -6,7 +6,9 @@ applies the removed user messages in order (new statements join, corrections rep
 "forget that I …" removes), applies what the kept tail takes back, and writes the result
 verbatim into the new checkpoint. They are held to a budget from the window; the oldest
 beyond it are written to the tool-result store, and the checkpoint names the stored file so
-the model can read it with `retrieve_tool_result`.
+the model can read it with `retrieve_tool_result`. A model sent no tools could read no such
+file: for it the statements take all the task leaves, before the summarizer's other parts, so
+they stay in the request (`statement_budget`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.context.checkpoint import checkpoint_entries
-from engine.context.constants import STATED_SECTION, STORED_STATEMENTS_SECTION
+from engine.context.checkpoint import (
+    CARRIED_ENTRIES,
+    checkpoint_entries,
+    parse_checkpoint,
+    render_checkpoint,
+)
+from engine.context.constants import (
+    STATED_SECTION,
+    STATED_SUMMARY_SHARE,
+    STORED_STATEMENTS_SECTION,
+)
 from engine.context.user_statements import carry_through
 from engine.messages import Message
 
@@ -45,6 +56,27 @@ class Stated:
         if self.stored:
             out[STORED_STATEMENTS_SECTION] = [f"- `{ref}`" for ref in self.stored]
         return out
+
+
+def statement_budget(
+    summary_tokens: int, *, tools: bool, face_tokens: Callable[[str], int], task: str = ""
+) -> int:
+    """The tokens the user's statements may take of a checkpoint of `summary_tokens`.
+
+    With tools, a share of it: the oldest beyond it are stored and named for
+    `retrieve_tool_result`. Without tools a stored statement is out of reach, so they take
+    what the task leaves, that share at least: `task` is the checkpoint without statements
+    (its Goal, Constraints & Preferences, Done and Key Decisions are kept before them),
+    `face_tokens` counts what the model is shown for a stored checkpoint (so the opening,
+    the closing and the line that introduces the statements are counted too). The
+    summarizer's other parts get what the statements leave (the cap cuts those first)."""
+    share = int(summary_tokens * STATED_SUMMARY_SHARE)
+    if tools:
+        return share
+    _, sections = parse_checkpoint(task)
+    kept = {title: sections[title] for title in CARRIED_ENTRIES if title in sections}
+    kept[STATED_SECTION] = ["- ."]
+    return max(share, summary_tokens - face_tokens(render_checkpoint(kept)))
 
 
 def stated_in(checkpoint: str) -> Stated:

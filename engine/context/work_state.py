@@ -11,8 +11,9 @@ conversation, in the conversation's work folder:
   patched field by field so a small correction cannot drop the rest; todos carry
   `verifiedBy`, because a completed todo nobody checked should say so.
 
-Both are read back as claims to verify, not fact: progress records are written mid-task and
-are habitually optimistic about what was finished.
+Both are read back as claims, not fact: progress records are written mid-task and are
+habitually optimistic about what was finished (engine/context/journal_preamble.py says how
+the journal comes back on resume).
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.atomic import atomic_write_text
-from engine.context.constants import JOURNAL_MAX_ENTRIES, JOURNAL_PREAMBLE_TOKENS
+from engine.context.constants import JOURNAL_MAX_ENTRIES
 from engine.context.errors import WorkStateError
+
+# The preamble a resume folds the journal into lives beside the checkpoint's face; its
+# names stay importable from here.
+from engine.context.journal_preamble import PREAMBLE_HEAD, journal_preamble  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +40,6 @@ STATE_FILE = "state.json"
 TODO_STATUSES = ("pending", "in_progress", "completed", "blocked", "cancelled")
 
 CountText = Callable[[str], int]
-
-
-def _approx_tokens(text: str) -> int:
-    return (len(text) + 3) // 4
 
 
 class Journal:
@@ -211,53 +212,6 @@ def render_work_state(state: Mapping[str, Any]) -> str:
                 mark = f" (verified by: {verified})" if verified else " (unverified)"
             lines.append(f"- [{status}] {text}{mark}")
     return "\n".join(lines)
-
-
-PREAMBLE_HEAD = (
-    "Journal of earlier work in this conversation, recorded at each compaction. These are "
-    "claims written mid-task and often optimistic about what was finished: verify them "
-    "(read the files, re-run the checks) before relying on them."
-)
-
-
-def journal_preamble(
-    entries: Sequence[Mapping[str, Any]],
-    budget_tokens: int = JOURNAL_PREAMBLE_TOKENS,
-    count_text: CountText | None = None,
-) -> str:
-    """The journal folded back in on resume, bounded to `budget_tokens`: the newest records
-    first (they say where the task is), shown oldest to newest; the newest is cut to fit
-    when it alone is too long. Empty when the journal is, or when no record fits."""
-    count = count_text or _approx_tokens
-    # Each record as the model was shown it at its compaction ("shown"); a record an older
-    # Brim wrote has the stored checkpoint only.
-    summaries = [
-        str(e.get("shown") or e.get("summary", "")).strip()
-        for e in entries
-        if e.get("shown") or e.get("summary")
-    ]
-    if not summaries:
-        return ""
-    room = budget_tokens - count(PREAMBLE_HEAD) - 8
-    chosen: list[str] = []
-    for text in reversed(summaries):
-        block = f"--- record {len(summaries) - len(chosen)} of {len(summaries)} ---\n{text}"
-        cost = count(block)
-        if cost <= room:
-            chosen.append(block)
-            room -= cost
-            continue
-        if not chosen and room > 0:
-            # Cut the newest record to the room left (characters scale roughly with tokens).
-            keep = int(len(block) * room / max(cost, 1))
-            while keep > 0 and count(block[:keep].rstrip() + " …") > room:
-                keep = keep * 9 // 10
-            if keep > 0:
-                chosen.append(block[:keep].rstrip() + " …")
-        break
-    if not chosen:
-        return ""  # no record fits: the head alone would say nothing
-    return PREAMBLE_HEAD + "\n\n" + "\n\n".join(reversed(chosen))
 
 
 def work_folder_files(folder: Path) -> tuple[Journal, WorkState]:

@@ -32,7 +32,7 @@ from engine.memory.extractor import (
     run_scan,
 )
 from engine.memory.layout import MemoryLayout, Scope
-from engine.memory.observe import MemoryObserver, standing_block, standing_line
+from engine.memory.observe import MemoryObserver, standing_block, standing_for, standing_line
 from engine.memory.queue import Decision, Suggestion, SuggestionQueue
 from engine.memory.reflect import PassReport, Watermarks, learn_conversation, reflect_conversation
 from engine.memory.runtime import SessionMemory
@@ -87,5 +87,6 @@ __all__ = [
     "render_entry",
     "run_scan",
     "standing_block",
+    "standing_for",
     "standing_line",
 ]

@@ -53,12 +53,25 @@ STANDING_INTRO = (
     "user's own words). view_memory reads an entry whole; treat these as the user's standing "
     "preferences unless they say otherwise now."
 )
+# For a request that carries no tools: nothing in it names one.
+STANDING_INTRO_NO_TOOLS = (
+    "What you remember from earlier conversations, one entry per line (a fact quotes the "
+    "user's own words); treat these as the user's standing preferences unless they say "
+    "otherwise now."
+)
+MORE_ENTRIES = "- ({} more entries: view_memory lists them)"
+MORE_ENTRIES_NO_TOOLS = "- ({} more entries are not shown here)"
 MAX_STANDING_CHARS = 2_400
 _STANDING_ITEM = re.compile(r"^- (\S+\.md)(?: \[[a-z]+\])?: ", re.MULTILINE)
+_MORE = re.compile(r"^- \((\d+) more entries: view_memory lists them\)$", re.MULTILINE)
+_MORE_NO_TOOLS = re.compile(r"^- \((\d+) more entries are not shown here\)$", re.MULTILINE)
 
 
-def standing_line(snapshot: Snapshot, max_chars: int = MAX_STANDING_CHARS) -> str:
-    """The memory block of the system prompt; empty when there is nothing to remember."""
+def standing_line(
+    snapshot: Snapshot, max_chars: int = MAX_STANDING_CHARS, *, tools: bool = True
+) -> str:
+    """The memory block of the system prompt; empty when there is nothing to remember.
+    Without `tools` (the request carries none) it names no tool."""
     if not snapshot.entries:
         return ""
     lines: list[str] = []
@@ -81,16 +94,37 @@ def standing_line(snapshot: Snapshot, max_chars: int = MAX_STANDING_CHARS) -> st
         lines.append(line)
         used += len(line) + 1
     if left:
-        lines.append(f"- ({left} more entries: view_memory lists them)")
-    return "\n".join([STANDING_HEADER, STANDING_INTRO, *lines])
+        lines.append((MORE_ENTRIES if tools else MORE_ENTRIES_NO_TOOLS).format(left))
+    intro = STANDING_INTRO if tools else STANDING_INTRO_NO_TOOLS
+    return "\n".join([STANDING_HEADER, intro, *lines])
+
+
+def standing_for(block: str, *, tools: bool) -> str:
+    """A standing line (either wording, as `standing_block` finds it) worded for whether
+    the request carries tools: the same entries, Brim's own two sentences swapped."""
+    if not block:
+        return block
+    with_tools, without = (
+        STANDING_HEADER + "\n" + STANDING_INTRO,
+        STANDING_HEADER + "\n" + STANDING_INTRO_NO_TOOLS,
+    )
+    if tools:
+        block = block.replace(without, with_tools, 1)
+        return _MORE_NO_TOOLS.sub(lambda m: MORE_ENTRIES.format(m.group(1)), block)
+    block = block.replace(with_tools, without, 1)
+    return _MORE.sub(lambda m: MORE_ENTRIES_NO_TOOLS.format(m.group(1)), block)
 
 
 def standing_block(system_text: str) -> str:
-    """The standing line inside a system message ("" when it has none)."""
-    start = system_text.find(STANDING_HEADER + "\n" + STANDING_INTRO)
-    if start < 0:
+    """The standing line inside a system message ("" when it has none), in either wording."""
+    starts = [
+        system_text.find(STANDING_HEADER + "\n" + intro)
+        for intro in (STANDING_INTRO, STANDING_INTRO_NO_TOOLS)
+    ]
+    found = [s for s in starts if s >= 0]
+    if not found:
         return ""
-    block = system_text[start:]
+    block = system_text[min(found) :]
     end = block.find("\n\n")
     return block[:end] if end >= 0 else block
 

@@ -19,9 +19,11 @@ from engine.agent.loop import AgentLoop
 from engine.config import AgentConfig
 from engine.context.constants import FIXED_PREFIX_MAX_RATIO, FIXED_PREFIX_UNWORKABLE_RATIO
 from engine.context.history import is_fixed
+from engine.context.work_state import CountText
 from engine.events import ErrorEvent
 from engine.messages import Message, alternating, model_messages, user
 from engine.providers.base import Provider
+from engine.session.conversation import Conversation
 from engine.tokens import TokenCounter
 
 # Engines that reject prompt + max_tokens > the window (engines.md): llama-server, Ollama
@@ -126,12 +128,36 @@ def oversized_message(
         return None
     return ErrorEvent(
         "message_too_large",
-        f"This message is about {own:,} tokens; with the system prompt and tools "
-        f"({total - own:,} tokens) it needs {total:,}, more than the whole "
-        f"{window:,}-token window. Nothing was sent or compacted: shorten it, send "
-        "it in parts, or give the agent a file to read instead.",
+        f"This message is about {own:,} tokens; with {_carried_parts(fixed, schemas)} "
+        f"({total - own:,} tokens) it needs {total:,}, more than the whole {window:,}-token "
+        f"window. Nothing was sent or compacted: {_what_to_do(bool(schemas))}.",
         data={"tokens": total, "message_tokens": own, "window": window},
     )
+
+
+def _carried_parts(fixed: list[Message], schemas: list[dict[str, Any]]) -> str:
+    """What every request carries besides the message, named as it is: the tool schemas
+    only where the request has tools, the checkpoint only where there is one."""
+    kinds = {"system" if m.role == "system" and m.kind == "chat" else m.kind for m in fixed}
+    parts = []
+    if "system" in kinds:
+        parts.append("the system prompt")
+    if kinds & {"summary", "continuation"}:
+        parts.append("the summary of earlier messages")
+    if kinds & {"pinned", "task"}:
+        parts.append("the pinned messages")
+    if schemas:
+        parts.append("the tool descriptions")
+    if not parts:
+        return "what every request carries"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _what_to_do(tools: bool) -> str:
+    """The ways out, only those the agent offers: a file to read needs tools."""
+    if tools:
+        return "shorten it, send it in parts, or give the agent a file to read instead"
+    return "shorten it or send it in parts"
 
 
 def oversized_for_loop(text: str, messages: list[Message], loop: AgentLoop) -> ErrorEvent | None:
@@ -159,3 +185,12 @@ async def counted_journal_room(
         return loop.context.budget.journal_tokens(used)
 
     return room
+
+
+async def fold_in_journal(
+    loop: AgentLoop, conversation: Conversation, count_text: CountText
+) -> None:
+    """A resumed conversation's journal, sized from the window and the history it joins
+    (counted as live first), worded for whether `loop` sends tools."""
+    room = await counted_journal_room(loop, conversation.messages)
+    await conversation.fold_in_journal(room, count_text, tools=loop.tools is not None)

@@ -42,7 +42,7 @@ from engine.providers.errors import ProviderError
 from engine.report.context_report import ContextReport
 from engine.session.adapters import AnnouncingApprover, RegistryRunner, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
-from engine.session.budget import counted_journal_room, oversized_for_loop
+from engine.session.budget import fold_in_journal, oversized_for_loop
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
     LoadProgress,
@@ -462,8 +462,7 @@ class ChatSession:
     async def _fold_in_journal(self) -> None:
         """A resumed conversation's journal, sized from the window and the history it joins."""
         if (loop := self._loop) is not None:
-            room = await counted_journal_room(loop, self._messages)  # counted as live first
-            await self.conversation.fold_in_journal(room, self._ensure_counter().count_text)
+            await fold_in_journal(loop, self.conversation, self._ensure_counter().count_text)
 
     def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
         """A folder was given to a model that cannot call tools: said once per conversation."""

@@ -16,6 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.context import Journal, journal_preamble
+from engine.context.checkpoint import stored_checkpoint
+from engine.context.journal_preamble import records_to_show
 from engine.context.restore import compaction_span
 from engine.context.work_state import PREAMBLE_HEAD, CountText
 from engine.conversation_claim import ConversationClaim
@@ -120,13 +122,18 @@ class Conversation:
         return self.paths.conversation_dir(self.agent_name, self.id)
 
     async def fold_in_journal(
-        self, budget: Callable[[], Awaitable[int]], count_text: CountText | None
+        self,
+        budget: Callable[[], Awaitable[int]],
+        count_text: CountText | None,
+        *,
+        tools: bool = True,
     ) -> None:
         """Resuming: what compaction dropped is absent, so the journal comes back as a
-        bounded preamble, framed as claims to verify rather than fact. `budget` (asked only
-        when there is a record to show) is its size in tokens, from the window; the record
-        of a checkpoint the history still carries is left out (it is there in full). Once
-        per load: the session calls it whenever the window becomes known."""
+        bounded preamble, framed as claims rather than fact, with only what the history's
+        live checkpoints do not already carry (engine/context/journal_preamble.py): none
+        when it adds nothing. `budget` (asked only when there is a record to show) is its
+        size in tokens, from the window; `tools` whether the requests carry tools. Once per
+        load: the session calls it whenever the window becomes known."""
         if not self._journal_due:
             return
         self._journal_due = False
@@ -138,13 +145,16 @@ class Conversation:
         # A compaction the user restored replaced nothing any more: its record stays out.
         records = self.store.compactions(self.id) if self.store is not None else []
         restored = {r.id for r in records if r.is_restored}
-        live = {m.id for m in self._messages if m.kind == "summary"}
-        entries = [e for e in entries if e.get("checkpoint") not in restored | live]
+        summaries = [m for m in self._messages if m.kind == "summary"]
+        shown = records_to_show(entries, {m.id for m in summaries}, restored)
         # Opened again with no compaction since: the history already carries a preamble,
         # and a second copy would only cost tokens (it stays bounded, as the seed says).
-        if not entries or any(_is_preamble(m) for m in self._messages):
+        if not shown or any(_is_preamble(m) for m in self._messages):
             return
-        preamble = journal_preamble(entries, await budget(), count_text)
+        checkpoints = [stored_checkpoint(m) for m in summaries]
+        preamble = journal_preamble(
+            shown, await budget(), count_text, live_checkpoints=checkpoints, tools=tools
+        )
         if preamble:
             # Brim's words, not the user's: not a row in the transcript, never a source of
             # memory, and like compaction's continuation note it goes at the next compaction

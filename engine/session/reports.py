@@ -15,6 +15,7 @@ from engine.context import render_work_state
 from engine.context.work_state import work_folder_files
 from engine.events import ContextReportEvent, Event, UsageReportEvent, WorkStateEvent
 from engine.mcp.hub import McpHub
+from engine.memory import standing_for
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
 from engine.report.context_report import (
@@ -57,7 +58,7 @@ def context_report(
         schema_tokens=counter.count_tools(schemas),
         framing_tokens=counter.request_overhead(bool(schemas)),
         instructions=instructions,
-        memory_texts=[memory_line] if memory_line else [],
+        memory_texts=_memory_wordings(memory_line),
     )
     return build_context_report(
         budget=loop.context.budget,
@@ -72,6 +73,14 @@ def context_report(
         exact_estimate=counter.estimate_is_exact,
         mcp=mcp.report(counter.count_tools, schemas) if mcp and loop.tools is not None else None,
     )
+
+
+def _memory_wordings(line: str) -> list[str]:
+    """The standing line in either wording (with tools or without): the system message
+    holds the one its request was worded for."""
+    if not line:
+        return []
+    return list(dict.fromkeys(standing_for(line, tools=t) for t in (True, False)))
 
 
 def next_request_tokens(

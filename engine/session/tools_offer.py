@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.events import NOTICE_TOOLS_UNAVAILABLE, TOOLS_REASON_MODEL, NoticeEvent
+from engine.memory import standing_for
 from engine.messages import Message, model_messages, system
 from engine.prompt import system_prompt
 from engine.resources import prompt
@@ -41,13 +42,19 @@ PROMPT_META = "system_prompt"
 CHANGED_PROMPT = prompt("system_changed")
 
 
-def _prompt_text(parts: PromptParts, window: WindowResolution | None) -> str:
+def _prompt_text(
+    parts: PromptParts, window: WindowResolution | None, *, as_saved: bool = False
+) -> str:
+    """The stable prompt for `parts`; its memory line worded for whether tools go out
+    (`as_saved`: the line as the saved conversation's prompt has it, whatever its wording)."""
     workspace = parts.workspace
+    tools = tools_offered(workspace, window)
+    line = parts.memory_line if as_saved else standing_for(parts.memory_line, tools=tools)
     return system_prompt(
         parts.agent_prompt,
         workspace=workspace.resolve() if workspace is not None else None,
-        memory_line=parts.memory_line,
-        tools=tools_offered(workspace, window),
+        memory_line=line,
+        tools=tools,
     )
 
 
@@ -86,7 +93,8 @@ def changed_system_message(
     if before is None:
         return None
     text = _prompt_text(parts, window)
-    if text == before:
+    # A prompt an older Brim wrote keeps its memory line's wording: it is not a change.
+    if before in (text, _prompt_text(parts, window, as_saved=True)):
         return None
     return system(CHANGED_PROMPT.format(prompt=text).strip(), meta=((PROMPT_META, text),))
 

@@ -130,6 +130,7 @@ def wire_agent_loop(
         summarizer_window=setting.summarizer_window,
         summarizer_shares_cache=setting.summarizer_shares_cache,
         checkpoint_after_kept=provider.reuses_moved_cache,
+        tools_offered=tools is not None,
     )
     loop = AgentLoop(
         agent=agent,

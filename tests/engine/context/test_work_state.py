@@ -103,7 +103,7 @@ def test_the_journal_preamble_is_bounded_framed_as_claims_and_prefers_the_newest
     for i in range(30):
         journal.append({"summary": f"record {i}: " + "x" * 1_000})
     preamble = journal_preamble(journal.read(), budget_tokens=2_000)
-    assert preamble.startswith(PREAMBLE_HEAD) and "verify" in PREAMBLE_HEAD
+    assert preamble.startswith(PREAMBLE_HEAD) and "verify them" in preamble
     assert len(preamble) // 4 <= 2_000
     assert "record 29:" in preamble and "record 0:" not in preamble
     assert preamble.index("record 28:") < preamble.index("record 29:")

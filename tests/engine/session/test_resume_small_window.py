@@ -94,11 +94,29 @@ def test_the_record_of_the_checkpoint_the_history_still_carries_is_not_sent_twic
         live = summary_message("## Goal\n- Migrate the routes.\n## Done\n- moved /api/users\n")
         _saved_history(home, first.conversation_id, [live])
         journal = Journal(home.conversation_dir("chat", first.conversation_id) / "journal.jsonl")
-        journal.append({"summary": "## Done\n- moved /api/billing", "checkpoint": "older"})
-        journal.append({"summary": "## Done\n- moved /api/users", "checkpoint": live.id})
+        # Records an older Brim wrote name no checkpoint: weighed entry by entry.
+        journal.append({"summary": "## Done\n- moved /api/billing\n- moved /api/users"})
         resumed = asyncio.run(run(first.conversation_id, []))
     (preamble,) = [m for m in resumed.history() if m.content.startswith(PREAMBLE_HEAD)]
     assert "/api/billing" in preamble.content and "/api/users" not in preamble.content
+
+
+def test_the_live_checkpoints_own_record_and_those_it_merged_add_nothing_on_reopen(
+    tmp_path: Path,
+):
+    """The live checkpoint was merged from every record before its own: what it left out of
+    them for room the request did not have before either, so nothing is folded in."""
+    home = BrimPaths.resolve(tmp_path / "home")
+    with FakeLlamaServer(n_ctx=8192) as fake:
+        run = _session(_agent(fake), home, [])
+        first = asyncio.run(run(None, ["Migrate the routes."]))
+        live = summary_message("## Goal\n- Migrate the routes.\n## Done\n- moved /api/users\n")
+        _saved_history(home, first.conversation_id, [live])
+        journal = Journal(home.conversation_dir("chat", first.conversation_id) / "journal.jsonl")
+        journal.append({"summary": "## Done\n- moved /api/billing", "checkpoint": "older"})
+        journal.append({"summary": "## Done\n- moved /api/users", "checkpoint": live.id})
+        resumed = asyncio.run(run(first.conversation_id, []))
+    assert not [m for m in resumed.history() if m.content.startswith(PREAMBLE_HEAD)]
 
 
 def test_work_clear_forgets_the_journal_and_a_resume_folds_nothing_in(tmp_path: Path):
