@@ -74,6 +74,7 @@ _GLUE = _set("""
     first last many much several lot lots different specific particular let lets put set
     able want wants wanted check checks add adds call calls move open change changes
     write writes describe say says mind words word never now every long longer left
+    send sends sent sending reply replies replied talk talks talked
 """)
 # The guided questions' own words, which an answer repeats to frame itself ("The user is
 # trying to get …", "It was decided …", "The names needed are …").
