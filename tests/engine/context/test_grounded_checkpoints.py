@@ -188,11 +188,20 @@ def test_a_free_form_checkpoint_loses_its_invented_lines_and_keeps_its_grounded_
 def test_brims_own_prompt_is_no_ground_for_a_line():
     """The system prompt here says "transcript" and "stop the task": a line that takes them
     from it is still refused, as the conversation never used them."""
-    summarize = guided_answers({"trying to get done": RECORDED["trying to get done"]})
+    summarize = guided_answers(
+        {
+            "trying to get done": "The user wants the transcript of the museum tiles.",
+            "happen next": "Stop the task at the museum with tiles.",
+            "what was decided": "Visit the museum with tiles on day 3.",
+            "exact names": "Museum tiles, day 3.",
+        }
+    )
     result = asyncio.run(
         compact(_trip_history(), window=4_000, count_message=count, summarize=summarize)
     )
-    assert result.ok and "transcript" not in result.checkpoint
+    assert result.ok and result.source == "guided"
+    assert checkpoint_entries(result.checkpoint)["Critical Context"] == ["Museum tiles, day 3."]
+    assert "transcript" not in result.checkpoint and "Stop" not in result.checkpoint
 
 
 def test_an_invented_line_an_earlier_checkpoint_carried_is_not_carried_on():
