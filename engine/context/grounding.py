@@ -124,13 +124,15 @@ class Ground:
         """Whether `word` is found here: as written, by stem, or (unless `exact`, as for a
         name) by the first letters of its stem."""
         w = _norm(word)
-        if w in self.folded or root(w) in self.roots:
-            return True
         r = root(w)
+        if w in self.folded or r in self.roots:
+            return True
         return not exact and len(r) >= PREFIX_LETTERS and r[:PREFIX_LETTERS] in self.prefixes
 
 
 def ground_of(texts: Iterable[str]) -> Ground:
+    """The ground that `texts` (a conversation's own words) give."""
+    texts = list(texts)
     folded = {_norm(w) for text in texts for w in _WORD.findall(text)}
     roots = {root(w) for w in folded}
     prefixes = {r[:PREFIX_LETTERS] for r in roots if len(r) >= PREFIX_LETTERS}
