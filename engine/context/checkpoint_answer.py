@@ -13,6 +13,7 @@ instead of falling back to a trim that drops it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from engine.context.checkpoint import (
@@ -30,12 +31,15 @@ from engine.context.constants import (
     STORED_PROGRESS_SECTION,
     STORED_STATEMENTS_SECTION,
 )
+from engine.context.grounding import Ground, grounded_checkpoint
 from engine.context.progress import paths_read, span_progress
 from engine.context.stated import Stated
 from engine.context.stored_progress import stored_progress, with_stored_progress
 from engine.context.summarizer import SummaryResult
 from engine.context.summary_checks import unusable_reason
 from engine.messages import Message
+
+log = logging.getLogger(__name__)
 
 # The user's first request as the Goal, when nothing else gives one: at most this many
 # characters of it (cut at a word), and only a request of a few words ("hi" is no task).
@@ -76,6 +80,18 @@ def summary_refusal(answer: SummaryResult, reference: str = "") -> str | None:
     if not has_checkpoint_headings(answer.text):
         return "the answer was not a checkpoint (none of its headings)"
     return unusable_reason(summarizer_words(answer.text), reference)
+
+
+def grounded_summary(text: str, ground: Ground) -> tuple[str, str | None]:
+    """An accepted free-form checkpoint held to the conversation line by line
+    (engine/context/grounding.py): what is left of it, and why it is refused when nothing
+    is."""
+    kept, refused = grounded_checkpoint(text, ground)
+    for why in refused:
+        log.info("the summary lost a line: %s", why)
+    if not checkpoint_entries(kept):
+        return "", "no line of the summary is found in the conversation"
+    return kept, None
 
 
 def reference_text(

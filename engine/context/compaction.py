@@ -25,13 +25,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from engine.context.budget import recent_tail_tokens, summary_max_tokens
 from engine.context.checkpoint import checkpoint_entries, stored_checkpoint
 from engine.context.checkpoint_answer import (
     assemble_checkpoint,
+    grounded_summary,
     reference_text,
     summary_refusal,
 )
@@ -43,6 +44,7 @@ from engine.context.constants import (
     SUMMARY_HEADINGS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
 )
+from engine.context.grounding import conversation_ground, hygienic_prior
 from engine.context.guided import guided_checkpoint
 from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
 from engine.context.model_face import render_for_model, summary_message
@@ -414,6 +416,12 @@ async def compact(
     tail_budget = tail_tokens if tail_tokens is not None else recent_tail_tokens(window)
     plan = plan_compaction(messages, count_message=count_message, tail_tokens=tail_budget)
     original = list(messages)
+    # What the summarizer may write is what the conversation holds (engine/context/
+    # grounding.py); an earlier checkpoint's lines that are no fact are not carried on.
+    ground = conversation_ground(original, plan.prior_checkpoints)
+    plan = replace(
+        plan, prior_checkpoints=[hygienic_prior(p, ground) for p in plan.prior_checkpoints]
+    )
     if plan.nothing_to_summarize:
         return _result(
             "skipped", reason, original, original, count_message,
@@ -471,6 +479,8 @@ async def compact(
             )
         refusal = summary_refusal(answer, reference)
     text = answer.text
+    if refusal is None:
+        text, refusal = grounded_summary(text, ground)
     source: SummarySource = "freeform"
     freeform_refused = refusal is not None
     if refusal is not None:
@@ -479,7 +489,7 @@ async def compact(
         if replayed is not None and replay is not None:
             guided = await guided_checkpoint(
                 "", summarize, frame=lambda q: replay_messages(replay, q, newer),
-                tools=replay.tools, reference=reference,
+                tools=replay.tools, reference=reference, ground=ground,
             )  # fmt: skip
         else:
             guided_request = build_summary_request(
@@ -492,8 +502,9 @@ async def compact(
                 closing="",
             )
             guided = await guided_checkpoint(
-                guided_request.messages[1].content.rstrip(), summarize, reference=reference
-            )
+                guided_request.messages[1].content.rstrip(), summarize, reference=reference,
+                ground=ground,
+            )  # fmt: skip
         text, source = (guided, "guided") if guided is not None else ("", "mechanical")
 
     progress = source != "freeform"

@@ -12,7 +12,9 @@ Every answer passes the same checks as a free-form checkpoint
 (engine/context/summary_checks.py): a looped phrase, words from nowhere in the
 conversation, another language or the prompt's own scaffolding drop that answer. A small
 model's first answer was once "Bimbaisiliega: Não deve mós, não deve mós, …", accepted as the
-Goal, and the agent answered every later question with it.
+Goal, and the agent answered every later question with it. Then each sentence of an answer
+is held to the conversation (engine/context/grounding.py): one the conversation does not
+support is left out, and the rest of the answer kept.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.context.checkpoint import parse_checkpoint, render_checkpoint
+from engine.context.grounding import Ground, grounded_text
 from engine.context.summarizer import (
     GUIDED_SYSTEM,
     Summarize,
@@ -79,13 +82,16 @@ async def guided_checkpoint(
     frame: Callable[[str], list[Message]] | None = None,
     tools: tuple[dict[str, Any], ...] = (),
     reference: str = "",
+    ground: Ground | None = None,
 ) -> str | None:
     """Ask one question per section over `transcript_prompt` (the transcript block with
     its framing, ending where the question goes). None when no answer was usable.
 
     `frame` instead puts each question after the conversation as it was last sent (with its
     `tools`), so each question reuses the engine's cached prefix. `reference` is the text
-    the answers must come from (the conversation and the earlier checkpoint)."""
+    the answers must come from (the conversation and the earlier checkpoint); with `ground`
+    each sentence of an answer is held to the conversation, and only the sentences it
+    supports are kept (engine/context/grounding.py)."""
     sections: dict[str, list[str]] = {}
     for section, question in GUIDED_QUESTIONS:
         if frame is not None:
@@ -117,6 +123,12 @@ async def guided_checkpoint(
         if refusal is not None:
             log.info("a guided answer for %s was refused: %s", section, refusal)
             continue
+        if ground is not None:
+            answer, refused = grounded_text(answer, ground)
+            for why in refused:
+                log.info("a guided answer for %s lost a line: %s", section, why)
+            if not answer:
+                continue
         sections[section] = [f"- {answer}"]
     if "Goal" not in sections and len(sections) < 2:
         return None

@@ -70,7 +70,7 @@ _STOPWORDS: dict[str, frozenset[str]] = {
 }
 
 # Words a checkpoint is made of whatever the conversation was about.
-_SUMMARY_WORDS = _split("""
+SUMMARY_WORDS = _split("""
     user users assistant agent asked asks asking wants wanted want goal goals task tasks
     conversation discussed discussing mentioned stated said told tell provided requested
     request question questions answer answers answered none decided decision decisions next
@@ -125,7 +125,7 @@ def invented_share(text: str, reference: str) -> tuple[float, int]:
     """The share of the text's content words found nowhere in `reference` (by stem), and
     how many content words that share is of."""
     known = {stem(w) for w in words(reference)}
-    content = [w for w in _content(words(text)) if w not in _SUMMARY_WORDS]
+    content = [w for w in _content(words(text)) if w not in SUMMARY_WORDS]
     if not content:
         return 0.0, 0
     absent = [w for w in content if stem(w) not in known]

@@ -24,7 +24,7 @@ from tests.helpers.fake_engines import FakeLlamaServer, Reply
 from tests.helpers.fake_tokenizer import render_message, tokenize
 
 SUMMARY = (
-    "## Goal\nChat with the user.\n## Constraints & Preferences\n- (none)\n"
+    "## Goal\nReply to each message.\n## Constraints & Preferences\n- (none)\n"
     "## Covered So Far\n- (none)\n## Progress\n### Done\n- answered\n### In Progress\n"
     "- (none)\n### Blocked\n- (none)\n## Key Decisions\n- (none)\n## Next Steps\n- (none)\n"
     "## Critical Context\n- (none)\n"
@@ -180,7 +180,7 @@ def test_a_model_answering_after_a_compaction_is_not_shown_its_checkpoint_as_its
     assert [m["role"] for m in sent].count("system") == 1 and sent[0]["role"] == "system"
     holding = [m for m in sent if any(o in str(m.get("content")) for o in OPENINGS)]
     assert [m["role"] for m in holding] in (["system"], ["user"])
-    assert "Chat with the user." in holding[0]["content"]
+    assert "Reply to each message." in holding[0]["content"]
 
 
 def test_a_message_too_large_for_the_window_stays_in_the_composer_and_nothing_is_sent(

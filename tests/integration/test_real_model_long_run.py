@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
 
 from engine.config import default_agent
-from engine.context.checkpoint import stored_checkpoint
+from engine.context.checkpoint import checkpoint_entries, stored_checkpoint
+from engine.context.constants import COVERED_SECTION, STATED_SECTION
 from engine.events import CompactionEvent, ErrorEvent, Event, UsageEvent
 from engine.paths import BrimPaths
 from engine.session import ChatSession
@@ -59,6 +61,15 @@ def test_a_long_run_on_the_embedded_model_compacts_with_the_real_model_and_never
     assert len(summaries) == 1 and "## Goal" in stored_checkpoint(summaries[0])
     assert "## " not in summaries[0].content
     assert STATED in summaries[0].content
+    # What the model wrote stands only where the conversation holds it: no apology, no null
+    # answer, no word of Brim's own prompt, no name the conversation never used.
+    spoken = " ".join(m.content for m in everything if m.kind == "chat").casefold()
+    for title, entries in checkpoint_entries(stored_checkpoint(summaries[0])).items():
+        for entry in entries if title not in (STATED_SECTION, COVERED_SECTION) else ():
+            assert not re.search(r"sorry|apologi|transcript|checkpoint", entry, re.I), entry
+            assert entry.strip(" .").casefold() not in {"none", "n/a", "the user stated none"}
+            for name in re.findall(r"(?<=[\w,] )[A-Z][\w-]+", entry):
+                assert name.casefold() in spoken, (name, entry)
     # Compaction archived the originals; nothing the user said was lost from the record.
     said = {m.content for m in everything if m.role == "user"}
     assert all(text in said for text in turns)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -163,10 +164,29 @@ def guided_answers(answers: dict[str, str]):
     return summarize
 
 
+_TRANSCRIPT_USER = re.compile(r"^\[user\]\n(?P<text>.+)$", re.MULTILINE)
+
+
+def first_user_words(request: SummaryRequest, most: int = 12) -> str:
+    """The first words the user wrote in what the summarizer is asked about: in the fenced
+    transcript, or in the conversation the request replays ("" when there are none)."""
+    fenced = _TRANSCRIPT_USER.search(request.messages[-1].content)
+    if fenced is not None:
+        said = fenced.group("text")
+    else:
+        said = next(
+            (m.content for m in request.messages[1:-1] if m.role == "user" and m.kind == "chat"),
+            "",
+        )
+    words = [w for i, w in enumerate(said.split()) if i == 0 or w != said.split()[i - 1]]
+    return " ".join(words[:most])  # a word said over and over, once: no loop to refuse
+
+
 @dataclass
 class FakeSummarizer:
     """Answers with a valid checkpoint whose Covered So Far lists only `covered` (it
-    deliberately forgets the prior checkpoint's entries), and records every request.
+    deliberately forgets the prior checkpoint's entries) and whose Critical Context quotes
+    the first words the user wrote in what it read, and records every request.
     `guided`, when given, is a complete answer to every guided question (the path a refused
     checkpoint falls back to); otherwise those questions get the same answer as the
     free-form request."""
@@ -187,7 +207,13 @@ class FakeSummarizer:
         if self.text is not None:
             return SummaryResult(self.text, self.finish_reason)
         covered = "\n".join(f"- {c}" for c in self.covered)
-        return SummaryResult(CHECKPOINT_TEMPLATE.format(covered=covered), self.finish_reason)
+        checkpoint = CHECKPOINT_TEMPLATE.format(covered=covered)
+        said = first_user_words(request)
+        if said:  # as a faithful summarizer would: something the conversation said
+            checkpoint = checkpoint.replace(
+                "## Critical Context\n- (none)", f"## Critical Context\n- {said}"
+            )
+        return SummaryResult(checkpoint, self.finish_reason)
 
     @property
     def prompt(self) -> str:

@@ -67,7 +67,7 @@ def test_an_answer_with_none_of_the_checkpoints_headings_never_enters_the_checkp
 def test_a_checkpoint_that_forgets_the_task_gets_the_earlier_goal_rules_done_and_decisions():
     forgetful = (
         "## Goal\n- (none)\n## Progress\n### Done\n- ported the parser\n"
-        "## Next Steps\n- write the tests\n"
+        "## Next Steps\n- check the parser against the lexer\n"
     )
     msgs = _history_with_prior()
     fake = FakeSummarizer(text=forgetful)
@@ -78,7 +78,9 @@ def test_a_checkpoint_that_forgets_the_task_gets_the_earlier_goal_rules_done_and
     assert "- no unsafe code" in sections["Constraints & Preferences"]
     assert [ln for ln in sections["Done"] if ln] == ["- ported the lexer", "- ported the parser"]
     assert "- use nom" in sections["Key Decisions"]
-    assert "- write the tests" in sections["Next Steps"]  # the new answer's own sections stay
+    assert (
+        "- check the parser against the lexer" in sections["Next Steps"]
+    )  # the new answer's own sections stay
 
 
 def test_a_summary_that_runs_for_pages_is_capped_at_the_summarys_budget_from_the_window():

@@ -82,7 +82,8 @@ def test_the_newest_message_is_kept_even_when_it_alone_exceeds_the_tail_budget()
     assert result.messages[-2:] == msgs[-2:]
 
 
-GUIDED = "The user asks why, question after question."
+# Grounded in chat_run: its questions are numbered 0 to 13 and each asks why.
+GUIDED = "The user asks why in questions 0 to 13."
 
 
 def _guided_asked(fake: FakeSummarizer) -> int:
@@ -198,7 +199,7 @@ def test_an_earlier_summary_is_merged_into_the_new_one_never_resummarized_as_his
         content=summary_content(stored_checkpoint(earlier[0]) + f"\n## Key Decisions\n{decided}\n"),
         kind="summary",
     )
-    msgs = [system("sys"), *earlier, user("go on")]
+    msgs = [system("sys"), *earlier, user("go on, and look at fresh/path.py")]
     for _ in range(12):
         msgs.extend(cycle(ids, 2_000))
     fake = FakeSummarizer()  # its checkpoint forgets the earlier paths and decision
@@ -218,7 +219,7 @@ def test_an_earlier_summary_is_merged_into_the_new_one_never_resummarized_as_his
 
 def test_covered_so_far_keeps_every_earlier_path_even_when_the_summarizer_forgets_them():
     ids = Ids()
-    msgs = [system("sys"), *old_summary(["a.py", "b/c.py"]), user("go on")]
+    msgs = [system("sys"), *old_summary(["a.py", "b/c.py"]), user("go on, see fresh/path.py")]
     for _ in range(12):
         msgs.extend(cycle(ids, 2_000))
     result = run(compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer()))
@@ -242,10 +243,11 @@ def test_files_read_in_the_summarized_messages_are_added_to_covered_so_far():
 def test_compacting_twice_carries_the_first_checkpoint_into_the_second():
     ids = Ids()
     msgs = long_run(ids)
+    msgs.insert(3, user("Start with one.py."))  # the files each summarizer names are named
     first = run(
         compact(msgs, window=WINDOW, count_message=count, summarize=FakeSummarizer(["`one.py`"]))
     )
-    grown = list(first.messages)
+    grown = [*first.messages, user("Now two.py.")]
     for _ in range(12):
         grown.extend(cycle(ids, 2_000))
     fake = FakeSummarizer(["`two.py`"])
@@ -379,7 +381,8 @@ def test_the_progress_note_covers_the_kept_messages():
 
 def test_a_summary_no_smaller_than_what_it_replaces_is_refused():
     ids = Ids()
-    msgs = [system("sys"), user("q"), *cycle(ids, 1_200), user("r"), *cycle(ids, 9_000)]
+    items = " ".join(map(str, range(300)))
+    msgs = [system("sys"), user(f"q {items}"), *cycle(ids, 1_200), user("r"), *cycle(ids, 9_000)]
     fake = FakeSummarizer(
         text="## Critical Context\n" + "\n".join(f"- data item {i} of the call" for i in range(300))
     )

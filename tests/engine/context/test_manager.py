@@ -303,7 +303,10 @@ def test_a_long_run_on_a_small_window_never_overflows_and_never_forgets_what_it_
         store_result=lambda i, t: stored.setdefault(i, t) is not None,
     )
     sys_prompt = system("You are Brim, an agent. " * 30)
-    history: list[Message] = [sys_prompt, user("review every file under src/")]
+    history: list[Message] = [
+        sys_prompt,
+        user("audit the repository: review every file under src/"),
+    ]
     read_paths: list[str] = []
     for step in range(60):
         path = f"src/module_{step}.py"

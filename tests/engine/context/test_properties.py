@@ -20,7 +20,7 @@ from engine.context.compaction import compact
 from engine.context.history import group_units, is_fixed, is_turn_start
 from engine.context.manager import ContextManager
 from engine.context.trimming import trim_messages
-from engine.messages import Message
+from engine.messages import Message, user
 
 from .histories import (
     FakeSummarizer,
@@ -164,10 +164,11 @@ def test_compaction_rebuilds_a_valid_history_around_one_merged_summary(msgs, win
 @PROPERTY
 @given(histories(max_turns=5), turns(max_turns=5))
 def test_compacting_twice_merges_the_first_summary_and_keeps_every_covered_path(msgs, more):
+    msgs = [*msgs, user("Also see one.py.")]  # the files each summarizer names are named
     first = asyncio.run(
         compact(msgs, window=2_048, count_message=count, summarize=FakeSummarizer(["`one.py`"]))
     )
-    grown = [*first.messages, *more]
+    grown = [*first.messages, *more, user("And two.py.")]
     fake = FakeSummarizer(["`two.py`"])
     second = asyncio.run(compact(grown, window=2_048, count_message=count, summarize=fake))
     assert pairing_ok(second.messages)

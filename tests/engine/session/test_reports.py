@@ -37,9 +37,20 @@ SUMMARY = (
 )
 
 
+def _summary(body: dict[str, Any]) -> str:
+    """SUMMARY, its Goal the first words the user wrote in what it summarizes: a
+    line the conversation supports, as a checkpoint's must be to enter it."""
+    messages = body["messages"]
+    fenced = re.search(r"^\[user\]\n(.+)$", str(messages[-1].get("content", "")), re.MULTILINE)
+    said = fenced.group(1) if fenced else next(
+        (str(m.get("content", "")) for m in messages[1:-1] if m.get("role") == "user"), ""
+    )  # fmt: skip
+    return SUMMARY.replace("Chat.", " ".join(said.split()[:3]) or "Chat.")
+
+
 def _summaries_or(text: str) -> Callable[[Any], Reply]:
     def respond(request: Any) -> Reply:
-        return Reply(text=SUMMARY if is_compaction(request.body) else text)
+        return Reply(text=_summary(request.body) if is_compaction(request.body) else text)
 
     return respond
 
@@ -301,7 +312,7 @@ def test_a_compaction_the_agent_asks_for_is_told_as_the_agents_not_the_users(tmp
             messages = request.body["messages"]
             last = str(messages[-1].get("content", ""))
             if is_compaction(request.body):
-                return Reply(text=SUMMARY)
+                return Reply(text=_summary(request.body))
             if last.startswith("Tidy up") and messages[-1].get("role") == "user":
                 return Reply(text="", tool_calls=[FakeToolCall("summarize_context", {})])
             return Reply(text="ok")

@@ -5,6 +5,7 @@ llama-server)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,19 @@ SUMMARY = (
     "### Done\n-\n### In Progress\n-\n### Blocked\n-\n## Key Decisions\n-\n## Next Steps\n-\n"
     "## Critical Context\n-\n"
 )
+
+
+def _summary(body: dict[str, Any]) -> str:
+    """SUMMARY, its Goal the first words the user wrote in what it summarizes: a
+    line the conversation supports, as a checkpoint's must be to enter it."""
+    messages = body["messages"]
+    fenced = re.search(r"^\[user\]\n(.+)$", str(messages[-1].get("content", "")), re.MULTILINE)
+    said = fenced.group(1) if fenced else next(
+        (str(m.get("content", "")) for m in messages[1:-1] if m.get("role") == "user"), ""
+    )  # fmt: skip
+    return SUMMARY.replace("Chat.", " ".join(said.split()[:3]) or "Chat.")
+
+
 WORDS = "words " * 100
 
 
@@ -46,7 +60,7 @@ def _is_guided(body: dict[str, Any]) -> bool:
 def _respond(request: Any) -> Reply:
     if _is_guided(request.body):
         return Reply(text="The user sends numbered messages.")
-    return Reply(text=SUMMARY if is_compaction(request.body) else "ok")
+    return Reply(text=_summary(request.body) if is_compaction(request.body) else "ok")
 
 
 def _session(fake: Any, home: Path, events: list[Event], **kw: Any) -> ChatSession:
