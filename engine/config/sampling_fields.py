@@ -39,7 +39,7 @@ def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
             label="Temperature",
             description=(
                 "How freely the model picks among likely next tokens: 0 always takes the "
-                "likeliest, higher is more varied. Summaries and memory use their own, lower."
+                "likeliest, higher is more varied. Summaries and memory keep their own."
             ),
         ),
         spec(

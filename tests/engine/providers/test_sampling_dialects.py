@@ -88,10 +88,13 @@ async def test_an_agent_that_names_no_sampling_is_sampled_with_brims_defaults(ki
     got = await applied(kind, {})
     default = Sampling()
     penalty = "repeat_penalty" if kind in ("ollama", "llamacpp") else "repetition_penalty"
-    assert got["temperature"] == default.temperature  # not vLLM's 1.0, nor Ollama's 0.8
+    temperature, top_k = default.temperature, default.top_k
+    if kind == "sglang" and default.temperature == 0:
+        temperature, top_k = 1.0, 1  # SGLang samples "temperature 0" as top_k 1
+    assert got["temperature"] == temperature  # not vLLM's 1.0, nor Ollama's 0.8
     assert (got["top_p"], got["top_k"], got["min_p"], got[penalty]) == (
         default.top_p,
-        default.top_k,
+        top_k,
         default.min_p,
         default.repeat_penalty,
     )
@@ -103,7 +106,7 @@ async def test_an_agent_that_names_no_sampling_is_sampled_with_brims_defaults(ki
 async def test_top_k_off_is_taken_as_no_cut_by_every_engine(kind, anyio_backend):
     """0 is "off" to llama.cpp, Ollama and vLLM; SGLang refuses 0 and takes -1."""
     no_cut = {"ollama": {0}, "llamacpp": {0, -1}, "vllm": {0, -1}, "sglang": {SGLANG_TOP_K_ALL}}
-    got = await applied(kind, {"top_k": 0})
+    got = await applied(kind, {"top_k": 0, "temperature": 0.5})
     assert got["top_k"] in no_cut[kind]
 
 
