@@ -185,7 +185,8 @@ class Overlay(QWidget):
 
 
 class ContextView(QWidget):
-    """The rail at one moment, plus the project instruction files it loaded."""
+    """The rail at one moment, plus the project instruction files it loaded and the
+    sampling in force."""
 
     def __init__(self, report: ContextReport, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -207,11 +208,18 @@ class ContextView(QWidget):
         self.instructions.setWordWrap(True)
         self.instructions.setContentsMargins(14, 0, 14, 0)
         layout.addWidget(self.instructions)
+        # The sampling every answer is sent with (engine/report/context_report.py words it).
+        self.sampling = QLabel(report.sampling_line(), objectName="railMuted")
+        self.sampling.setWordWrap(True)
+        self.sampling.setContentsMargins(14, 0, 14, 0)
+        self.sampling.setVisible(report.sampling is not None)
+        layout.addWidget(self.sampling)
         layout.addStretch(1)
 
     def text(self) -> str:
-        counting = [self.counting.text()] if not self.counting.isHidden() else []
-        return "\n".join([self.rail.text(), *counting, self.instructions.text()])
+        counting = self.counting.text() if not self.counting.isHidden() else ""
+        shown = [self.rail.text(), counting, self.instructions.text(), self.sampling.text()]
+        return "\n".join(line for line in shown if line)
 
 
 class UsageView(QWidget):

@@ -158,7 +158,7 @@ class AgentLoop:
 
     def _options(self, max_tokens: int | None) -> ChatOptions:
         return ChatOptions(
-            max_tokens=max_tokens, temperature=self.agent.temperature, tools=self._schemas()
+            max_tokens=max_tokens, sampling=self.agent.sampling, tools=self._schemas()
         )
 
     def overhead_tokens(self) -> int:

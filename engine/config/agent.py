@@ -21,6 +21,7 @@ from engine.config.schema import (
     quantized_cache_problem,
 )
 from engine.providers.base import DEFAULT_BASE_URLS
+from engine.providers.sampling import Sampling
 
 
 def _default(name: str) -> Any:
@@ -49,7 +50,12 @@ class AgentConfig:
     compaction_reserve_tokens: int | None = _default("compaction_reserve_tokens")
     max_iterations: int | None = _default("max_iterations")
     max_tokens: int | None = _default("max_tokens")
-    temperature: float | None = _default("temperature")
+    temperature: float = _default("temperature")
+    top_p: float = _default("top_p")
+    top_k: int = _default("top_k")
+    min_p: float = _default("min_p")
+    repeat_penalty: float = _default("repeat_penalty")
+    seed: int | None = _default("seed")
     budget_max_tokens: int | None = _default("budget_max_tokens")
     system_prompt: str = _default("system_prompt")
     mcp: tuple[McpServer, ...] = _default("mcp")
@@ -109,6 +115,18 @@ class AgentConfig:
     def model_copy(self, *, update: dict[str, Any] | None = None) -> AgentConfig:
         """`with_changes` under pydantic's name, for callers written against either."""
         return self.with_changes(**(update or {}))
+
+    @property
+    def sampling(self) -> Sampling:
+        """The sampler settings every request of this agent carries."""
+        return Sampling(
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            min_p=self.min_p,
+            repeat_penalty=self.repeat_penalty,
+            seed=self.seed,
+        )
 
     @property
     def effective_base_url(self) -> str | None:

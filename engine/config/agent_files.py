@@ -13,7 +13,7 @@ Layout (every key optional except `name`; an absent key takes the schema's defau
     compaction_ratio = 0.8           # or compaction_reserve_tokens = 16384 (wins)
     max_iterations = 50
     max_tokens = 4096                # output cap per response
-    temperature = 0.7
+    temperature = 0.2                # sampling: also top_p, top_k, min_p, repeat_penalty, seed
     system_prompt = \"\"\"...\"\"\"
 
     [budget]
@@ -44,6 +44,7 @@ from engine.atomic import atomic_write_text, file_lock
 from engine.config.agent import AgentConfig
 from engine.config.errors import AgentConfigError, AgentFileChanged, DuplicateAgentName, Problem
 from engine.config.mcp_servers import McpServer
+from engine.config.sampling_fields import WRITTEN_OUT
 from engine.config.schema import (
     AGENT_FIELDS,
     FIELDS_BY_KEY,
@@ -255,7 +256,7 @@ def _assignment(key: str, value: Any) -> str:
 def render_agent(config: AgentConfig) -> str:
     """A new agent file: every setting listed with its description; the ones that differ
     from the default (and name, provider, model) written out, the rest commented out."""
-    always = {"name", "provider", "model"}
+    always = {"name", "provider", "model", *WRITTEN_OUT}
     out = [
         f"# Brim agent: {config.name}",
         "#",

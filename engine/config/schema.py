@@ -23,6 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from engine.config.mcp_servers import parse_servers
+from engine.config.sampling_fields import sampling_fields
 from engine.providers.base import PROVIDER_KINDS
 from engine.resources import prompt
 
@@ -93,7 +94,8 @@ class FieldSpec:
         else:
             return "a single-line string"
         lo, hi = self.minimum, self.maximum
-        if lo is not None and hi is not None and (self.type == "float" or hi < MAX_WINDOW):
+        # MAX_WINDOW only stops absurd windows: not worth naming. Any other bound is.
+        if lo is not None and hi is not None and (self.type == "float" or hi != MAX_WINDOW):
             return f"{base} from {_num(lo)} to {_num(hi)}"
         if lo is not None:
             return f"{base} ≥ {_num(lo)}"
@@ -535,19 +537,7 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
             "marked, and 'continue' gets the rest. 0: no cap but the room the window has left."
         ),
     ),
-    FieldSpec(
-        "temperature",
-        "float",
-        default=None,
-        nullable=True,
-        unset="the engine's default",
-        minimum=0.0,
-        maximum=5.0,
-        group="run",
-        label="Temperature",
-        example=0.7,
-        description="Sampling temperature.",
-    ),
+    *sampling_fields(FieldSpec),  # temperature, top_p, top_k, min_p, repeat_penalty, seed
     FieldSpec(
         "budget_max_tokens",
         "int",

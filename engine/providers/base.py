@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from engine.messages import Message, ToolCall
+from engine.providers.sampling import Sampling
 
 if TYPE_CHECKING:
     from engine.events import NoticeKind
@@ -83,9 +84,18 @@ NOTICE_OLLAMA_OPENAI_ENDPOINT: Final = "ollama_openai_endpoint"
 @dataclass
 class ChatOptions:
     max_tokens: int | None = None
+    # A request's own temperature over `sampling`'s (the summarizer's, memory's); None: as
+    # `sampling` says.
     temperature: float | None = None
     stop: list[str] = field(default_factory=list)  # generation ends at the first of these
     tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
+    # Sent in full with every request, so no engine's own default applies
+    # (engine/providers/sampling.py): the agent's settings, or Brim's defaults.
+    sampling: Sampling = field(default_factory=Sampling)
+
+    def sampled(self) -> Sampling:
+        """The settings this request is sent with."""
+        return self.sampling.with_temperature(self.temperature)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -452,7 +453,7 @@ class EmbeddedProvider(Provider):
                         "messages": template_messages(messages),
                         "tools": list(options.tools) or None,
                         "max_tokens": options.max_tokens,
-                        "temperature": options.temperature,
+                        "sampling": dataclasses.asdict(options.sampled()),
                         "stop": list(options.stop),
                     }
                 )

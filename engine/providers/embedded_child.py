@@ -38,23 +38,43 @@ from engine.providers.embedded_protocol import (
     read_message,
     write_message,
 )
+from engine.providers.sampling import Sampling
 from engine.providers.tool_call_text import ToolCallText
 
 Send = Callable[[dict[str, Any]], None]
 
 
-class Sampling(TypedDict):
+class SamplerArgs(TypedDict):
     """The sampler settings `Llama.generate` takes by keyword."""
 
+    temp: float
     top_k: int
     top_p: float
     min_p: float
     repeat_penalty: float
 
 
-# create_chat_completion's defaults, so answers read as they would through the library.
-SAMPLING: Sampling = {"top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.1}
-DEFAULT_TEMPERATURE = 0.2
+def sampler_args(request: dict[str, Any]) -> tuple[SamplerArgs, int | None]:
+    """`Llama.generate`'s keywords and the seed for one chat request (its `sampling`, a
+    `Sampling` as a dict; Brim's defaults for what it leaves out)."""
+    given = request.get("sampling") or {}
+    default = Sampling()
+
+    def pick(name: str) -> Any:
+        value = given.get(name)
+        return getattr(default, name) if value is None else value
+
+    args: SamplerArgs = {
+        "temp": float(pick("temperature")),
+        "top_k": int(pick("top_k")),
+        "top_p": float(pick("top_p")),
+        "min_p": float(pick("min_p")),
+        "repeat_penalty": float(pick("repeat_penalty")),
+    }
+    seed = given.get("seed")
+    return args, int(seed) if seed is not None else None
+
+
 EVERYTHING = "*"  # in the cancelled set: the child is stopping, end whatever runs
 
 
@@ -240,8 +260,7 @@ class Engine:
         budget = window - len(tokens)
         max_tokens = request.get("max_tokens")
         max_tokens = budget if not max_tokens or max_tokens <= 0 else min(max_tokens, budget)
-        temperature = request.get("temperature")
-        temperature = DEFAULT_TEMPERATURE if temperature is None else float(temperature)
+        sampler, seed = sampler_args(request)
 
         calls = ToolCallText() if tools else None
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -261,7 +280,10 @@ class Engine:
         self.current = rid
         self.cancelled.intersection_update({rid, EVERYTHING})
         self._watch_for_cancel(True)
-        generator = self.llm.generate(tokens, temp=temperature, **SAMPLING)
+        # Seeded per answer: unset, llama.cpp's "default seed" draws a fresh one; set, the
+        # same prompt gets the same answer.
+        self.llm.set_seed(seed if seed is not None else self._native.LLAMA_DEFAULT_SEED)
+        generator = self.llm.generate(tokens, **sampler)
         try:
             for token in generator:
                 if first is None:

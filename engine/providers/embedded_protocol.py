@@ -9,13 +9,16 @@ cancelled request is recognised and dropped instead of leaking into the next one
                                                  {type: loaded, id, n_ctx, model_max,
                                                   has_template, supports_tools}
     {op: chat, id, messages, tools,              {type: delta, id, text}
-     max_tokens, temperature}                    {type: done, id, usage, finish_reason,
+     max_tokens, stop, sampling}                 {type: done, id, usage, finish_reason,
                                                   tool_calls}
     {op: tokenize, id, text, special}            {type: tokens, id, tokens}
     {op: cancel, id}                             (the chat with that id ends early)
     {op: stop}                                   (the child exits)
     any failure                                  {type: error, id, kind, message,
                                                   prompt_tokens?, window?}
+
+`sampling` is a `Sampling` (engine/providers/sampling.py) as a dict: temperature, top_p,
+top_k, min_p, repeat_penalty, seed (None: a fresh seed for this answer).
 
 `kind` in an error is a `ProviderError.kind`. The parent itself synthesises one more
 message, {type: crashed}, when the pipe closes without a goodbye.

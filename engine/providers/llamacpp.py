@@ -56,6 +56,7 @@ class LlamaCppProvider(OpenAICompatProvider):
     kind = "llamacpp"
     engine_name = "llama-server"
     owned_by = "llamacpp"
+    sampling_dialect = "llamacpp"  # repeat_penalty, top_k 0 for none (tools/server)
     reuses_moved_cache = True  # n_cache_reuse on every request
 
     def __init__(self, base_url: str | None = None, **kw: Any) -> None:

@@ -478,14 +478,15 @@ class OllamaProvider(HttpProvider):
         """`options` of one `/api/chat` request. The part that decides how the model is loaded
         (`num_ctx`) is the provider's, the same on every request, whoever asks (the agent,
         the summarizer, memory): a request with another runner option reloads the model.
-        What a request may set for itself (output cap, temperature, stops) only samples."""
+        What a request may set for itself (output cap, sampling, stops) only samples: the
+        sampler settings go in full (engine/providers/sampling.py), so neither Ollama's
+        defaults nor a Modelfile's PARAMETER lines decide them."""
         out: dict[str, Any] = {}
         if self.num_ctx is not None:
             out["num_ctx"] = self.num_ctx
         if options.max_tokens is not None:
             out["num_predict"] = options.max_tokens
-        if options.temperature is not None:
-            out["temperature"] = options.temperature
+        out.update(options.sampled().fields("ollama"))
         if options.stop:
             out["stop"] = list(options.stop)
         return out

@@ -39,6 +39,7 @@ from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
 from engine.providers.ollama_version import parse_version
+from engine.providers.sampling import Dialect
 from engine.providers.sse import SseEvent, iter_sse
 from engine.providers.wire import CallBytes, WireError
 
@@ -221,6 +222,9 @@ class OpenAICompatProvider(HttpProvider):
 
     chat_path = "/v1/chat/completions"
     owned_by: str | None = None  # the `owned_by` this engine writes on its model cards
+    # The names its chat body gives the sampler settings (engine/providers/sampling.py):
+    # vLLM's and SGLang's `repetition_penalty`, top_k -1 for none.
+    sampling_dialect: Dialect = "openai"
 
     # -- models and windows ---------------------------------------------------------------
 
@@ -320,8 +324,7 @@ class OpenAICompatProvider(HttpProvider):
         }
         if options.max_tokens is not None:
             body["max_tokens"] = options.max_tokens
-        if options.temperature is not None:
-            body["temperature"] = options.temperature
+        body.update(options.sampled().fields(self.sampling_dialect))
         if options.stop:
             body["stop"] = list(options.stop)
         if options.tools:

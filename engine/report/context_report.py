@@ -20,6 +20,7 @@ from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO,
 from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions, project_block
+from engine.providers.sampling import Sampling
 from engine.report.cache_share import CacheShare
 from engine.report.figures import format_tokens
 from engine.report.mcp_rows import McpToolsReport
@@ -96,6 +97,8 @@ class ContextReport:
     # an answer streams and whenever the agent is at rest).
     describes: str = "next request"
     streaming: bool = False  # `used` includes an answer still streaming
+    # The sampler settings every answer is sent with (None: no agent behind this report).
+    sampling: Sampling | None = None
 
     @property
     def percent(self) -> float:
@@ -139,6 +142,10 @@ class ContextReport:
             return "Past auto-compact: the next request is compacted before it is sent"
         return f"{self.headroom:,} tokens available before auto-compact"
 
+    def sampling_line(self) -> str:
+        """The sampling in force, as sent with each answer ("" without an agent)."""
+        return f"Sampling: {self.sampling.describe()}" if self.sampling is not None else ""
+
     def cache_lines(self) -> list[str]:
         """The prompt-cache lines; none before a request has been measured."""
         if self.cache_session is None:
@@ -165,6 +172,8 @@ class ContextReport:
             out.append(self.headroom_line())
         if self.counting:
             out.append(f"Counting: {self.counting}")
+        if self.sampling is not None:
+            out.append(self.sampling_line())
         out.extend(self.cache_lines())
         for category in self.categories:
             name = category.name
@@ -450,6 +459,7 @@ def build_context_report(
     compact_tools: bool = False,
     exact_estimate: bool = False,
     mcp: McpToolsReport | None = None,
+    sampling: Sampling | None = None,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
     history would make now (overhead included; `exact_estimate`: by the engine's own
@@ -482,6 +492,7 @@ def build_context_report(
         "counting": counting,
         "compact_tools": compact_tools,
         "mcp": mcp,
+        "sampling": sampling,
     }
     if budget is None:
         return ContextReport(window=None, **common)  # type: ignore[arg-type]

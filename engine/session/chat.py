@@ -507,8 +507,7 @@ class ChatSession:
     # -- what the rail, /context, /usage and /work show (engine/session/reports.py) -----
 
     def context_report(self) -> ContextReport:
-        """The rail's numbers now; before the loop is wired (no window yet) the windowless
-        report. Building it never wires the loop."""
+        """The rail's numbers now: windowless before the loop is wired (this never wires it)."""
         return reports.context_report(
             loop=self._loop,
             counter=self._counter,
@@ -520,6 +519,7 @@ class ChatSession:
             memory_line=self._memory.line,
             max_iterations=self.agent.max_iterations,
             mcp=self._mcp,
+            sampling=self.agent.sampling,
         )
 
     def _answer_command(self, command: str, argument: str = "") -> None:

@@ -37,6 +37,8 @@ from engine.window.resolution import WindowResolution, resolve_window
 
 log = logging.getLogger(__name__)
 
+SUMMARY_TEMPERATURE = 0.2  # a summary restates; it does not invent
+
 
 class LoadProgress:
     """The embedded engine's load callback: tells `emit` at most once per percent."""
@@ -213,7 +215,8 @@ async def summarize(
     chosen = model or agent.summarizer_model or agent.model
     options = ChatOptions(
         max_tokens=request.max_tokens,
-        temperature=0.2,
+        temperature=SUMMARY_TEMPERATURE,
+        sampling=agent.sampling,  # the agent's cuts and penalty, at the summary's temperature
         stop=list(request.stop),
         tools=list(request.tools),
     )

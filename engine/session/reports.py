@@ -18,6 +18,7 @@ from engine.mcp.hub import McpHub
 from engine.memory import standing_for
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
+from engine.providers.sampling import Sampling
 from engine.report.context_report import (
     ContextReport,
     RequestTracker,
@@ -42,11 +43,14 @@ def context_report(
     memory_line: str,
     max_iterations: int | None,
     mcp: McpHub | None = None,
+    sampling: Sampling | None = None,
 ) -> ContextReport:
     """The rail's numbers now (engine/report/context_report.py); every message count is cached.
     Without a wired loop (the window is not known yet) only the tracker's figures."""
     if loop is None or counter is None:
-        return build_context_report(budget=None, source="", estimate=0, tracker=tracker)
+        return build_context_report(
+            budget=None, source="", estimate=0, tracker=tracker, sampling=sampling
+        )
     # The loop's own tools: it drops them when the engine refuses them.
     schemas = loop.tools.schemas() if loop.tools is not None else []
     live = model_messages(messages)
@@ -72,6 +76,7 @@ def context_report(
         compact_tools=bool(getattr(loop.tools, "compact", False)),
         exact_estimate=counter.estimate_is_exact,
         mcp=mcp.report(counter.count_tools, schemas) if mcp and loop.tools is not None else None,
+        sampling=sampling,
     )
 
 

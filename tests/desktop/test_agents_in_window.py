@@ -194,10 +194,10 @@ def test_a_setting_added_to_the_schema_gets_a_box_and_a_letter_without_an_editor
     from desktop import agent_fields
     from engine.api import AGENT_FIELDS
 
-    temperature = next(spec for spec in AGENT_FIELDS if spec.name == "temperature")
-    gpu = dataclasses.replace(temperature, name="gpu_layers", type="int", label="GPU layers")
-    kv = dataclasses.replace(temperature, name="kv_cache", type="choice", group="cache")
-    table = dataclasses.replace(temperature, name="mcp", type="tables")  # no widget for it
+    run = next(spec for spec in AGENT_FIELDS if spec.name == "max_iterations")  # a "run" one
+    gpu = dataclasses.replace(run, name="gpu_layers", type="int", label="GPU layers")
+    kv = dataclasses.replace(run, name="kv_cache", type="choice", group="cache")
+    table = dataclasses.replace(run, name="mcp", type="tables")  # no widget for it
     monkeypatch.setattr(agent_fields, "AGENT_FIELDS", (*AGENT_FIELDS, gpu, kv, table))
 
     boxes = dict(agent_fields.sections())

@@ -77,6 +77,8 @@ class RecordedRequest:
     truncated: bool = False  # Ollama cut the prompt silently
     rejected: bool = False  # refused as longer than the window (an overflow error)
     pool_failed: bool = False  # failed because the shared KV pool ran dry (llama-server)
+    # What the engine sampled with, in its own names (tests/helpers/engine_sampling.py).
+    sampling: dict[str, Any] | None = None
     reply: Reply | None = None
 
 

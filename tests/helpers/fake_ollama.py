@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tests.helpers import engine_sampling
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play
 from tests.helpers.fake_tokenizer import (
     common_prefix,
@@ -439,6 +440,7 @@ class FakeOllama(FakeServer):
         if not messages:  # a load without an answer: one JSON object, streamed or not
             ex.send_json(200, self._bare_answer(body["model"], "load"))
             return
+        req.sampling = engine_sampling.ollama(options if isinstance(options, dict) else {})
         tools = body.get("tools") or None
         sent = count_chat(messages, tools)
         evaluated = sent

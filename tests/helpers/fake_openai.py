@@ -16,6 +16,7 @@ import json
 import time
 from typing import Any, Literal
 
+from tests.helpers import engine_sampling
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, Reply, play
 from tests.helpers.fake_kv_pool import POOL_MESSAGE, KvPool
 from tests.helpers.fake_tokenizer import (
@@ -120,6 +121,11 @@ class FakeOpenAIServer(FakeServer):
         """(status, body) when this server, as started, refuses a request carrying tools."""
         return None
 
+    def applied_sampling(self, body: dict[str, Any]) -> dict[str, Any] | str | None:
+        """What this engine samples with for `body` (tests/helpers/engine_sampling.py), or
+        the message of its 400 refusing it; None: not modelled."""
+        return None
+
     def _chat(self, ex: Exchange, req: RecordedRequest) -> None:
         if not self.before_chat(ex):
             return
@@ -131,6 +137,11 @@ class FakeOpenAIServer(FakeServer):
         if refusal is not None:
             ex.send_json(*refusal)
             return
+        applied = self.applied_sampling(body)
+        if isinstance(applied, str):
+            ex.send_json(400, self.error_body(400, applied, "BadRequestError"))
+            return
+        req.sampling = applied
         tokens = self.prompt_tokens(body)
         prompt = len(tokens)
         window = self.window_for(body)
@@ -372,6 +383,9 @@ class FakeLlamaServer(FakeOpenAIServer):
 
     def window_for(self, body: dict[str, Any]) -> int:
         return self.per_slot
+
+    def applied_sampling(self, body: dict[str, Any]) -> dict[str, Any] | str | None:
+        return engine_sampling.llama_server(body)
 
     def _messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self.default_system_prompt and not any(m.get("role") == "system" for m in messages):

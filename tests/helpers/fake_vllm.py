@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from tests.helpers import fake_llama3
+from tests.helpers import engine_sampling, fake_llama3
 from tests.helpers.fake_http import Exchange, RecordedRequest, Reply
 from tests.helpers.fake_openai import FakeOpenAIServer
 from tests.helpers.fake_tokenizer import (
@@ -54,6 +54,9 @@ class FakeVllm(FakeOpenAIServer):
 
     def window_for(self, body: dict[str, Any]) -> int:
         return self.max_model_len
+
+    def applied_sampling(self, body: dict[str, Any]) -> dict[str, Any] | str | None:
+        return engine_sampling.vllm(body)
 
     def cached_tokens(self, tokens: list[int]) -> int:
         # vLLM reuses whole KV blocks of 16 tokens.
@@ -187,6 +190,9 @@ class FakeSglang(FakeOpenAIServer):
 
     def window_for(self, body: dict[str, Any]) -> int:
         return self.context_length
+
+    def applied_sampling(self, body: dict[str, Any]) -> dict[str, Any] | str | None:
+        return engine_sampling.sglang(body)
 
     def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
         return fake_llama3.tokenize(

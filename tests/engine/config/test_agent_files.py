@@ -70,7 +70,12 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         compaction_reserve_tokens = 4000
         max_iterations = 12
         max_tokens = 2048
-        temperature = 0.2
+        temperature = 0.3
+        top_p = 0.8
+        top_k = 20
+        min_p = 0.1
+        repeat_penalty = 1.05
+        seed = 7
         n_threads = 4
         gpu_layers = 20
         flash_attn = "on"
@@ -103,7 +108,12 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "compaction_reserve_tokens": 4000,
         "max_iterations": 12,
         "max_tokens": 2048,
-        "temperature": 0.2,
+        "temperature": 0.3,
+        "top_p": 0.8,
+        "top_k": 20,
+        "min_p": 0.1,
+        "repeat_penalty": 1.05,
+        "seed": 7,
         "budget_max_tokens": 0,
         "system_prompt": "Be brief.\nCite files.",
         "mcp": (),
