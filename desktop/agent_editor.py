@@ -206,10 +206,12 @@ class AgentEditorDialog(QDialog):
 
     def _say_output_cap(self) -> None:
         """A blank output cap is one derived from the window: with the window known, the
-        placeholder says the number a blank means here."""
+        placeholder says the number a blank means here, under the pin or ceiling as typed."""
         if self._live is None or not self._live.window:
             return
-        window = self._live.window
+        edited = self.edited()
+        typed = (edited.num_ctx, edited.max_context_tokens) if edited is not None else ()
+        window = min([self._live.window, *(w for w in typed if w)])
         line = self._fields["max_tokens"].widget
         if isinstance(line, QLineEdit):
             # Short enough to be read whole in the field; the tooltip says the rule.
@@ -284,6 +286,7 @@ class AgentEditorDialog(QDialog):
     @Slot()
     def _changed(self) -> None:
         self.validate()
+        self._say_output_cap()
         self.fit_panel.request(self.edited())
         if self.comparison is not None:
             self.probe_panel.mark_stale()

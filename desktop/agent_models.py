@@ -33,6 +33,12 @@ class EngineCalls(Protocol):
     ) -> bool: ...
 
 
+EMBEDDED_MODELS = (
+    "The embedded engine runs a bundled model or a GGUF file: pick one, browse for a file, or "
+    "leave blank for the default."
+)
+
+
 class ModelList(QObject):
     """Fills the form's model pickers from the engine; `edited` is the agent as typed now
     (None while a field is refused), `alive` False once the dialog is gone."""
@@ -52,12 +58,31 @@ class ModelList(QObject):
         self._alive = alive
         self._dialog_parent = parent
         self._token = 0
+        self._provider = ""  # the engine the form names now
+        self._provider_listed = ""  # the engine the pickers' items came from
         form.models_button.clicked.connect(self.refresh)
         form.browse_button.clicked.connect(self.browse)
 
     def set_provider(self, provider: str) -> None:
-        """Browse… is for the embedded engine, which runs a file."""
+        """Browse… is for the embedded engine, which runs a file. Another engine makes the
+        list and its status line stale: they say what this engine offers once refreshed."""
         self.form.browse_button.setVisible(provider == "embedded")
+        if provider == self._provider:
+            return
+        self._provider = provider
+        self._token += 1  # a listing still in flight was for the engine before
+        self.form.models_status.setText(
+            EMBEDDED_MODELS
+            if provider == "embedded"
+            else f"Refresh lists the models {provider} offers; or type a name."
+        )
+        combo = self.form.fields[MODEL_FIELD].widget
+        if isinstance(combo, QComboBox) and self._provider_listed not in ("", provider):
+            text = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.setEditText(text)
+            combo.blockSignals(False)
 
     @Slot()
     def refresh(self) -> None:
@@ -70,8 +95,7 @@ class ModelList(QObject):
         self._token += 1
         token = self._token
         status.setText(
-            "The embedded engine runs a bundled model or a GGUF file: pick one, browse for "
-            "a file, or leave blank for the default."
+            EMBEDDED_MODELS
             if agent.provider == "embedded"
             else f"Listing the models {agent.provider} offers…"
         )
@@ -105,6 +129,7 @@ class ModelList(QObject):
             status.setText(f"Could not list the models: {result.message}")
             return
         names = [m.id for m in result]
+        self._provider_listed = agent.provider
         for name, field in self.form.fields.items():
             combo = field.widget
             if not is_model_field(field.spec) or not isinstance(combo, QComboBox):

@@ -83,3 +83,43 @@ def test_a_looping_answer_shows_as_saved_once_stopped_also_after_a_restart(
     again = real_desktop(home=tmp_path / "home")
     qtbot.waitUntil(lambda: again.window.header.state() == "ready", timeout=10000)
     assert [r.text for r in again.window.transcript.rows() if r.kind == "assistant"] == [answer]
+
+
+def test_the_output_cap_hint_follows_a_pin_typed_in_the_editor(
+    qtbot: Any, real_desktop: Any, llama: FakeLlamaServer
+):
+    d = real_desktop(agents={"chat.toml": agent_toml("chat", llama.url)})
+    chat_and_wait(qtbot, d, "hello")  # the window is known now: 4,096
+    d.window.composer.setPlainText("/agent")
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: d.app.agent_editing.dialog is not None, timeout=5000)
+    dialog = d.app.agent_editing.dialog
+    field = dialog.field("max_tokens")
+    assert isinstance(field, QLineEdit)
+    assert field.placeholderText() == "blank: 1,024 (a quarter of 4,096)"
+    pin = dialog.field("num_ctx")
+    pin.setFocus()
+    qtbot.keyClicks(pin, "2048")
+    assert field.placeholderText() == "blank: 512 (a quarter of 2,048)"
+    dialog.reject()
+
+
+def test_choosing_another_engine_in_the_editor_says_what_its_model_list_is(
+    qtbot: Any, real_desktop: Any, llama: FakeLlamaServer
+):
+    from PySide6.QtWidgets import QComboBox
+
+    d = real_desktop(agents={"chat.toml": agent_toml("chat", llama.url)})
+    chat_and_wait(qtbot, d, "hello")
+    d.window.composer.setPlainText("/agent")
+    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: d.app.agent_editing.dialog is not None, timeout=5000)
+    dialog = d.app.agent_editing.dialog
+    provider = dialog.field("provider")
+    assert isinstance(provider, QComboBox)
+    provider.setCurrentText("embedded")
+    status = dialog.form.models_status
+    qtbot.waitUntil(lambda: "embedded engine" in status.text(), timeout=5000)
+    provider.setCurrentText("ollama")
+    assert "embedded" not in status.text() and "ollama" in status.text()
+    dialog.reject()
