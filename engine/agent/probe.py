@@ -23,6 +23,7 @@ from typing import TypeVar
 from engine.catalog import catalog_window
 from engine.config import AgentConfig
 from engine.config.mcp_servers import McpServer
+from engine.fit.discovery import gguf_files, model_folders
 from engine.mcp.listing_cache import ListingCache
 from engine.mcp.probe import ServerTest, check_mcp_server, tool_calling_warnings
 from engine.providers import bundled_models
@@ -217,10 +218,13 @@ async def list_agent_models(
     deadline_s: float = PROBE_DEADLINE_S,
 ) -> list[ModelInfo] | ProbeFailure:
     """The models the agent's engine offers, for the editor's model picker. The embedded
-    engine runs a file: the bundled models installed here (any other GGUF is typed as a
-    path), found without loading one."""
+    engine runs a file: the bundled models installed here, then by path the GGUF files that
+    other local-model tools keep (LM Studio, GPT4All, Jan, llama.cpp's and Hugging Face's
+    caches, as `brim fit --discover` finds them), none of them opened or loaded."""
     if agent.provider == "embedded":
-        return [ModelInfo(id=m.name) for m in bundled_models.available()]
+        bundled = [ModelInfo(id=m.name) for m in bundled_models.available()]
+        found = await asyncio.to_thread(gguf_files, model_folders())
+        return bundled + [ModelInfo(id=str(path)) for path in found]
 
     async def ask(p: Provider) -> list[ModelInfo]:
         return await p.list_models()

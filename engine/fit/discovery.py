@@ -103,6 +103,24 @@ def _ggufs(folder: Path) -> Iterable[Path]:
                 yield Path(dirpath) / name
 
 
+def gguf_files(folders: list[ModelFolder], limit: int = MAX_FILES) -> list[Path]:
+    """The GGUF files in `folders` that lie inside them, by path, none opened: what a model
+    picker offers beside the bundled models (the editor shows them by path)."""
+    roots = [f.path.resolve() for f in folders]
+    found: list[Path] = []
+    for folder in folders:
+        for path in _ggufs(folder.path):
+            if len(found) >= limit:
+                return found
+            try:
+                inside = _inside(path.resolve(), roots)
+            except OSError:
+                continue
+            if inside:
+                found.append(path)
+    return found
+
+
 def _inside(path: Path, roots: list[Path]) -> bool:
     return any(path == r or r in path.parents for r in roots)
 

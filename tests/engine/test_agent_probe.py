@@ -179,3 +179,24 @@ async def test_listing_models_of_an_engine_that_is_down_is_a_failure():
 
     assert isinstance(models, ProbeFailure)
     assert models.kind == "unreachable"
+
+
+async def test_the_embedded_picker_offers_the_models_other_tools_keep_by_path(
+    tmp_path, monkeypatch
+):
+    home = tmp_path / "home"
+    lms = home / ".lmstudio" / "models" / "someone" / "tiny"
+    lms.mkdir(parents=True)
+    (lms / "tiny-q4.gguf").write_bytes(b"GGUF")  # listed by path, never opened
+    (lms / "notes.txt").write_text("not a model")
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "HF_HOME", "HF_HUB_CACHE", "LLAMA_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+
+    models = await list_agent_models(AgentConfig(name="e", provider="embedded"))
+
+    assert not isinstance(models, ProbeFailure)
+    ids = [m.id for m in models]
+    assert str(lms / "tiny-q4.gguf") in ids
+    assert not any(i.endswith("notes.txt") for i in ids)
+    assert ids[0] == "SmolLM2-135M-Instruct.Q4_1"  # the bundled models come first
