@@ -15,6 +15,7 @@ from engine.fit.report import FitReport, FitUnavailable, fit_report
 from engine.providers.errors import ProviderError
 
 DEFAULT_NUM_CTX = 4096
+LLAMA_SERVER_AUTO_SLOTS = 4
 _MIB = 1024 * 1024
 
 
@@ -45,11 +46,25 @@ def add_fit_parser(sub: Any) -> None:
         "Face caches (and --folder), each with its estimate at --num-ctx",
     )
     fit.add_argument("--folder", action="append", default=[], metavar="DIR", type=Path)
-    fit.add_argument("--provider", choices=("embedded", "ollama"), default="embedded")
+    fit.add_argument(
+        "--provider",
+        choices=("embedded", "ollama", "llamacpp"),
+        default="embedded",
+        help="whose allocation: the embedded engine (llama-cpp-python: a full-size sliding-"
+        "window cache), Ollama, or llama-server (-m PATH: a sliding-window cache of the "
+        "window's size unless --swa-full)",
+    )
     fit.add_argument("--base-url", help="Ollama's address (default http://127.0.0.1:11434)")
-    fit.add_argument("--num-ctx", type=_positive, default=DEFAULT_NUM_CTX)
+    fit.add_argument("--num-ctx", type=_positive, default=DEFAULT_NUM_CTX, help="llama-server: -c")
     fit.add_argument("--kv-cache-type", choices=KV_TYPES, default="f16")
-    fit.add_argument("--slots", type=_positive, default=1)
+    fit.add_argument(
+        "--slots",
+        type=_positive,
+        default=None,
+        help="parallel sequences (llama-server: -np; without it, llama-server's auto: 4 slots "
+        "sharing one cache of --num-ctx cells); default 1 elsewhere",
+    )
+    fit.add_argument("--swa-full", action="store_true", help="llama-server's --swa-full")
     fit.add_argument("--gpu-layers", type=_layers, default=-1, help="-1 (default): all")
     fit.add_argument("--flash-attn", choices=("auto", "on", "off"), default="auto")
     fit.add_argument("--json", action="store_true", help="print one JSON object")
@@ -131,15 +146,20 @@ def _discover(args: argparse.Namespace, request: FitRequest) -> int:
 def cmd_fit(args: argparse.Namespace) -> int:
     if args.model is None and not args.discover:
         raise CliError("fit needs --model PATH_OR_NAME (or --discover to list the GGUFs found)")
+    embedded, server = args.provider == "embedded", args.provider == "llamacpp"
+    # llama-server without -np: n_parallel auto, 4 slots in one unified cache (its source,
+    # tools/server/server.cpp); with -np N, N streams of num_ctx / N cells each.
+    auto_slots = server and args.slots is None
     request = FitRequest(
         num_ctx=args.num_ctx,
         kv_cache_type=args.kv_cache_type,
-        slots=args.slots,
+        slots=LLAMA_SERVER_AUTO_SLOTS if auto_slots else (args.slots or 1),
         gpu_layers=args.gpu_layers,
         flash_attn=args.flash_attn != "off",
+        unified=auto_slots,
         # the embedded engine is llama-cpp-python: a full-size window cache, all logits
-        swa_full=args.provider == "embedded",
-        all_logits=args.provider == "embedded",
+        swa_full=embedded or (server and args.swa_full),
+        all_logits=embedded,
     )
     if args.kv_cache_type != "f16" and args.flash_attn == "off":
         raise CliError(

@@ -31,7 +31,7 @@ def llama_allocation(
     model: Path,
     *,
     ctx: int,
-    slots: int = 1,
+    slots: int | None = 1,  # None: no -np, llama-server's auto
     cache_type_k: str = "f16",
     cache_type_v: str = "f16",
     flash_attn: str = "auto",
@@ -46,7 +46,8 @@ def llama_allocation(
     )
     cmd = [
         str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(free_port()),
-        "-c", str(ctx), "-np", str(slots), "--no-repack", "-t", "1", "-v",
+        "-c", str(ctx), *(["-np", str(slots)] if slots is not None else []),
+        "--no-repack", "-t", "1", "-v",
         "--cache-type-k", cache_type_k, "--cache-type-v", cache_type_v, "-fa", flash_attn,
     ]  # fmt: skip
     process = subprocess.Popen(

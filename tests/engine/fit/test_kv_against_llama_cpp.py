@@ -102,3 +102,28 @@ def test_the_embedded_engine_estimate_matches_what_llama_cpp_python_allocates(
     assert abs(e.kv_bytes - kv) <= 0.02 * kv, (e.kv_bytes, kv)
     compute = sum(measured.compute_bytes.values())
     assert compute <= e.compute_bytes <= 1.3 * compute
+
+
+@pytest.mark.parametrize(("num_ctx", "slots"), [(8192, None), (8192, 1), (6000, 2)])
+def test_brim_fit_for_llama_server_reads_what_llama_server_allocates(
+    tmp_path: Path, num_ctx: int, slots: int | None
+) -> None:
+    """`brim fit --provider llamacpp`: llama-server's own layout (a sliding-window cache of
+    the window's size, -np's slots, its auto mode without -np), not the embedded engine's
+    full-size one. Gemma 3 at 8,192 read 144 MiB while llama-server allocated 39."""
+    import json
+
+    from tests.helpers.cli import run_brim
+
+    path = _model("gemma3")
+    measured = llama_allocation(path, ctx=num_ctx, slots=slots, flash_attn="on")
+    args = ["fit", "--provider", "llamacpp", "--model", str(path), "--num-ctx", str(num_ctx)]
+    run = run_brim(
+        [*args, *(["--slots", str(slots)] if slots else []), "--json"], data_dir=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    kv = json.loads(run.stdout)["kv_bytes"]
+    assert abs(kv - measured.kv_bytes) <= 0.02 * measured.kv_bytes, (kv, measured)
+    embedded = run_brim(["fit", "--model", str(path), "--num-ctx", str(num_ctx), "--json"],
+                        data_dir=tmp_path)  # fmt: skip
+    assert json.loads(embedded.stdout)["kv_bytes"] > 2 * kv  # its full-size window cache
