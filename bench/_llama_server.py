@@ -71,7 +71,7 @@ def start_llama_server(
     parallel: int | None = 2,  # None: no -np, llama-server's default (4 slots, one shared pool)
     port: int | None = None,
     extra_args: list[str] | None = None,
-    timeout: float = 60.0,
+    timeout: float = 180.0,  # a loaded machine starts it slowly; an exit fails at once
 ) -> RealLlamaServer:
     binary = llama_server_binary()
     if binary is None:

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from engine.context import journal_preamble
+from engine.context.compaction import compact
 from engine.memory import MemoryService, MemoryToolState, SourceSet, memory_tools
 from engine.memory.errors import QuoteRejected
-from engine.messages import Message, ToolCall, assistant, tool_result, user
+from engine.messages import Message, ToolCall, assistant, system, tool_result, user
 from engine.secret_detection import find_secret
 from engine.tools import AutoApprove, DenyAll, ToolContext, ToolRegistry
+from tests.engine.context.histories import FakeSummarizer, count, summaries
 
 PREF = "I always want tabs, never spaces."
 OTHER = "My main language is Rust."
@@ -98,9 +100,28 @@ def test_a_source_id_that_names_no_user_message_is_refused(service: MemoryServic
 
 def test_user_role_text_brim_wrote_itself_is_no_source():
     preamble = user(journal_preamble([{"summary": PREF}]))
-    synthetic = user(PREF).with_meta(synthetic=True)
     summary = Message(role="user", content=PREF, kind="continuation")
-    assert len(SourceSet("c", [preamble, synthetic, summary])) == 0
+    assert len(SourceSet("c", [preamble, summary])) == 0
+
+
+def test_what_a_real_compaction_writes_in_the_users_role_is_no_source():
+    """The checkpoint quotes the user's statement and a continuation note in the user's role
+    follows it, both made by a real compaction: only the user's own messages it kept are
+    sources, and the statement it summarized away can no longer be quoted."""
+    msgs = [system("You are Brim."), user(PREF)]
+    for i in range(10):
+        msgs += [user(f"Question {i}: " + "tabs " * 60), assistant(f"Answer {i}: " + "ok " * 60)]
+    result = asyncio.run(
+        compact(msgs, window=4_000, count_message=count, summarize=FakeSummarizer())
+    )
+    assert result.ok
+    brims = [m for m in result.messages if m.role == "user" and m not in msgs]
+    assert brims and any(PREF in m.content for m in summaries(result.messages))  # the premise
+    sources = SourceSet("c", result.messages)
+    assert len(sources) > 0
+    assert all(source.message in msgs for source in sources)
+    with pytest.raises(QuoteRejected):
+        sources.matches(PREF)
 
 
 @pytest.mark.parametrize(

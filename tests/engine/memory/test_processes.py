@@ -65,31 +65,62 @@ def test_two_processes_accepting_and_rejecting_one_queue_never_both_win(
     assert written == accepted
 
 
+def _kill_after(child: subprocess.Popen, decisions: int, rng: random.Random) -> bool:
+    """SIGKILL `child` at a random moment of its accept after `decisions` (the one after it
+    under way): the wait is a random share of how long the last decision took, so it lands
+    inside a decision on any machine. False when the child finished first."""
+    assert child.stdout is not None
+    last = time.monotonic()
+    step = 0.0
+    for _ in range(decisions):
+        if not child.stdout.readline():
+            return False
+        now = time.monotonic()
+        step, last = now - last, now
+    time.sleep(rng.uniform(0.0, step))
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    return child.returncode == -signal.SIGKILL
+
+
 def test_a_process_killed_during_accept_leaves_each_entry_written_and_dequeued_or_neither(
     tmp_path: Path,
 ):
+    """Kills by progress, not by a clock: a kill after a random sleep on a fast machine came
+    after the last accept, on a slow one before the first, and the test then checked a queue
+    nobody had interrupted. It goes on until a kill has landed in the window that matters,
+    after an entry was written and before it left the queue."""
     rng = random.Random(4)
-    for round_ in range(12):
-        service = MemoryService(tmp_path / f"m{round_}")
+    mid_accept = killed = rounds = 0
+    while rounds < 12 or (mid_accept == 0 and rounds < 40):
+        service = MemoryService(tmp_path / f"m{rounds}")
         items = queue_facts(service, sentences(20))
-        go, ready = tmp_path / f"go{round_}", tmp_path / f"ready{round_}"
+        go, ready = tmp_path / f"go{rounds}", tmp_path / f"ready{rounds}"
         child = _driver(service.root, "accept", go, ready, [s.id for s in items])
         _wait_for([ready])
         go.write_text("go", encoding="utf-8")
-        time.sleep(rng.uniform(0.0, 0.45))
-        child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=30)
+        killed += _kill_after(child, rng.randint(1, 18), rng)
         pending = {s.id for s in service.pending()}
         written = {
             e.fields.suggestion: e for e in service.store.read_scope(service.layout.global_scope())
         }
         for s in items:
-            assert (s.id in written) != (s.id in pending), f"round {round_}: {s.id}"
+            assert (s.id in written) != (s.id in pending), f"round {rounds}: {s.id}"
+        queued = json.loads(service.layout.queue_path.read_text(encoding="utf-8"))
+        if service.layout.intent_path.exists():
+            intent = json.loads(service.layout.intent_path.read_text(encoding="utf-8"))
+            queued_ids = {q["id"] for q in queued["suggestions"]}
+            mid_accept += intent["id"] in written and intent["id"] in queued_ids
         # Whoever takes the lock next tidies up; the files then agree with what was seen.
         service.reject([])
         raw = json.loads(service.layout.queue_path.read_text(encoding="utf-8"))
-        assert {s["id"] for s in raw["suggestions"]} == pending
+        assert {s["id"] for s in raw["suggestions"]} == pending, f"round {rounds}"
         assert not service.layout.intent_path.exists()
+        rounds += 1
+    # The premise: the children were killed part-way, and one at least between writing an
+    # entry and taking it off the queue.
+    assert killed >= rounds - 2, (killed, rounds)
+    assert mid_accept >= 1, (mid_accept, rounds)
 
 
 def _saved_conversation(home: Path, turns: list[str]) -> str:

@@ -3,7 +3,8 @@
 The tools check a path and then use it; a concurrent process (a hostile script the model
 ran earlier, a sync client) can put a link to `~/.ssh` in its place in between. Two kinds
 of test: the swap made exactly inside that window (deterministic), and a real racing
-process swapping as fast as it can while the tools are called hundreds of times.
+process swapping as fast as it can while the tools are called until the race has been run
+both ways (calls got through, and calls met a link swapped in after their check).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,6 @@ from engine.tools.search_tool import search
 pytestmark = pytest.mark.skipif(not ANCHORED, reason="needs dir_fd opens (POSIX)")
 
 SECRET = "the secret"
-CALLS = 300
 
 
 def _swap_for_link(path: Path, target: Path) -> None:
@@ -111,7 +112,10 @@ RACER = textwrap.dedent(
             os.rename(link, path)
             os.rename(path, link)
         except OSError:
-            pass  # a write under test may have made a folder at `path` meanwhile
+            # A write under test made a folder at `path` while it was free (it creates the
+            # folders it needs): move that one aside, so the swapping goes on.
+            if os.path.isdir(path) and not os.path.islink(path) and os.path.lexists(real):
+                os.rename(path, f"{path}.made-{swaps}")
         swaps += 1
         if swaps == 1:
             open(stop + ".started", "w").close()
@@ -128,12 +132,12 @@ def racer(tmp_path: Path) -> Iterator:
 
     def start(path: Path, target: Path) -> None:
         proc = subprocess.Popen(
-            [sys.executable, "-c", RACER, str(path), str(target), str(stop), "60"],
+            [sys.executable, "-c", RACER, str(path), str(target), str(stop), str(2 * RACE_S)],
             stdout=subprocess.PIPE,
             text=True,
         )
         procs.append(proc)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a Python start on a busy machine
         while not Path(str(stop) + ".started").exists():
             assert proc.poll() is None, "the racing process died"
             assert time.monotonic() < deadline, "the racing process never started"
@@ -147,15 +151,58 @@ def racer(tmp_path: Path) -> Iterator:
         assert int(out) > 0
 
 
-def _escapes(results: list[str], needle: str) -> int:
-    return sum(needle in text for text in results)
+# A racing test calls a tool until the race has really been run both ways: WANTED calls got
+# through to the file inside, and WANTED calls met a link that was swapped in after their
+# check (the window these tests are about) and were refused. Not a fixed number of calls:
+# on a busy machine a few hundred calls take a few scheduler slices, in which the racing
+# process may not run at all, so a fixed count could see neither. A call that escapes ends
+# the loop at once; RACE_S bounds a race that never happens.
+RACE_S = 120.0
+WANTED = 20
+CAUGHT = "became a symbolic link"
 
 
-def _call(fn, *args, **kwargs) -> str:
+@dataclass
+class Race:
+    through: int = 0  # calls that read, listed or wrote what is inside
+    caught: int = 0  # calls refused because a link appeared after the check
+    calls: int = 0
+    escapes: list[str] = field(default_factory=list)  # results that show what is outside
+
+    @property
+    def ran_both_ways(self) -> bool:
+        return self.through >= WANTED and self.caught >= WANTED
+
+
+def _call(fn: Callable[[], str]) -> str:
     try:
-        return fn(*args, **kwargs)
+        return fn()
     except ToolError as exc:
         return f"error: {exc}"
+
+
+def _race(call: Callable[[], str], *, inside: str, outside: str) -> Race:
+    """Call `call` (under a racing process) until the race ran both ways, an escape was seen
+    (a result holding `outside`), or RACE_S passed; `inside` marks a call that got through."""
+    race = Race()
+    deadline = time.monotonic() + RACE_S
+    while not race.ran_both_ways and time.monotonic() < deadline:
+        text = _call(call)
+        race.calls += 1
+        if outside in text:
+            race.escapes.append(text)
+            break
+        if inside in text:
+            race.through += 1
+        elif CAUGHT in text:
+            race.caught += 1
+    return race
+
+
+def _assert_held(race: Race) -> None:
+    assert race.escapes == []
+    # The premise: the race really let calls through and really hit the window.
+    assert race.ran_both_ways, race
 
 
 def test_a_racing_process_swapping_a_file_for_a_link_never_gets_it_read(
@@ -163,25 +210,29 @@ def test_a_racing_process_swapping_a_file_for_a_link_never_gets_it_read(
 ):
     (workspace / "note.txt").write_text("harmless\n", encoding="utf-8")
     racer(workspace / "note.txt", outside / "secret.txt")
-    results = [_call(read_page, workspace, "note.txt") for _ in range(CALLS)]
-    assert _escapes(results, SECRET) == 0
-    assert any("harmless" in r for r in results)  # the race really let some reads through
+    _assert_held(_race(lambda: read_page(workspace, "note.txt"), inside="harmless", outside=SECRET))
 
 
+# Each tool in a folder swapped for a link: its call, what marks a call that got through to
+# the folder inside, and what marks one that reached the folder outside. Outside, the folder
+# holds outside-only.txt too, and its secret.txt says "the secret" (inside: "harmless").
+FOLDER_CALLS: dict[str, tuple[Callable[[Path], str], str, str]] = {
+    "read": (lambda ws: read_page(ws, "docs/secret.txt"), "harmless", SECRET),
+    "list": (lambda ws: list_folder(ws, "docs"), "Folder: docs", "outside-only.txt"),
+    # A hit line, not the pattern echoed in the result's head.
+    "search": (lambda ws: search(ws, "harmless|secret", path="docs"), ":1: harmless", SECRET),
+}
+
+
+@pytest.mark.parametrize("tool", list(FOLDER_CALLS))
 def test_a_racing_process_swapping_a_folder_never_gets_outside_read_or_listed(
-    workspace: Path, outside: Path, racer
+    workspace: Path, outside: Path, racer, tool: str
 ):
     (workspace / "docs").mkdir()
     (workspace / "docs" / "secret.txt").write_text("harmless\n", encoding="utf-8")
     racer(workspace / "docs", outside)
-    reads = [_call(read_page, workspace, "docs/secret.txt") for _ in range(CALLS)]
-    listings = [_call(list_folder, workspace, "docs") for _ in range(CALLS)]
-    searches = [_call(search, workspace, "secret", path="docs") for _ in range(CALLS // 3)]
-    assert _escapes(reads, SECRET) == 0
-    assert _escapes(searches, SECRET) == 0
-    # Outside, the folder holds only secret.txt; inside it holds secret.txt too, so a
-    # listing escaped when it shows the outside folder's marker file.
-    assert _escapes(listings, "outside-only.txt") == 0
+    call, inside, escaped = FOLDER_CALLS[tool]
+    _assert_held(_race(lambda: call(workspace), inside=inside, outside=escaped))
 
 
 def test_a_racing_process_never_redirects_a_write_outside(
@@ -191,14 +242,19 @@ def test_a_racing_process_never_redirects_a_write_outside(
 
     (workspace / "out").mkdir()
     racer(workspace / "out", outside)
+    there = sorted(os.listdir(outside))
+    ctx = make_ctx()
+    calls = iter(range(10**9))
 
-    async def writes() -> None:
-        ctx = make_ctx()
-        for i in range(CALLS // 3):
-            args = {"path": f"out/w{i}.txt", "content": "pwned\n"}
-            await registry.call("write_file", json.dumps(args), ctx, call_id=f"c{i}")
+    def write() -> str:
+        i = next(calls)
+        args = {"path": f"out/w{i}.txt", "content": "pwned\n"}
+        outcome = asyncio.run(registry.call("write_file", json.dumps(args), ctx, call_id=f"c{i}"))
+        # A write that left lands outside: say so in the result the race looks at.
+        return outcome.content + ("ESCAPED" if sorted(os.listdir(outside)) != there else "")
 
-    asyncio.run(writes())
+    race = _race(write, inside="Wrote out/", outside="ESCAPED")
+    _assert_held(race)
     assert sorted(os.listdir(outside)) == ["outside-only.txt", "secret.txt"]
 
 
