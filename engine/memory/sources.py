@@ -28,8 +28,6 @@ _QUOTE_MARKS = "\"'“”‘’`«» \t\r\n"
 def is_user_source(message: Message) -> bool:
     if message.role != "user" or message.kind != "chat" or message.is_notice:
         return False
-    if message.meta_value("synthetic"):
-        return False
     return not message.content.startswith(PREAMBLE_HEAD)
 
 
