@@ -130,7 +130,6 @@ class AgentEditorDialog(QDialog):
         path_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self.form = AgentForm()
-        self.form.setMinimumWidth(470)
         self._fields: dict[str, SettingField] = self.form.fields
         self.models_button = self.form.models_button
         self.models_status = self.form.models_status

@@ -8,7 +8,7 @@ scrolls when the settings outgrow the dialog.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import (
     QFormLayout,
     QFrame,
@@ -27,6 +27,7 @@ from desktop.agent_fields import SettingField, align_labels, make_field, section
 MODEL_FIELD = "model"
 NAME_FIELD = "name"
 PROMPT_FIELD = "system_prompt"
+MIN_WIDTH = 470  # the form's least width, whatever its fields need
 
 
 class AgentForm(QScrollArea):
@@ -95,6 +96,16 @@ class AgentForm(QScrollArea):
                 form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapAllRows)
             form.addRow(field.make_label(), holder)
         return box
+
+    def minimumSizeHint(self) -> QSize:
+        """Never narrower than its fields: the column scrolls down, never sideways (its
+        horizontal bar is off), so a narrower one would cut the fields and their buttons
+        off on the right (Browse… read "B")."""
+        hint = super().minimumSizeHint()
+        body = self.widget()
+        bar = self.verticalScrollBar().sizeHint().width()
+        need = body.minimumSizeHint().width() + bar + 2 * self.frameWidth() if body else 0
+        return QSize(max(hint.width(), need, MIN_WIDTH), hint.height())
 
     def keep_name(self, reason: str) -> None:
         """The agent's name stays as it is (read-only), for `reason`, said under it."""
