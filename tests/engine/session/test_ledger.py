@@ -194,5 +194,6 @@ def test_the_70_percent_warning_never_promises_room_the_rail_says_is_gone():
     (warning,) = [m.content for m in rail.saved if "70% mark" in m.content]
     assert "tokens from here" not in warning
     assert "the next request is compacted before it is sent" in warning
+    rail.ledger.settle()  # the turn ended: the rail shows the history with its answer
     report = [e for e in rail.events if isinstance(e, ContextReportEvent)][-1].report
     assert report.headroom_line().startswith("Past auto-compact")
