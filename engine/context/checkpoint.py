@@ -287,7 +287,8 @@ def carry_forward(checkpoint: str, priors: Iterable[str]) -> str:
 
 
 # When a checkpoint is over its budget, entries go first from the sections the agent can
-# best do without, oldest entries first; the Goal is cut last and only by characters. The
+# best do without, oldest entries first (the files edited and the commands run, in Done,
+# outlast the files only read); the Goal is cut last and only by characters. The
 # user's own statements are not capped here: they have a budget of their own
 # (engine/context/stated.py), inside this one.
 CAP_ORDER = (
@@ -295,9 +296,11 @@ CAP_ORDER = (
     "Next Steps",
     "Blocked",
     "In Progress",
+    # What was only read goes before what was changed: a pass that forgets a read reads it
+    # again, one that forgets an edit can undo or repeat it.
+    "Covered So Far",
     "Key Decisions",
     "Done",
-    "Covered So Far",
     "Constraints & Preferences",
 )
 

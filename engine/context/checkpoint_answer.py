@@ -94,6 +94,12 @@ def grounded_summary(text: str, ground: Ground) -> tuple[str, str | None]:
     return kept, None
 
 
+def _ticked(line: str) -> str:
+    """The backticked path or command of a Done fact (`- edited `src/a.py``)."""
+    start = line.find("`")
+    return line[start + 1 : line.rfind("`")] if start >= 0 else line
+
+
 def reference_text(
     messages: Sequence[Message], priors: Sequence[str], work_state: str | None
 ) -> str:
@@ -122,9 +128,17 @@ def assemble_checkpoint(
     for title in (STATED_SECTION, STORED_STATEMENTS_SECTION, STORED_PROGRESS_SECTION):
         sections.pop(title, None)  # Brim's to write, never the summarizer's
     sections.update(stated.sections())
+    facts = span_progress(summarized)
     if progress:
-        for title, lines in span_progress(summarized).items():
+        for title, lines in facts.items():
             sections[title] = [*sections.get(title, []), *lines]
+    else:
+        # The files edited and the commands run are facts of the span, written in whatever
+        # the summarizer wrote: a long pass's summary tends to list what it read.
+        written = "\n".join(sections.get("Done", []))
+        missing = [line for line in facts.get("Done", []) if _ticked(line) not in written]
+        if missing:
+            sections["Done"] = [*sections.get("Done", []), *missing]
     checkpoint = merge_covered(render_checkpoint(sections), priors, paths_read(summarized))
     refs = [ref for prior in priors for ref in stored_progress(prior)]
     if refs:
