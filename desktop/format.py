@@ -39,11 +39,20 @@ def format_receipt(
     tokens_per_s: float,
     *,
     finished_at: float | None = None,
+    cached_tokens: int | None = None,
+    cache_reported: bool | None = None,
 ) -> str:
-    """The turn receipt: how long, when, context sent, tokens produced, throughput."""
+    """The turn receipt: how long, when, context sent, tokens produced, throughput, and what
+    the engine's prompt cache served of it (`cache_reported` None: a receipt kept before
+    Brim recorded that, which says nothing of it; False: the engine did not say)."""
     clock = time.strftime("%H:%M", time.localtime(finished_at if finished_at else time.time()))
-    return (
+    text = (
         f"Worked for {format_duration(elapsed_s)} • {clock} • "
         f"↑ {format_tokens(prompt_tokens)} ↓ {format_tokens(completion_tokens)} • "
         f"{format_rate(tokens_per_s)}"
     )
+    if cache_reported is None:
+        return text
+    if not cache_reported or cached_tokens is None:
+        return text + " • cache: not reported"
+    return text + f" • reused {format_tokens(cached_tokens)} of {format_tokens(prompt_tokens)}"

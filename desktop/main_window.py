@@ -509,6 +509,8 @@ class MainWindow(QMainWindow):
                         event.prompt_tokens,
                         event.completion_tokens,
                         event.tokens_per_s,
+                        cached_tokens=event.cached_tokens,
+                        cache_reported=event.cached_tokens is not None,
                     )
                 )
             case ErrorEvent(kind="message_too_large"):

@@ -232,6 +232,9 @@ class TurnEndEvent(Event):
     prompt_tokens: int
     completion_tokens: int
     tokens_per_s: float
+    # What the engine's prompt cache served of the last request (llama-server's cache_n,
+    # OpenAI-style cached_tokens); None: the engine did not say (Ollama), never 0.
+    cached_tokens: int | None = None
     # How the last answer ended: the engine's "stop" / "length" / "tool_calls", "repetition"
     # when the repetition guard stopped it, None when the engine did not say.
     finish_reason: str | None = None

@@ -147,6 +147,8 @@ def receipt_row(receipt: Receipt) -> Row:
         receipt.completion_tokens,
         receipt.tokens_per_s,
         finished_at=receipt.finished_at,
+        cached_tokens=receipt.cached_tokens,
+        cache_reported=receipt.cache_reported,
     )
     return Row("receipt", text)
 

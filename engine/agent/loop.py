@@ -502,6 +502,7 @@ class AgentLoop:
         Returns True when the engine truncated the prompt without saying so."""
         usage = answer.usage
         totals.prompt = usage.prompt_tokens or counted
+        totals.cached = usage.cached_tokens
         totals.completion += usage.completion_tokens or 0
         # What the engine evaluated anew: a prefix reused from its cache is not spent twice.
         prompt = usage.prompt_tokens if usage.prompt_tokens is not None else counted

@@ -52,6 +52,7 @@ def turn_end_event(outcome: TurnOutcome, totals: Totals) -> TurnEndEvent:
         prompt_tokens=outcome.prompt_tokens,
         completion_tokens=outcome.completion_tokens,
         tokens_per_s=round(tokens_per_second(outcome, totals), 2),
+        cached_tokens=outcome.cached_tokens,
         finish_reason=outcome.finish_reason,
     )
 
@@ -69,6 +70,7 @@ def record_receipt(
             prompt_tokens=outcome.prompt_tokens,
             completion_tokens=outcome.completion_tokens,
             tokens_per_s=tokens_per_second(outcome, totals),
+            cached_tokens=outcome.cached_tokens,
         )
     except Exception:
         log.exception("could not record the turn receipt")

@@ -48,6 +48,7 @@ class TurnOutcome:
     elapsed_s: float
     finish_reason: str | None
     iterations: int = 1
+    cached_tokens: int | None = None  # the last request's prompt cache; None: not reported
     error: ProviderError | None = None
     stopped: str | None = None  # why the loop stopped early: "iteration_limit", "budget"
 
@@ -78,6 +79,7 @@ class Totals:
     """A turn's running totals over its requests."""
 
     prompt: int = 0
+    cached: int | None = None  # what the engine's cache served of the last request
     completion: int = 0
     eval_s: float = 0.0
     generating_s: float = 0.0
@@ -102,6 +104,7 @@ class Totals:
             elapsed_s,
             self.finish,
             iterations=iterations,
+            cached_tokens=self.cached,
             error=error,
             stopped=stopped,
         )

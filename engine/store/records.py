@@ -81,3 +81,7 @@ class Receipt:
     completion_tokens: int
     tokens_per_s: float
     finished_at: float
+    # The prompt cache on the turn's last request: None for both on a receipt kept before
+    # Brim recorded it; `cache_reported` False when the engine did not say.
+    cached_tokens: int | None = None
+    cache_reported: bool | None = None

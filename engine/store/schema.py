@@ -103,6 +103,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         """,
         "CREATE UNIQUE INDEX compactions_by_id ON compactions(conversation_id, id)",
     ),
+    # 4: what the engine's prompt cache served on the turn's last request. cache_reported:
+    # 1 the engine said (cached_tokens holds it), 0 it did not; NULL a receipt from before.
+    (
+        "ALTER TABLE receipts ADD COLUMN cached_tokens INTEGER",
+        "ALTER TABLE receipts ADD COLUMN cache_reported INTEGER",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

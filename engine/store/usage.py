@@ -125,13 +125,16 @@ class UsageLedger(StoreConnection):
         completion_tokens: int,
         tokens_per_s: float,
         finished_at: float | None = None,
+        cached_tokens: int | None = None,
     ) -> None:
-        """One turn's receipt (the figures of its turn_end event)."""
+        """One turn's receipt (the figures of its turn_end event); `cached_tokens` None:
+        the engine did not say what its prompt cache served."""
         with self._write() as conn:
             self._require(conn, conversation_id)
             conn.execute(
                 "INSERT INTO receipts (conversation_id, elapsed_s, prompt_tokens,"
-                " completion_tokens, tokens_per_s, finished_at) VALUES (?, ?, ?, ?, ?, ?)",
+                " completion_tokens, tokens_per_s, finished_at, cached_tokens, cache_reported)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     conversation_id,
                     float(elapsed_s),
@@ -139,6 +142,8 @@ class UsageLedger(StoreConnection):
                     int(completion_tokens),
                     float(tokens_per_s),
                     time.time() if finished_at is None else finished_at,
+                    cached_tokens,
+                    int(cached_tokens is not None),
                 ),
             )
 
@@ -161,6 +166,8 @@ class UsageLedger(StoreConnection):
                 completion_tokens=r["completion_tokens"],
                 tokens_per_s=r["tokens_per_s"],
                 finished_at=r["finished_at"],
+                cached_tokens=r["cached_tokens"],
+                cache_reported=None if r["cache_reported"] is None else bool(r["cache_reported"]),
             )
             for r in reversed(rows)
         ]

@@ -68,6 +68,8 @@ def test_a_headless_chat_streams_and_reports_real_usage_and_cache_reuse(
     assert usages[1]["prompt_tokens"] > usages[0]["prompt_tokens"]
     ends = run.of_type("turn_end")
     assert len(ends) == 2 and all(e["completion_tokens"] > 0 for e in ends)
+    # The receipt's cache figure is the server's own, for the turn's request.
+    assert [e["cached_tokens"] for e in ends] == [u["cached_tokens"] for u in usages]
 
 
 def test_brims_count_matches_what_llama_server_reports(
