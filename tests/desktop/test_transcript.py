@@ -125,7 +125,9 @@ def test_notices_are_rows_of_their_own_not_chat_bubbles(qtbot, open_desktop):
     assert f"⚠  {warning}" in text
     assert f"⇊  auto-compacted {before} -> {after} messages" in text
     why = "the prompt neared the context window"
-    assert f"compacted {before} messages into a summary: {why}" in text
+    # The second line counts what the checkpoint replaced (as Show / Restore lists them).
+    assert f"compacted {done.messages_replaced} messages into a summary: {why}" in text
+    assert 0 < done.messages_replaced < before
     assert d.window.rail.timeline.marker_kinds() == ["compaction"]
 
 
