@@ -217,10 +217,10 @@ async def list_agent_models(
     deadline_s: float = PROBE_DEADLINE_S,
 ) -> list[ModelInfo] | ProbeFailure:
     """The models the agent's engine offers, for the editor's model picker. The embedded
-    engine runs a file: the bundled models installed here (any other GGUF is typed as a
-    path), found without loading one."""
+    engine runs a file: the bundled chat models installed here (not a base model; any other
+    GGUF is typed as a path), found without loading one."""
     if agent.provider == "embedded":
-        return [ModelInfo(id=m.name) for m in bundled_models.available()]
+        return [ModelInfo(id=m.name) for m in bundled_models.chat_models()]
 
     async def ask(p: Provider) -> list[ModelInfo]:
         return await p.list_models()
