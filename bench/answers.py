@@ -206,7 +206,11 @@ def run_plain(form: Form, engine: str, scores: dict[str, Score]) -> None:
                 answer = talk.answers[0] if talk.answers else ""
                 sent = talk.requests[-1] if talk.requests else []
                 score.asked.append(
-                    Asked(engine, client, "plain", q.text, answer, right(answer, q.accepted), sent)
+                    _told(
+                        Asked(
+                            engine, client, "plain", q.text, answer, right(answer, q.accepted), sent
+                        )
+                    )
                 )
                 score.refused += len(talk.errors)
                 _progress(engine, client, "plain", n, len(questions))
@@ -234,14 +238,16 @@ def run_facts(form: Form, engine: str, window: int, scores: dict[str, Score]) ->
             answer = talk.answers[index] if index < len(talk.answers) else ""
             sent = talk.requests[index] if index < len(talk.requests) else []
             score.asked.append(
-                Asked(
-                    engine,
-                    client,
-                    which,
-                    turn.text,
-                    answer,
-                    right(answer, turn.asks.accepted),
-                    sent,
+                _told(
+                    Asked(
+                        engine,
+                        client,
+                        which,
+                        turn.text,
+                        answer,
+                        right(answer, turn.asks.accepted),
+                        sent,
+                    )
                 )
             )
         score.compactions[window] = talk.compactions
@@ -261,6 +267,18 @@ def run_engine(form: Form, engine: str, sets: tuple[str, ...]) -> list[Score]:
 
 def _progress(engine: str, client: str, which: str, n: int, total: int) -> None:
     print(f"answers: {engine} {client} {which} {n}/{total}", file=sys.stderr, flush=True)
+
+
+def _told(asked: Asked) -> Asked:
+    """`asked`, said on stderr as it is scored (a run that is stopped still shows them)."""
+    mark = "right" if asked.right else "wrong"
+    answer = " ".join(asked.answer.split())[:80]
+    print(
+        f"answers: {asked.engine} {asked.client} {asked.set}: {mark}: {asked.question} -> {answer}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return asked
 
 
 # -- the table -----------------------------------------------------------------------------
