@@ -155,27 +155,40 @@ def agent_for(engine: str, window: int, url: str = "") -> AgentConfig:
 
 
 @contextmanager
-def engine_at(engine: str, window: int) -> Iterator[tuple[Provider, AgentConfig]]:
+def engine_at(engine: str, window: int) -> Iterator[Engine]:
     """A provider for `engine` serving `window` (a fresh one-slot llama-server), kept open
-    across the conversations run on it, and the agent that goes with it."""
-    if engine == "embedded":
-        provider: Any = BenchEmbedded(window)
-        try:
-            yield provider, agent_for(engine, window)
-        finally:
-            asyncio.run(provider.shut())
-        return
-    from bench._llama_server import running_llama_server
+    across the conversations run on it, the agent that goes with it, and the one event loop
+    they all run on (an HTTP client belongs to the loop it was opened on)."""
+    with asyncio.Runner() as loop:
+        if engine == "embedded":
+            provider: Any = BenchEmbedded(window)
+            try:
+                yield Engine(provider, agent_for(engine, window), loop)
+            finally:
+                loop.run(provider.shut())
+            return
+        from bench._llama_server import running_llama_server
 
-    with (
-        tempfile.TemporaryDirectory(prefix="brim-bench-answers-") as logs,
-        running_llama_server(Path(logs), ctx=window, parallel=1) as server,
-    ):
-        provider = BenchServer(server.url)
-        try:
-            yield provider, agent_for(engine, window, server.url)
-        finally:
-            asyncio.run(provider.shut())
+        with (
+            tempfile.TemporaryDirectory(prefix="brim-bench-answers-") as logs,
+            running_llama_server(Path(logs), ctx=window, parallel=1) as server,
+        ):
+            provider = BenchServer(server.url)
+            try:
+                yield Engine(provider, agent_for(engine, window, server.url), loop)
+            finally:
+                loop.run(provider.shut())
+
+
+@dataclass
+class Engine:
+    provider: Provider
+    agent: AgentConfig
+    loop: asyncio.Runner
+
+    def conversation(self, client: str, turns: list[str]) -> Conversation:
+        talk: Conversation = self.loop.run(CLIENT_RUNS[client](self.provider, self.agent, turns))
+        return talk
 
 
 def server_available() -> bool:
@@ -187,22 +200,15 @@ def server_available() -> bool:
 # -- the runs ------------------------------------------------------------------------------
 
 
-def _conversation(
-    client: str, provider: Provider, agent: AgentConfig, turns: list[str]
-) -> Conversation:
-    talk: Conversation = asyncio.run(CLIENT_RUNS[client](provider, agent, turns))
-    return talk
-
-
 def run_plain(form: Form, engine: str, scores: dict[str, Score]) -> None:
     """Each plain question in a conversation of its own, through each client."""
     questions = PLAIN[: form.plain]
-    with engine_at(engine, PLAIN_WINDOW) as (provider, agent):
+    with engine_at(engine, PLAIN_WINDOW) as running:
         for client in form.clients:
             score = scores[client]
             started = time.perf_counter()
             for n, q in enumerate(questions, start=1):
-                talk = _conversation(client, provider, agent, [q.text])
+                talk = running.conversation(client, [q.text])
                 answer = talk.answers[0] if talk.answers else ""
                 sent = talk.requests[-1] if talk.requests else []
                 score.asked.append(
@@ -226,9 +232,9 @@ def run_facts(form: Form, engine: str, window: int, scores: dict[str, Score]) ->
         if client == "bare" and window != form.windows[0]:
             continue
         at = CEILING_WINDOW if client == "bare" else window
-        with engine_at(engine, at) as (provider, agent):
+        with engine_at(engine, at) as running:
             started = time.perf_counter()
-            talk = _conversation(client, provider, agent, texts)
+            talk = running.conversation(client, texts)
             scores[client].seconds += time.perf_counter() - started
         which = CEILING if client == "bare" else f"facts @{window}"
         score = scores[client]
