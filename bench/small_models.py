@@ -1,5 +1,6 @@
-"""Small models keep the task: the bundled models on the real embedded engine, Brim's ladder
-beside a sliding window that keeps the newest messages (what an agent without a ladder does).
+"""Small models keep the task: the bundled chat models on the real embedded engine, Brim's
+ladder beside a sliding window that keeps the newest messages (what an agent without a ladder
+does).
 
 The script (bench/_small_models_score.py): 20 turns in which the user states six facts (a
 trip to Lisbon with a sister in May, a budget, an allergy, a name, arriving by train, a hotel
@@ -22,7 +23,7 @@ a window large enough that nothing compacts (the model's own floor).
     python -m bench small_models                 # minutes on two cores (progress on stderr)
     python -m bench small_models --details       # also every question and its answer
     SMALL_MODELS_WINDOWS=1024 python -m bench small_models      # one window
-    SMALL_MODELS_MODELS=gemma-3-270m-q4_k_m python -m bench small_models   # one model
+    SMALL_MODELS_MODELS=SmolLM2-135M-Instruct.Q4_1 python -m bench small_models   # one model
     SMALL_MODELS_PLAIN=0 python -m bench small_models           # skip the 20 questions
     SMALL_MODELS_WINDOWS=none python -m bench small_models      # the 20 questions only
 
@@ -347,7 +348,7 @@ def _chosen(variable: str, default: list[str]) -> list[str]:
 
 def main() -> list[dict[str, Any]]:
     """The figures per model and window, then one row per question (marked `detail`)."""
-    installed = [m.name for m in bundled_models.available()]
+    installed = [m.name for m in bundled_models.chat_models()]  # a base model does not chat
     models = _chosen("SMALL_MODELS_MODELS", installed)
     unknown = [m for m in models if m not in installed]
     if unknown:  # every turn would fail, and the figures would read as a clean run

@@ -218,11 +218,12 @@ async def list_agent_models(
     deadline_s: float = PROBE_DEADLINE_S,
 ) -> list[ModelInfo] | ProbeFailure:
     """The models the agent's engine offers, for the editor's model picker. The embedded
-    engine runs a file: the bundled models installed here, then by path the GGUF files that
-    other local-model tools keep (LM Studio, GPT4All, Jan, llama.cpp's and Hugging Face's
-    caches, as `brim fit --discover` finds them), none of them opened or loaded."""
+    engine runs a file: the bundled chat models installed here (not a base model), then by
+    path the GGUF files that other local-model tools keep (LM Studio, GPT4All, Jan,
+    llama.cpp's and Hugging Face's caches, as `brim fit --discover` finds them), none of
+    them opened or loaded."""
     if agent.provider == "embedded":
-        bundled = [ModelInfo(id=m.name) for m in bundled_models.available()]
+        bundled = [ModelInfo(id=m.name) for m in bundled_models.chat_models()]
         found = await asyncio.to_thread(gguf_files, model_folders())
         return bundled + [ModelInfo(id=str(path)) for path in found]
 

