@@ -217,10 +217,23 @@ def _outcome(service: MemoryService, subjects: set[str]) -> Outcome:
     )
 
 
+def _clear_queue(service: MemoryService) -> None:
+    """Empty the review queue as the harness's housekeeping, not as the user's decision: a
+    rejection records its sentence in the source ledger (it is never suggested again), so
+    the ledger is put back as it was."""
+    path = service.layout.ledger_path
+    ledger = path.read_text(encoding="utf-8") if path.exists() else None
+    service.reject([x.id for x in service.pending()])
+    if ledger is None:
+        path.unlink(missing_ok=True)
+    else:
+        path.write_text(ledger, encoding="utf-8")
+
+
 def _reset(service: MemoryService) -> None:
     """Between isolated attempts: drop what is waiting and any entry file (without revoking
     sentences, so the next attempt starts from the same memory)."""
-    service.reject([x.id for x in service.pending()])
+    _clear_queue(service)
     for path in service.root.rglob("*.md"):
         if not any(part.startswith(".") for part in path.relative_to(service.root).parts):
             path.unlink()
@@ -325,7 +338,7 @@ def _run(home: Path) -> tuple[Outcome, Outcome, str, Isolated]:
                 await s.send(text)
             by_agent = _outcome(service, subjects)
             by_agent.answers = _answers([r.body for r in fake.chat_requests][::-1])
-            service.reject([x.id for x in service.pending()])  # a clean queue for /learn
+            _clear_queue(service)  # a clean queue for /learn
             await s.send("/learn")
             by_extractor = _outcome(service, subjects)
             by_extractor.answers = _answers(model.seen.get("extractor", [])[::-1])
@@ -509,7 +522,7 @@ def test_in_a_real_session_no_misrepresentation_is_queued_by_the_agent_or_the_le
             await s.send(" ".join(USER_SENTENCES))
             by_agent = _outcome(service, subjects)
             agent_queued = {x.subject for x in service.pending()}
-            service.reject([x.id for x in service.pending()])
+            _clear_queue(service)
             await s.send("/learn")
             by_extractor = _outcome(service, subjects)
             learn_queued = {x.subject for x in service.pending()}
