@@ -98,6 +98,12 @@ _VOICE = re.compile(
     r"|(?:certainly|sure|of course|great|absolutely)\b[!,.]?)",
     re.IGNORECASE,
 )
+# An apology or a word about itself anywhere in a line: a summary line states facts, and
+# a small model puts its apology behind a label it echoes ('One short sentence: "I'm sorry…').
+_VOICE_ANYWHERE = re.compile(
+    r"\bi['’]?m sorry\b|\bi am sorry\b|\bi apologi[sz]e\b|\bmy apologies\b|\bas an ai\b",
+    re.IGNORECASE,
+)
 
 
 def _norm(word: str) -> str:
@@ -180,7 +186,7 @@ def hygiene_reason(sentence: str, ground: Ground) -> str | None:
     """Why a sentence is no fact about any conversation: a null answer, nothing said, the
     assistant's voice, or a word of Brim's prompt the conversation (`ground`) never used."""
     tokens = _WORD.findall(sentence)
-    if _VOICE.search(sentence):
+    if _VOICE.search(sentence) or _VOICE_ANYWHERE.search(sentence):
         return "the line is the model speaking as the assistant"
     content = _content(tokens)
     numbers = [t for t in tokens if t.isdigit()]

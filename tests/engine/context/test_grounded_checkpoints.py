@@ -262,3 +262,21 @@ def test_whatever_the_mix_the_grounded_sentences_stay_and_no_invented_one_does(
     for piece in INVENTED:
         assert piece not in kept
     assert "none" not in kept.lower() and "n/a" not in kept.lower()
+
+
+def test_an_apology_behind_a_label_the_model_echoed_is_refused():
+    """Seen on the real bundled model in a clean clone's run: the guided answer began with
+    the question's own words, and the apology came after them."""
+    from engine.context.grounding import ground_of, line_refusal
+
+    # The model's own earlier answer holds the same apology: its words are ground, its voice
+    # is not a fact.
+    ground = ground_of(
+        [
+            "Note 1: build server 1 runs job alpha-1. Acknowledge briefly.",
+            "I'm sorry for any confusion. Please go ahead and share them with me.",
+        ]
+    )
+    line = "One short sentence: \"I'm sorry for any confusion."
+    assert line_refusal(line, ground) is not None
+    assert line_refusal("Build server 1 runs job alpha-1.", ground) is None
