@@ -45,15 +45,21 @@ def test_an_answer_cut_at_its_cap_is_marked_in_the_transcript_also_after_a_resta
     assert [t for t in _notices(again) if t.startswith("Cut at 1,024 tokens")] == cut
 
 
-def test_the_editor_shows_the_output_cap_with_what_a_blank_means_and_saves_it(
-    qtbot: Any, real_desktop: Any, llama: FakeLlamaServer
-):
+def _editor_after_a_turn(qtbot: Any, real_desktop: Any, llama: FakeLlamaServer) -> Any:
+    """A llama-server agent after one turn (its window known: 4,096), its editor opened
+    with `/agent`."""
     d = real_desktop(agents={"chat.toml": agent_toml("chat", llama.url)})
-    chat_and_wait(qtbot, d, "hello")  # the window is known now
+    chat_and_wait(qtbot, d, "hello")
     d.window.composer.setPlainText("/agent")
     qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: d.app.agent_editing.dialog is not None, timeout=5000)
-    dialog = d.app.agent_editing.dialog
+    return d, d.app.agent_editing.dialog
+
+
+def test_the_editor_shows_the_output_cap_with_what_a_blank_means_and_saves_it(
+    qtbot: Any, real_desktop: Any, llama: FakeLlamaServer
+):
+    d, dialog = _editor_after_a_turn(qtbot, real_desktop, llama)
     field = dialog.field("max_tokens")
     assert isinstance(field, QLineEdit)
     assert field.placeholderText() == "blank: 1,024 (a quarter of 4,096)"
@@ -88,12 +94,7 @@ def test_a_looping_answer_shows_as_saved_once_stopped_also_after_a_restart(
 def test_the_output_cap_hint_follows_a_pin_typed_in_the_editor(
     qtbot: Any, real_desktop: Any, llama: FakeLlamaServer
 ):
-    d = real_desktop(agents={"chat.toml": agent_toml("chat", llama.url)})
-    chat_and_wait(qtbot, d, "hello")  # the window is known now: 4,096
-    d.window.composer.setPlainText("/agent")
-    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: d.app.agent_editing.dialog is not None, timeout=5000)
-    dialog = d.app.agent_editing.dialog
+    _, dialog = _editor_after_a_turn(qtbot, real_desktop, llama)
     field = dialog.field("max_tokens")
     assert isinstance(field, QLineEdit)
     assert field.placeholderText() == "blank: 1,024 (a quarter of 4,096)"
@@ -109,12 +110,7 @@ def test_choosing_another_engine_in_the_editor_says_what_its_model_list_is(
 ):
     from PySide6.QtWidgets import QComboBox
 
-    d = real_desktop(agents={"chat.toml": agent_toml("chat", llama.url)})
-    chat_and_wait(qtbot, d, "hello")
-    d.window.composer.setPlainText("/agent")
-    qtbot.keyClick(d.window.composer, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: d.app.agent_editing.dialog is not None, timeout=5000)
-    dialog = d.app.agent_editing.dialog
+    _, dialog = _editor_after_a_turn(qtbot, real_desktop, llama)
     provider = dialog.field("provider")
     assert isinstance(provider, QComboBox)
     provider.setCurrentText("embedded")
