@@ -6,9 +6,10 @@ desktop) speaks only these types, so one small fake per engine protocol tests al
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from engine.messages import Message, ToolCall
@@ -186,6 +187,15 @@ class Provider(ABC):
     def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncGenerator[StreamItem, None]: ...
+
+    async def warm(self, model: str, messages: list[Message], options: ChatOptions) -> None:
+        """Have the engine evaluate `messages` into its prompt cache before they are needed
+        (after a compaction rebuilt them): one token asked for, read and dropped. Engines
+        with a way to evaluate without generating override it."""
+        stream = self.stream_chat(model, messages, replace(options, max_tokens=1))
+        async with contextlib.aclosing(stream):
+            async for _item in stream:
+                pass
 
     async def count_prompt(
         self, model: str, messages: list[Message], tools: list[dict[str, Any]]

@@ -42,6 +42,7 @@ from engine.providers.errors import ProviderError
 from engine.report.context_report import ContextReport
 from engine.session.adapters import AnnouncingApprover, RegistryRunner, view_fallback_notice
 from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
+from engine.session.ahead import CompactionAhead
 from engine.session.budget import fold_in_journal, oversized_for_loop
 from engine.session.conversation import Conversation
 from engine.session.engine_calls import (
@@ -82,7 +83,10 @@ class ChatSession:
         approver: Approver | None = None,
         memory: bool = False,
         reflect_on_close: bool = False,
+        compact_ahead: bool = False,
     ) -> None:
+        """`compact_ahead`: compact after an answer, while the user reads, when the next
+        turn would (engine/session/ahead.py); the desktop and the headless CLI do."""
         self.agent = agent
         self.paths = paths
         self._sink = sink
@@ -130,6 +134,7 @@ class ChatSession:
         self._memory = MemoryLink(None, self._memory_inputs())
         self._manual_compaction = False  # /compact does not extract
         self._compactions = CompactionDesk(self.conversation, lambda: self._loop, self._emit)
+        self._ahead = CompactionAhead(self._emit) if compact_ahead else None
 
     @property
     def conversation_id(self) -> str:
@@ -169,6 +174,7 @@ class ChatSession:
 
     async def close(self) -> None:
         self.cancel()
+        await self._settle_ahead(stop=True)
         if self._turn_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
@@ -242,6 +248,7 @@ class ChatSession:
         if await self._refuse_if_it_cannot_fit(text):
             return
         try:
+            await self._settle_ahead()
             self._append(message := user(text))
             self._memory.note_statements(message)
             await self._await_turn()
@@ -250,6 +257,13 @@ class ChatSession:
         finally:
             self._memory.emit_pending()
             self._emit(StateEvent("ready"))
+        if self._ahead is not None:
+            self._ahead.start_if_due(self._loop)
+
+    async def _settle_ahead(self, *, stop: bool = False) -> None:
+        """A compaction running ahead of this turn: waited for (`stop`: stopped first)."""
+        if self._ahead is not None:
+            await (self._ahead.stop() if stop else self._ahead.settle())
 
     async def _await_turn(self) -> None:
         """Run the turn as a task that `cancel()` reaches; a cancel ends it quietly."""
@@ -279,6 +293,8 @@ class ChatSession:
             self._turn_task.cancel()
         if self._learn_task is not None and not self._learn_task.done():
             self._learn_task.cancel()
+        if self._ahead is not None:
+            self._ahead.cancel()
 
     async def retry(self) -> None:
         """The Retry button: probe the engine again if its window is unknown, then re-run
@@ -288,6 +304,7 @@ class ChatSession:
             return
         async with self._admission.hold():
             try:
+                await self._settle_ahead()
                 if self._window is None:
                     await self._resolve_window()
                     if self._window is None:
@@ -307,6 +324,7 @@ class ChatSession:
         if self._turn_task is not None and not self._turn_task.done():
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
+        await self._settle_ahead(stop=True)  # it works on the conversation being left
         await self._reflect_on_leaving()
         previous, self._requested_conversation = self._requested_conversation, conversation_id
         try:
@@ -338,6 +356,7 @@ class ChatSession:
             await self._resolve_window()
             if self._window is None:
                 return
+        await self._settle_ahead()
         await self._summarizer.prepare()
         loop = self._agent_loop()
         self._manual_compaction = True  # the chat layer cannot answer for the run's gate
