@@ -7,7 +7,7 @@ goes to the session; a command whose answer is a view (`/agent`, `/memory`, `/ne
 back as a `ViewRequestEvent`, which the window turns into one of its intent signals for the
 desk that opens that view.
 
-The window owns its widgets, and its two modules are the only ones that write them. The desks (navigator,
+The window owns its widgets, and its two modules alone write them. The desks (navigator,
 agent editing, agents, memory, drafts) are handed the window as a port (desktop/ports.py):
 its signals say what was asked of them, its intents (`show_error`, `name_agent`,
 `put_draft`, `show_suggestions`) what the user should see.
