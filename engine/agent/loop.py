@@ -8,79 +8,46 @@ ladder makes) back through it, so nothing reaches the model before it is persist
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import functools
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.agent.answer_calls import take_calls
-from engine.agent.records import record_receipt, record_usage, turn_end_event
-from engine.agent.shared_pool import PoolContended, SharedPoolWatch, keep_partial, pool_shrink_text
+from engine.agent.answer_stream import stream_answer
+from engine.agent.landing import Landing
+from engine.agent.records import record_receipt, turn_end_event
+from engine.agent.shared_pool import PoolContended, SharedPoolWatch, pool_shrink_text
 from engine.agent.telling import Teller
 from engine.agent.texts import (
-    answer_cut_text,
     budget_stop_text,
     iteration_limit_text,
     no_tools_text,
     overflow_failure_text,
-    repetition_notice,
-    silent_cut_text,
 )
 from engine.agent.tool_steps import run_tool_steps
-from engine.agent.types import (
-    FINISH_LENGTH,
-    FINISH_REPETITION,
-    Answer,
-    Conversation,
-    ToolRunner,
-    Totals,
-    TurnOutcome,
-)
+from engine.agent.types import Answer, Conversation, ToolRunner, Totals, TurnOutcome
 from engine.agent.window import WindowWatch
 from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
 from engine.context.constants import REASON_MANUAL, REASON_SESSION_BUDGET
 from engine.events import (
-    NOTICE_ANSWER_CUT,
-    NOTICE_REPETITION,
     NOTICE_TOOLS_UNAVAILABLE,
     TOOLS_REASON_ENGINE,
-    AnswerProgressEvent,
     ClearEvent,
-    ContextEvent,
-    DeltaEvent,
     ErrorEvent,
     Event,
     StateEvent,
     StepEvent,
-    UsageEvent,
 )
-from engine.messages import (
-    Message,
-    ToolCall,
-    alternating,
-    assistant,
-    model_messages,
-)
-from engine.providers.base import (
-    ChatOptions,
-    Provider,
-    StreamDone,
-    TextDelta,
-    ToolCallsReady,
-    Usage,
-)
+from engine.messages import Message, alternating, model_messages
+from engine.providers.base import ChatOptions, Provider
 from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
-from engine.repetition import Repetition, RepetitionGuard
 from engine.store import Store
 from engine.tokens import TokenCounter
-from engine.tokens.growing import GrowingCount
-from engine.window.output_cap import LIMIT_IGNORED, LIMIT_ROOM, OutputCap, client_limit, output_cap
+from engine.window.output_cap import LIMIT_ROOM, OutputCap, output_cap
 from engine.window.resolution import WindowResolution
-from engine.window.truncation import CountError, at_window_edge, silently_truncated
+from engine.window.truncation import CountError
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +58,6 @@ MAX_OVERFLOW_ATTEMPTS = 4
 REFIT_TRIES = 3
 # A cut to fit on an estimated count aims at most this share below the trim line.
 MAX_FIT_TOLERANCE = 0.3
-# How often a streaming answer's growth is reported to the gauge (seconds): often enough
-# to see it move, rarely enough that headless output is not flooded with reports.
-PROGRESS_EVERY_S = 0.25
 
 
 class AgentLoop:
@@ -138,6 +102,19 @@ class AgentLoop:
             on_window=on_window,
         )
         self.pool = SharedPoolWatch(mark=self._mark, conversation=conversation)
+        self.landing = Landing(
+            agent=agent,
+            provider=provider,
+            counter=counter,
+            context=context,
+            conversation=conversation,
+            sink=sink,
+            tell=self.tell,
+            watch=self.watch,
+            count_error=self.count_error,
+            store=store,
+            conversation_id=conversation_id,
+        )
 
     @property
     def window(self) -> WindowResolution:
@@ -265,9 +242,9 @@ class AgentLoop:
             except ProviderError as exc:
                 return self._failed(totals, started, iterations, exc, exc.message)
 
-            self._keep_answer(answer, out_cap)
+            self.landing.keep(answer, out_cap)
             await self.watch.after_answer(load_s=answer.usage.load_s, sent_at=sent_at)
-            truncated = self._land(request, counted, answer, totals)
+            truncated = self.landing.land(request, counted, answer, totals, self._schemas())
             if not truncated:
                 # What a compaction on the same model replays: the engine holds it cached.
                 tokens = answer.usage.prompt_tokens or counted
@@ -408,149 +385,24 @@ class AgentLoop:
     async def _pooled(self, request: list[Message], max_tokens: int, counted: int) -> Answer:
         """The answer, sent again while a shared KV pool drains (engine/agent/shared_pool.py)."""
         answer: Answer = await self.pool.run(
-            functools.partial(self._stream, request, max_tokens, counted),
+            functools.partial(
+                stream_answer,
+                self.provider,
+                self.agent.model,
+                request,
+                self._options(max_tokens),
+                counter=self.counter,
+                conversation=self.conversation,
+                sink=self.sink,
+                counted=counted,
+                window=self.context.budget.window,
+            ),
             needed=counted + max_tokens,
             pool=self.context.budget.window,
             slots=self.window.slots,
         )
         answer.ended = time.monotonic()  # its rate counts generation, not the checks after it
         return answer
-
-    async def _stream(self, request: list[Message], max_tokens: int, counted: int = 0) -> Answer:
-        parts: list[str] = []
-        calls: tuple[ToolCall, ...] = ()
-        usage = Usage()
-        finish: str | None = None
-        first_token: float | None = None
-        guard = RepetitionGuard()
-        reported = 0.0
-        loop: Repetition | None = None
-        written = GrowingCount(self.counter.count_text, limit=client_limit(max_tokens))
-        stream = self.provider.stream_chat(self.agent.model, request, self._options(max_tokens))
-        try:
-            # Closed on the way out, so an answer the guard stops is dropped by the engine
-            # too (the connection closes, the embedded child is told to stop).
-            async with contextlib.aclosing(stream):
-                async for item in stream:
-                    if isinstance(item, TextDelta):
-                        if first_token is None:
-                            first_token = time.monotonic()
-                            self.sink(StateEvent("streaming"))
-                        parts.append(item.text)
-                        self.sink(DeltaEvent(item.text))
-                        written.add(item.text)
-                        now = time.monotonic()
-                        if now - reported >= PROGRESS_EVERY_S:
-                            reported = now
-                            self._progress(counted, written.tokens)
-                        loop = guard.feed(item.text)
-                        if loop is not None or written.over:  # past the cap: max_tokens ignored
-                            break
-                    elif isinstance(item, ToolCallsReady):
-                        calls = item.calls
-                    elif isinstance(item, StreamDone):
-                        usage, finish = item.usage, item.finish_reason
-        except (asyncio.CancelledError, ProviderError) as exc:
-            keep_partial(self.conversation, "".join(parts), exc)  # what the user already saw
-            raise
-        text = "".join(parts)
-        if loop is not None:
-            # The engine never reported usage for an answer stopped midway: what it wrote
-            # is estimated, so the receipt and the budget count the loop it cost. The
-            # repeats are not kept: sent back, they would invite more of the same.
-            usage = Usage(completion_tokens=written.tokens)
-            return Answer(text[: loop.keep_chars], (), usage, FINISH_REPETITION, first_token, loop)
-        if written.over:  # no usage came; kept, and marked cut as at the engine's own cap
-            usage = Usage(completion_tokens=written.tokens)
-            return Answer(text, (), usage, FINISH_LENGTH, first_token, overran=True)
-        taken = take_calls(calls)
-        return Answer(text, taken.calls, usage, finish, first_token, calls_not_run=taken.not_run)
-
-    def _keep_answer(self, answer: Answer, cap: OutputCap) -> None:
-        """Save the answer, and mark one that did not end on its own: cut at its output cap
-        (the user can ask for more) or stopped by the repetition guard."""
-        message = assistant(answer.text, answer.calls)
-        if answer.repetition is not None:
-            self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
-            self._mark(NOTICE_REPETITION, *repetition_notice(answer.repetition), level="warning")
-            return
-        if answer.finish_reason != FINISH_LENGTH:
-            self.conversation.append(message)
-            return
-        written = answer.usage.completion_tokens or cap.tokens
-        limit = cap.limit if written >= cap.tokens else "engine"
-        limit = LIMIT_IGNORED if answer.overran else limit
-        self.conversation.append(message.with_meta(cut_at=written))
-        self._mark(
-            NOTICE_ANSWER_CUT,
-            answer_cut_text(written, limit, self.context.budget.window),
-            {"max_tokens": cap.tokens, "completion_tokens": written, "limit": limit},
-        )
-
-    def _progress(self, counted: int, written: int) -> None:
-        """The gauge's view of a streaming answer: the prompt plus the answer so far."""
-        self.sink(
-            AnswerProgressEvent(
-                prompt_tokens=counted,
-                completion_tokens=written,
-                window=self.context.budget.window,
-            )
-        )
-
-    def _land(self, request: list[Message], counted: int, answer: Answer, totals: Totals) -> bool:
-        """A request landed: report usage and fill, calibrate, and look for a silent cut.
-        Returns True when the engine truncated the prompt without saying so."""
-        usage = answer.usage
-        totals.prompt = usage.prompt_tokens or counted
-        totals.cached = usage.cached_tokens
-        totals.completion += usage.completion_tokens or 0
-        # What the engine evaluated anew: a prefix reused from its cache is not spent twice.
-        prompt = usage.prompt_tokens if usage.prompt_tokens is not None else counted
-        totals.spent += max(0, prompt - (usage.cached_tokens or 0)) + (usage.completion_tokens or 0)
-        totals.last_text = answer.text
-        totals.finish = answer.finish_reason
-        if usage.eval_s:
-            totals.eval_s += usage.eval_s
-        elif answer.first_token is not None:
-            totals.generating_s += (answer.ended or time.monotonic()) - answer.first_token
-        self.sink(
-            UsageEvent(
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cached_tokens=usage.cached_tokens,
-                counted=counted,
-                counted_exact=self.counter.estimate_is_exact,
-            )
-        )
-        used = usage.prompt_tokens if usage.prompt_tokens is not None else counted
-        window = self.context.budget.window
-        self.sink(
-            ContextEvent(
-                used=used,
-                window=window,
-                percent=round(100.0 * used / window, 1) if window else 0.0,
-                source=self.window.source,
-                estimated=usage.prompt_tokens is None,
-            )
-        )
-        self._record_usage(usage)
-        reported = usage.prompt_tokens
-        if reported is None:
-            return False
-        # An engine that may cut a prompt silently is checked; the others reject it.
-        if self.provider.cuts_prompts_silently:
-            if silently_truncated(counted, reported, window=window, error=self.count_error):
-                own_window = self.window.source == "server"
-                self._notice(silent_cut_text(counted, reported, window, own_window), "warning")
-                # What it kept is about what it holds: a lesson even without /api/ps. And
-                # the model may have been reloaded smaller: the next answer reads /api/ps.
-                self.watch.truncated(reported, counted)
-                return True
-            if at_window_edge(reported, window):
-                return False  # a full window or a cut one: nothing safe to learn from
-        self.count_error.observe(counted, reported)
-        self.counter.calibrate(request, self._schemas(), reported)
-        return False
 
     def _over_budget(self, totals: Totals) -> bool:
         budget = self._budget()
@@ -566,16 +418,6 @@ class AgentLoop:
             self._record_receipt(outcome, totals)
         self.sink(ErrorEvent(exc.kind, text, retryable=exc.retryable))
         return outcome
-
-    def _record_usage(self, usage: Usage) -> None:
-        record_usage(
-            self.store,
-            self.conversation_id,
-            agent=self.agent.name,
-            provider=self.provider.kind,
-            model=self.agent.model,
-            usage=usage,
-        )
 
     def _record_receipt(self, outcome: TurnOutcome, totals: Totals) -> None:
         self.sink(turn_end_event(outcome, totals))

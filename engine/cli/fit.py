@@ -71,7 +71,8 @@ def add_fit_parser(sub: Any) -> None:
 
 
 async def _ollama_blob(model: str, base_url: str | None) -> str:
-    from engine.providers.ollama import OllamaProvider, runs_here
+    from engine.providers.ollama import OllamaProvider
+    from engine.providers.ollama_answers import runs_here
 
     provider = OllamaProvider(base_url)
     try:

@@ -29,7 +29,6 @@ from engine.cli.agents import agent_from_flags, with_flags
 from engine.cli.arguments import add_engine_flags, conversation_id
 from engine.cli.errors import CliError
 from engine.config import AgentConfig, load_agents
-from engine.memory.extractor import provider_complete
 from engine.memory.reflect import (
     REFLECTION_REQUESTS,
     REFLECTION_TIME_LIMIT_S,
@@ -37,7 +36,7 @@ from engine.memory.reflect import (
     learn_conversation,
     reflect_conversation,
 )
-from engine.memory.requests import Meter
+from engine.memory.requests import Meter, provider_complete
 from engine.memory.service import MemoryService
 from engine.memory.sizing import counting_with
 from engine.memory.spawn import read_agent_settings

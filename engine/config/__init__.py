@@ -18,13 +18,8 @@ from engine.config.errors import (
     DuplicateAgentName,
     Problem,
 )
-from engine.config.schema import (
-    AGENT_FIELDS,
-    DEFAULT_SYSTEM_PROMPT,
-    FIELDS_BY_NAME,
-    FieldProblem,
-    FieldSpec,
-)
+from engine.config.field_spec import FieldProblem, FieldSpec
+from engine.config.schema import AGENT_FIELDS, DEFAULT_SYSTEM_PROMPT, FIELDS_BY_NAME
 from engine.config.settings import load_settings, update_settings
 
 __all__ = [

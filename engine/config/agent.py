@@ -13,13 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.config.errors import AgentConfigError, Problem
+from engine.config.field_spec import FieldProblem
 from engine.config.mcp_servers import McpServer
-from engine.config.schema import (
-    AGENT_FIELDS,
-    FIELDS_BY_NAME,
-    FieldProblem,
-    quantized_cache_problem,
-)
+from engine.config.schema import AGENT_FIELDS, FIELDS_BY_NAME, quantized_cache_problem
 from engine.providers.base import DEFAULT_BASE_URLS
 from engine.providers.sampling import Sampling
 

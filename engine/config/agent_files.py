@@ -43,16 +43,10 @@ from tomlkit.items import Comment, Null, Table, Whitespace
 from engine.atomic import atomic_write_text, file_lock
 from engine.config.agent import AgentConfig
 from engine.config.errors import AgentConfigError, AgentFileChanged, DuplicateAgentName, Problem
+from engine.config.field_spec import FieldProblem, FieldSpec, suggest_key
 from engine.config.mcp_servers import McpServer
 from engine.config.sampling_fields import WRITTEN_OUT
-from engine.config.schema import (
-    AGENT_FIELDS,
-    FIELDS_BY_KEY,
-    TABLES,
-    FieldProblem,
-    FieldSpec,
-    suggest_key,
-)
+from engine.config.schema import AGENT_FIELDS, FIELDS_BY_KEY, TABLES
 from engine.paths import BrimPaths, safe_component
 from engine.resources import default_agent_file
 

@@ -7,7 +7,7 @@ whether its tools that may change things ask first (`ask`, the default) or not (
 from their cost) or always go out (`always`).
 
 Parsing refuses a bad entry with a message naming it (`mcp[2] (git): …`), as a ValueError
-the schema turns into the field's refusal (engine/config/schema.py).
+a field turns into its refusal (engine/config/field_spec.py).
 """
 
 from __future__ import annotations

@@ -6,18 +6,13 @@ Every one has a value: the defaults are Brim's, measured on the bundled model
 left unset: then each answer gets a fresh one. The ranges are the ones every engine accepts
 (SGLang is the strictest: top_p above 0, repetition_penalty at most 2).
 
-Kept apart from the schema module, which builds its list with them: `FieldSpec` is passed in
-so this module does not import the one that imports it.
+Kept apart from the schema's list, which takes them in whole.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from engine.config.field_spec import FieldSpec
 from engine.providers.sampling import SEED_MAX, Sampling
-
-if TYPE_CHECKING:
-    from engine.config.schema import FieldSpec
 
 SAMPLING_FIELD_NAMES = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
 # Written out in every new agent file (the default agent's included), so the file shows the
@@ -26,10 +21,10 @@ WRITTEN_OUT = SAMPLING_FIELD_NAMES[:-1]
 _DEFAULT = Sampling()
 
 
-def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
+def sampling_fields() -> tuple[FieldSpec, ...]:
     """The schema entries of the sampler settings, in the editor's order."""
     return (
-        spec(
+        FieldSpec(
             "temperature",
             "float",
             default=_DEFAULT.temperature,
@@ -42,7 +37,7 @@ def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
                 "likeliest, higher is more varied. Summaries and memory keep their own."
             ),
         ),
-        spec(
+        FieldSpec(
             "top_p",
             "float",
             default=_DEFAULT.top_p,
@@ -55,7 +50,7 @@ def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
                 "the probability (1: no cut)."
             ),
         ),
-        spec(
+        FieldSpec(
             "top_k",
             "int",
             default=_DEFAULT.top_k,
@@ -65,7 +60,7 @@ def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
             label="Top-k",
             description="Pick only among this many likeliest tokens (0: no cut).",
         ),
-        spec(
+        FieldSpec(
             "min_p",
             "float",
             default=_DEFAULT.min_p,
@@ -78,7 +73,7 @@ def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
                 "(0: no cut)."
             ),
         ),
-        spec(
+        FieldSpec(
             "repeat_penalty",
             "float",
             default=_DEFAULT.repeat_penalty,
@@ -91,7 +86,7 @@ def sampling_fields(spec: type[FieldSpec]) -> tuple[FieldSpec, ...]:
                 "look back 64 tokens; vLLM and SGLang (as repetition_penalty) the whole prompt."
             ),
         ),
-        spec(
+        FieldSpec(
             "seed",
             "int",
             default=None,

@@ -37,7 +37,8 @@ async def _gguf_of(agent: AgentConfig) -> str:
         from engine.providers.embedded import resolve_model_path
 
         return resolve_model_path(agent.model or None)
-    from engine.providers.ollama import OllamaProvider, runs_here
+    from engine.providers.ollama import OllamaProvider
+    from engine.providers.ollama_answers import runs_here
 
     provider = OllamaProvider(agent.base_url, timeout=10.0)
     try:

@@ -7,6 +7,7 @@ desktop hold a `MemoryService` for one memory root (list, accept, reject, forget
 `MemoryWatcher` tells the desktop when memory files change on disk.
 """
 
+from engine.memory.curation import LEARNER_ID
 from engine.memory.entries import EntryFields, MemoryEntry, parse_entry, render_entry
 from engine.memory.errors import (
     BadSubject,
@@ -21,25 +22,18 @@ from engine.memory.errors import (
     UnknownEntry,
     UnknownSuggestion,
 )
-from engine.memory.extractor import (
-    EXTRACTOR_ID,
-    LEARNER_ID,
-    Complete,
-    Completion,
-    ScanInput,
-    ScanReport,
-    provider_complete,
-    run_scan,
-)
+from engine.memory.extractor import EXTRACTOR_ID, ScanReport, run_scan
 from engine.memory.layout import MemoryLayout, Scope
 from engine.memory.observe import MemoryObserver, standing_block, standing_for, standing_line
 from engine.memory.queue import Decision, Suggestion, SuggestionQueue
 from engine.memory.reflect import PassReport, Watermarks, learn_conversation, reflect_conversation
+from engine.memory.requests import Complete, Completion, provider_complete
 from engine.memory.runtime import SessionMemory
 from engine.memory.service import Explanation, MemoryService
 from engine.memory.sources import SourceSet
 from engine.memory.store import MemoryStore, Snapshot
 from engine.memory.tools import MEMORY_TOOL_NAMES, MemoryToolState, memory_tools
+from engine.memory.transcript import ScanInput
 from engine.memory.watcher import MemoryWatcher
 
 __all__ = [

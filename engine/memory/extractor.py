@@ -30,31 +30,26 @@ sized from the room the frame leaves, and `max_tokens` from what the prompt leav
 `Meter` (engine/memory/requests.py) bounds and counts the requests: a compaction's
 extraction sends one.
 
-The learn pass adds one curation call holding revise_memory (delete a stale entry, rewrite a
-lesson), with the session's memory diff and the waiting suggestions.
+A model's answer in plain JSON goes through the same checks (engine/memory/json_answers.py).
+The learn pass's curation call is engine/memory/curation.py.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.context.replay import ReplayPrefix
-from engine.memory.errors import MemoryStoreError
+from engine.memory.json_answers import apply_json_answer
 from engine.memory.layout import Scope
-from engine.memory.plaintext import strip_controls
-from engine.memory.queue import Suggestion
 from engine.memory.replayed_scan import INDEX_SHARE as REPLAY_INDEX_SHARE
 from engine.memory.replayed_scan import ReplayedScan, replayed_request
-from engine.memory.requests import BudgetSpent, Complete, Completion, Meter, provider_complete
+from engine.memory.requests import BudgetSpent, Complete, Meter
 from engine.memory.service import MemoryService
 from engine.memory.sizing import (
     MIN_TRANSCRIPT_TOKENS,
-    OUTPUT_TOKENS,
     TOOLS_SHARE,
     CountRequest,
     CountText,
@@ -63,64 +58,20 @@ from engine.memory.sizing import (
 )
 from engine.memory.sources import SourceSet
 from engine.memory.statements import STATEMENTS_ID, queue_statements
-from engine.memory.store import Snapshot
-from engine.memory.tools import (
-    MemoryToolState,
-    memory_tools,
-    plan_fact,
-    plan_lesson,
-    plan_revision,
-    queue_fact,
-    queue_lesson,
-    render_listing,
-    revise_tool,
-)
+from engine.memory.tools import MemoryToolState, memory_tools, render_listing
 from engine.memory.transcript import (
-    CONTEXT_MESSAGE_CHARS,
-    MAX_PARTS,
-    SLICE_CAPS,
     ScanInput,
     build_context_block,
-    render_context_message,
-    render_slice_message,
     render_slices,
 )
 from engine.messages import Message, assistant, system, tool_result, user
 from engine.resources import prompt as load_prompt
 from engine.tools.context import ToolContext
-from engine.tools.errors import ToolError
 from engine.tools.registry import ToolRegistry
-
-__all__ = [
-    "CONTEXT_MESSAGE_CHARS",
-    "CONTEXT_SHARE",
-    "EXTRACTOR_ID",
-    "LEARNER_ID",
-    "MAX_PARTS",
-    "OUTPUT_TOKENS",
-    "SLICE_CAPS",
-    "Complete",
-    "Completion",
-    "CountRequest",
-    "CountText",
-    "Meter",
-    "ScanInput",
-    "ScanReport",
-    "build_context_block",
-    "memory_diff",
-    "provider_complete",
-    "render_context_message",
-    "render_slice_message",
-    "render_slices",
-    "run_curation",
-    "run_scan",
-    "scan_statements",
-]
 
 log = logging.getLogger(__name__)
 
 EXTRACTOR_ID = "memory-extractor"
-LEARNER_ID = "memory-learner"
 CONTEXT_SHARE = 0.25  # of the room a transcript has, at most, for the context block
 CONTEXT_MIN_ROOM = 600  # with less room than this for the transcript, no context block
 MAX_STEPS = 6
@@ -129,6 +80,8 @@ INDEX_SHARE = 0.15  # of the window, at most, for the memory index
 
 @dataclass
 class ScanReport:
+    """What one pass queued, refused and skipped, and the requests it sent."""
+
     queued: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     skipped: str = ""
@@ -143,90 +96,6 @@ class ScanReport:
 EXTRACTOR_SYSTEM = load_prompt("memory_extractor")
 # For a window too small for the tools and the full prompt: JSON only, a short prompt.
 EXTRACTOR_COMPACT = load_prompt("memory_extractor_compact")
-CURATION_SYSTEM = load_prompt("memory_curator")
-
-
-def _json_objects(text: str) -> list[Any]:
-    """JSON values in a model's answer: the whole text, fenced blocks, or the outermost
-    braces; small models wrap their JSON in prose or code fences."""
-    candidates = [text.strip()]
-    candidates += re.findall(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
-    candidates += re.findall(r"<tool_call>\s*(.*?)\s*</tool_call>", text, re.DOTALL)
-    first, last = text.find("{"), text.rfind("}")
-    if 0 <= first < last:
-        candidates.append(text[first : last + 1])
-    out: list[Any] = []
-    for candidate in candidates:
-        try:
-            out.append(json.loads(candidate))
-        except (json.JSONDecodeError, ValueError):
-            continue
-    return out
-
-
-def _items(value: Any, *keys: str) -> list[dict[str, Any]]:
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, dict)]
-    if isinstance(value, dict):
-        for key in keys:
-            got = value.get(key)
-            if isinstance(got, list):
-                return [v for v in got if isinstance(v, dict)]
-    return []
-
-
-async def _apply_text_answer(
-    state: MemoryToolState,
-    text: str,
-    registry: ToolRegistry,
-    ctx: ToolContext,
-    *,
-    sourced: bool = True,
-) -> None:
-    """The JSON fallback: the same checks as the tools, item by item. Without `sourced` (a
-    request that showed no source IDs) a quote is matched in any source of the pass, and a
-    source the answer names anyway is not read."""
-    values = _json_objects(text)
-    if not values:
-        return
-    value = values[0]
-    if isinstance(value, dict) and "name" in value and "arguments" in value:
-        # A tool call written out as text.
-        arguments = value.get("arguments")
-        if not sourced and isinstance(arguments, dict):
-            arguments = {k: v for k, v in arguments.items() if k != "source"}
-        await registry.call(str(value["name"]), arguments, ctx)
-        return
-    for item in _items(value, "memories", "facts"):
-        action = str(item.get("action") or "create").lower()
-        try:
-            plan = plan_fact(
-                state,
-                action="amend" if action == "amend" else "create",
-                scope=item.get("scope"),
-                subject=item.get("subject") or item.get("topic"),
-                content=item.get("content") or item.get("fact"),
-                quote=item.get("quote"),
-                source=item.get("source") if sourced else None,
-                require_view=False,
-            )
-            queue_fact(state, plan)
-        except (MemoryStoreError, ToolError) as exc:
-            state.refused.append(str(exc))
-    if isinstance(value, dict):
-        for item in _items(value.get("lessons"), "lessons"):
-            try:
-                queue_lesson(
-                    state,
-                    plan_lesson(
-                        state,
-                        scope=item.get("scope"),
-                        subject=item.get("subject") or item.get("topic"),
-                        content=item.get("content") or item.get("lesson"),
-                    ),
-                )
-            except (MemoryStoreError, ToolError) as exc:
-                state.refused.append(str(exc))
 
 
 async def run_scan(
@@ -339,7 +208,7 @@ async def _replayed_pass(
         log.info("memory: the replayed extraction called tools; only its text is read")
     registry = ToolRegistry(memory_tools(state))
     ctx = ToolContext(workspace=state.service.root)
-    await _apply_text_answer(state, answer.text, registry, ctx, sourced=False)
+    await apply_json_answer(state, answer.text, registry, ctx, sourced=False)
 
 
 async def _model_pass(
@@ -472,100 +341,5 @@ async def _converse(
                 outcome = await registry.call(call.name, call.arguments, ctx, call_id=call.id)
                 messages.append(tool_result(call, outcome.content))
             continue
-        await _apply_text_answer(state, answer.text, registry, ctx)
+        await apply_json_answer(state, answer.text, registry, ctx)
         return
-
-
-def memory_diff(start: Snapshot | None, now: Snapshot) -> str:
-    """The session's memory diff: entries now, and what changed since the chat started."""
-    lines = ["Memory now:"]
-    for item in now.entries:
-        lines.append(
-            f"- {item.canonical} ({item.entry.kind}, hash {item.hash[:12]}): "
-            f"{strip_controls(item.entry.first_line)[:160]}"
-        )
-    if len(lines) == 1:
-        lines.append("- (empty)")
-    if start is None:
-        lines.append("Changes in this session: unknown (no snapshot from the chat's start).")
-        return "\n".join(lines)
-    before = start.digest()
-    after = now.digest()
-    changes = []
-    for path in sorted(set(before) | set(after)):
-        if path not in before:
-            changes.append(f"- added {path}: {strip_controls(after[path][0])[:160]}")
-        elif path not in after:
-            changes.append(f"- removed {path} (was: {strip_controls(before[path][0])[:160]})")
-        elif before[path][1] != after[path][1]:
-            changes.append(f"- changed {path}: {strip_controls(after[path][0])[:160]}")
-    lines.append("Changes in this session:")
-    lines.extend(changes or ["- (none)"])
-    return "\n".join(lines)
-
-
-async def run_curation(
-    *,
-    service: MemoryService,
-    scopes: list[Scope],
-    complete: Complete,
-    diff: str,
-    waiting: list[Suggestion],
-    room: Room,
-    actor: str = LEARNER_ID,
-) -> ScanReport:
-    """One curation call; its revise_memory calls (or JSON answer) are queued. What it is
-    shown is cut to the window; the tools are offered where they fit."""
-    report = ScanReport()
-    state = MemoryToolState(service, scopes, lambda: SourceSet("", ()), "queue", actor=actor)
-    registry = ToolRegistry([revise_tool(state)])
-    ctx = ToolContext(workspace=service.root)
-    system_text = CURATION_SYSTEM.format(actor=actor)
-    schemas = registry.schemas()
-    lines = diff.splitlines()
-    shown = [f"- {s.id} {s.describe()}" for s in waiting]
-    keep_lines, keep_shown = len(lines), len(shown)
-
-    def messages() -> list[Message]:
-        parts = lines[:keep_lines] + (["- …"] if keep_lines < len(lines) else [])
-        queue = shown[:keep_shown] or ["- (none)"]
-        if keep_shown < len(shown):
-            queue.append(f"- … ({len(shown) - keep_shown} more)")
-        prompt = "\n".join(parts) + "\n\nSuggestions waiting for review:\n" + "\n".join(queue)
-        return _opening(system_text, prompt + "\n\nSuggest revisions, or none.")
-
-    if await room.count(messages(), schemas) > TOOLS_SHARE * room.window:
-        schemas = []
-    max_tokens = await room.output_for(messages(), schemas)
-    while not max_tokens and (keep_shown > 0 or keep_lines > 1):
-        if keep_shown > 0:
-            keep_shown //= 2
-        else:
-            keep_lines //= 2
-        max_tokens = await room.output_for(messages(), schemas)
-    if not max_tokens:
-        report.skipped = f"a {room.window:,}-token window leaves no room for the curation call"
-        return report
-    answer = await complete(messages(), schemas, max_tokens)
-    report.steps = 1
-    for call in answer.calls:
-        await registry.call(call.name, call.arguments, ctx, call_id=call.id)
-    if not answer.calls:
-        for value in _json_objects(answer.text)[:1]:
-            for item in _items(value, "revisions"):
-                try:
-                    queue_lesson(
-                        state,
-                        plan_revision(
-                            state,
-                            action=str(item.get("action", "")).lower(),
-                            path=str(item.get("path", "")),
-                            content=item.get("content"),
-                            reason=item.get("reason"),
-                        ),
-                    )
-                except (MemoryStoreError, ToolError) as exc:
-                    state.refused.append(str(exc))
-    report.queued = list(state.queued)
-    report.refused = list(state.refused)
-    return report

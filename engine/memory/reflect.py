@@ -25,24 +25,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from engine.memory.curation import LEARNER_ID, memory_diff, run_curation
 from engine.memory.errors import ClaimUnavailable
-from engine.memory.extractor import (
-    EXTRACTOR_ID,
-    LEARNER_ID,
-    Complete,
-    ScanInput,
-    ScanReport,
-    memory_diff,
-    run_curation,
-    run_scan,
-    scan_statements,
-)
+from engine.memory.extractor import EXTRACTOR_ID, ScanReport, run_scan, scan_statements
 from engine.memory.jsonfile import read_json_object, write_json_object
 from engine.memory.layout import MemoryLayout, Scope
-from engine.memory.requests import Meter
+from engine.memory.requests import Complete, Meter
 from engine.memory.service import MemoryService
 from engine.memory.sizing import CountRequest, CountText, Room, approximate, margin
 from engine.memory.store import Snapshot
+from engine.memory.transcript import ScanInput
 from engine.messages import Message
 from engine.store import MessageRecord
 

@@ -15,16 +15,17 @@ from pathlib import Path
 from engine.config import AgentConfig
 from engine.context.compaction import CompactionPlan
 from engine.context.replay import ReplayPrefix
-from engine.memory.extractor import Complete, ScanInput, ScanReport, run_scan, scan_statements
+from engine.memory.extractor import ScanReport, run_scan, scan_statements
 from engine.memory.observe import MemoryObserver, standing_line
 from engine.memory.reflect import LearnProgress, PassReport, learn_conversation
-from engine.memory.requests import Meter
+from engine.memory.requests import Complete, Meter
 from engine.memory.service import MemoryService
 from engine.memory.sizing import CountRequest, CountText
 from engine.memory.sources import SourceSet
 from engine.memory.spawn import spawn_reflection
 from engine.memory.store import Snapshot
 from engine.memory.tools import MemoryToolState, memory_tools
+from engine.memory.transcript import ScanInput
 from engine.messages import Message
 from engine.providers.base import Provider
 from engine.store import Store

@@ -25,7 +25,7 @@ from engine.events import (
     NoticeEvent,
     StateEvent,
 )
-from engine.memory.extractor import Complete
+from engine.memory.requests import Complete
 from engine.memory.runtime import SessionMemory
 from engine.memory.service import MemoryService
 from engine.memory.sizing import CountRequest, CountText

@@ -5,36 +5,33 @@ request carries (reloading when it changes) and silently cuts a prompt that does
 So a pinned `num_ctx` goes out on every request, the same each time, and the report carries
 every fact the server gives: the loaded window (`/api/ps`), the training length and the
 Modelfile pin (`/api/show`).
+
+Its neighbours: what those answers say (engine/providers/ollama_answers.py), the chat
+request and its streamed answer (engine/providers/ollama_chat.py), the model's own
+vocabulary for counting (engine/providers/ollama_vocabulary.py), the share off the GPU
+(engine/providers/ollama_spill.py) and what each server version can do
+(engine/providers/ollama_version.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import re
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from datetime import datetime
 from typing import Any, cast
-from urllib.parse import urlsplit
 
 import httpx
 import ollama
 import pydantic
 
-from engine.messages import Message, ToolCall, model_messages
+from engine.messages import Message
 from engine.providers.base import (
     ChatOptions,
     EngineNotice,
     EngineReport,
     LoadedModel,
     ModelInfo,
-    StreamDone,
     StreamItem,
-    TextDelta,
-    ToolCallsReady,
-    Usage,
 )
 from engine.providers.classify import (
     BadCount,
@@ -42,18 +39,25 @@ from engine.providers.classify import (
     classify_payload,
     classify_transport,
 )
-from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_TIMEOUT_S,
     HttpProvider,
-    as_count,
     as_int,
     as_window,
     bearer_headers,
 )
-from engine.providers.model_file import ModelFileRefused, open_vocabulary, refusal_text
+from engine.providers.ollama_answers import (
+    calls_tools,
+    expiry,
+    modelfile_blob,
+    modelfile_num_ctx,
+    running_entry,
+    runs_here,
+    training_length,
+)
+from engine.providers.ollama_chat import ChatReader, chat_body
 from engine.providers.ollama_spill import spill_notice
 from engine.providers.ollama_version import (
     Version,
@@ -62,124 +66,8 @@ from engine.providers.ollama_version import (
     takes_strict_requests,
     version_text,
 )
-from engine.providers.openai_compat import new_call_id
-from engine.providers.wire import CallBytes, WireError, guard_hooks
-
-# How long opening the model's vocabulary may take before Brim counts without it.
-OPEN_VOCABULARY_S = 30.0
-_NUM_CTX_LINE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
-
-__all__ = ["OllamaProvider", "counts_whole_prompt", "parse_version", "takes_strict_requests"]
-
-
-_FROM_LINE = re.compile(r"^\s*FROM\s+(\S.*?)\s*$", re.MULTILINE | re.IGNORECASE)
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
-
-
-def modelfile_blob(modelfile: Any) -> str | None:
-    """The file the model runs from: the `FROM` line of `/api/show`'s modelfile that is not a
-    comment (Ollama writes `# FROM name` as advice, then `FROM /…/blobs/sha256-…`). It is a
-    path on the machine Ollama runs on; a name (`FROM llama3.1`) is not a file."""
-    if not isinstance(modelfile, str):
-        return None
-    for match in _FROM_LINE.finditer(modelfile):
-        target = match.group(1).strip().strip('"')
-        if os.path.isabs(target):
-            return target
-    return None
-
-
-def runs_here(base_url: str) -> bool:
-    """Whether the Ollama at `base_url` runs on this machine (a loopback address), so the
-    model file its `/api/show` names is a file Brim can open too."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    return host in _LOOPBACK_HOSTS or host.startswith("127.")
-
-
-def modelfile_num_ctx(parameters: Any) -> int | None:
-    """`num_ctx` from `/api/show`'s `parameters` text (one Modelfile parameter per line)."""
-    if not isinstance(parameters, str):
-        return None
-    match = _NUM_CTX_LINE.search(parameters)
-    return as_window(match.group(1)) if match else None
-
-
-def training_length(model_info: Any) -> int | None:
-    """`model_info["<arch>.context_length"]`, `<arch>` from `general.architecture`."""
-    if not isinstance(model_info, dict):
-        return None
-    arch = model_info.get("general.architecture")
-    if isinstance(arch, str) and arch:
-        found = as_window(model_info.get(f"{arch}.context_length"))
-        if found is not None:
-            return found
-    for key, value in model_info.items():
-        if isinstance(key, str) and key.endswith(".context_length"):
-            return as_window(value)
-    return None
-
-
-def _calls_tools(capabilities: Any) -> bool | None:
-    """`capabilities` of /api/show lists `tools` for a model that calls them; older servers
-    send no list (then: not known, and the tools are sent)."""
-    if not isinstance(capabilities, list) or not capabilities:
-        return None
-    return "tools" in capabilities
-
-
-def same_model(requested: str, listed: str | None) -> bool:
-    """Ollama names default to the `latest` tag: `llama3.1` is `llama3.1:latest`."""
-    if not listed:
-        return False
-
-    def norm(name: str) -> str:
-        return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
-
-    return norm(requested) == norm(listed)
-
-
-def running_entry(running: Any, model: str) -> dict[str, Any] | None:
-    """`model`'s entry in an `/api/ps` answer; entries of any other shape are passed over
-    (one model listed oddly must not hide the one Brim asks about)."""
-    models = running.get("models") if isinstance(running, dict) else None
-    for entry in models if isinstance(models, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        names = [entry.get("model"), entry.get("name")]
-        if any(isinstance(n, str) and same_model(model, n) for n in names):
-            return entry
-    return None
-
-
-def to_ollama(message: Message) -> dict[str, Any]:
-    """Ollama's message shape: tool-call arguments as an object, results named by tool."""
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {"function": {"name": c.name, "arguments": c.parsed_arguments()}}
-            for c in message.tool_calls
-        ]
-    if message.role == "tool" and message.name:
-        out["tool_name"] = message.name
-    return out
-
-
-def expiry(value: Any) -> float | None:
-    """`expires_at` of an `/api/ps` entry (RFC 3339, nanoseconds) as seconds since the
-    epoch; None for anything else, or Go's zero time."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        when = datetime.fromisoformat(value).timestamp()
-    except (ValueError, OverflowError):
-        return None
-    return when if when > 0 else None
-
-
-def _ns_to_s(value: Any) -> float | None:
-    ns = as_int(value)
-    return ns / 1e9 if ns is not None and ns >= 0 else None
-
+from engine.providers.ollama_vocabulary import Vocabularies
+from engine.providers.wire import WireError, guard_hooks
 
 # What reading the official client's stream raises on a line of a shape nobody expected.
 _SHAPE_ERRORS = (
@@ -233,8 +121,7 @@ class OllamaProvider(HttpProvider):
         self.strict = strict
         self.version: Version | None = None  # from /api/version, at report()
         self._blobs: dict[str, str | None] = {}  # model -> its GGUF, from /api/show
-        self._tokenizers: dict[str, Any] = {}  # model -> GgufTokenizer or None
-        self._notes: dict[str, str] = {}  # model -> why its count is an estimate
+        self.vocabularies = Vocabularies(self.base_url)
         self.spill: dict[str, int | str] | None = None  # the last report's spill, if any
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
@@ -360,7 +247,7 @@ class OllamaProvider(HttpProvider):
         if not isinstance(show, dict):
             raise self._protocol_error("an /api/show answer that is not a JSON object")
         self._blobs[model] = modelfile_blob(show.get("modelfile"))
-        await self._prepare_vocabulary(model)
+        await self.vocabularies.prepare(model, self._blobs[model])
         # Raw JSON too: the client's ProcessResponse fails whole on one entry it cannot
         # read (another model's context_length as text), and one bad entry is not fatal.
         running = await self._get_json("/api/ps", model=model)
@@ -376,7 +263,7 @@ class OllamaProvider(HttpProvider):
             model_max=training_length(show.get("model_info")),
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
-            tool_calls=_calls_tools(show.get("capabilities")),
+            tool_calls=calls_tools(show.get("capabilities")),
             warnings=self._version_warnings(),
             notices=[spill] if spill is not None else [],
         )
@@ -401,53 +288,11 @@ class OllamaProvider(HttpProvider):
         return out
 
     def segment_tokenizer(self, model: str) -> Any:
-        """The model's own vocabulary, opened vocabulary-only from the GGUF that `/api/show`
-        names, when Ollama runs on this machine and the file is a GGUF Brim may open: Brim
-        then counts the text exactly (Ollama's framing is learned as a residual). None
-        otherwise, with the reason kept for `/context`. Usually opened already by
-        `report`, off the event loop (a slow disk then delays no signal)."""
-        if model not in self._tokenizers:
-            self._keep_vocabulary(model, *self._open_vocabulary(model))
-        return self._tokenizers[model]
-
-    def _keep_vocabulary(self, model: str, tokenizer: Any, note: str | None) -> None:
-        self._tokenizers[model] = tokenizer
-        if note:
-            self._notes[model] = note
-
-    def _open_vocabulary(self, model: str) -> tuple[Any, str | None]:
-        blob = self._blobs.get(model)
-        if not runs_here(self.base_url):
-            host = urlsplit(self.base_url).hostname or self.base_url
-            return None, (
-                f"Ollama runs on another machine ({host}), so the model's own vocabulary "
-                "cannot be opened here"
-            )
-        if blob is None:
-            return None, "Ollama's /api/show names no model file (no FROM path)"
-        try:
-            return open_vocabulary(blob), None
-        except ModelFileRefused as exc:
-            return None, refusal_text(blob, exc)
-        except Exception as exc:  # not a GGUF, a vocabulary llama.cpp cannot load
-            return None, f"the model file {blob} could not be opened ({exc})"
-
-    async def _prepare_vocabulary(self, model: str) -> None:
-        """Open the vocabulary in a worker thread, within OPEN_VOCABULARY_S: cancelling
-        the report (Esc, SIGTERM) is not held up by the disk."""
-        if model in self._tokenizers:
-            return
-        try:
-            found = await asyncio.wait_for(
-                asyncio.to_thread(self._open_vocabulary, model), OPEN_VOCABULARY_S
-            )
-        except TimeoutError:
-            found = (
-                None,
-                f"the model file Ollama names ({self._blobs.get(model)}) took more than "
-                f"{OPEN_VOCABULARY_S:g} s to open; it was not used",
-            )
-        self._keep_vocabulary(model, *found)
+        """The model's own vocabulary, opened from the GGUF that `/api/show` names
+        (engine/providers/ollama_vocabulary.py), or None with the reason kept for
+        `/context`. Usually opened already by `report`, off the event loop (a slow disk
+        then delays no signal)."""
+        return self.vocabularies.tokenizer(model, self._blobs.get(model))
 
     def model_blob(self, model: str) -> str | None:
         """The GGUF `/api/show`'s `FROM` line named at `report` (a path on Ollama's machine)."""
@@ -462,7 +307,7 @@ class OllamaProvider(HttpProvider):
         return self._blobs[model]
 
     def counting_note(self, model: str) -> str:
-        return self._notes.get(model, "Ollama cannot count tokens for Brim")
+        return self.vocabularies.note(model)
 
     def counting_source(self, model: str) -> str:
         """How the count is made when it is exact."""
@@ -474,42 +319,14 @@ class OllamaProvider(HttpProvider):
         and the server takes them (v0.12.6 on; an unknown version is taken as current)."""
         return self.strict and takes_strict_requests(self.version)
 
-    def engine_options(self, options: ChatOptions) -> dict[str, Any]:
-        """`options` of one `/api/chat` request. The part that decides how the model is loaded
-        (`num_ctx`) is the provider's, the same on every request, whoever asks (the agent,
-        the summarizer, memory): a request with another runner option reloads the model.
-        What a request may set for itself (output cap, sampling, stops) only samples: the
-        sampler settings go in full (engine/providers/sampling.py), so neither Ollama's
-        defaults nor a Modelfile's PARAMETER lines decide them."""
-        out: dict[str, Any] = {}
-        if self.num_ctx is not None:
-            out["num_ctx"] = self.num_ctx
-        if options.max_tokens is not None:
-            out["num_predict"] = options.max_tokens
-        out.update(options.sampled().fields("ollama"))
-        if options.stop:
-            out["stop"] = list(options.stop)
-        return out
-
     def chat_body(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> dict[str, Any]:
-        """The one `/api/chat` body Brim sends. `truncate` and `shift` go at the top level, not
-        among the options (Ollama's ChatRequest), and only to a server that takes them."""
-        body: dict[str, Any] = {
-            "model": model,
-            "messages": [to_ollama(m) for m in model_messages(messages)],
-            "stream": True,
-        }
-        if options.tools:
-            body["tools"] = list(options.tools)
-        engine_options = self.engine_options(options)
-        if engine_options:
-            body["options"] = engine_options
-        if self.refuses_cuts:
-            body["truncate"] = False
-            body["shift"] = False
-        return body
+        """The one `/api/chat` body (engine/providers/ollama_chat.py) with this provider's
+        pin, and `truncate: false` where the server takes it."""
+        return chat_body(
+            model, messages, options, num_ctx=self.num_ctx, refuses_cuts=self.refuses_cuts
+        )
 
     async def _chat_stream(self, body: dict[str, Any]) -> AsyncGenerator[ollama.ChatResponse, None]:
         """The official client's streaming request with Brim's own body: its `chat()` has no
@@ -525,61 +342,19 @@ class OllamaProvider(HttpProvider):
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncGenerator[StreamItem, None]:
         body = self.chat_body(model, messages, options)
-        calls: list[ToolCall] = []
-        taken = CallBytes()
-        text = StreamText()
-        done: Any = None
+        reader = ChatReader(whole_prompt=counts_whole_prompt(self.version))
         try:
             stream = await self._chat_stream(body)
             async with aclosing(stream):
                 async for part in stream:
-                    message = part.message
-                    if message.content:
-                        piece = text.feed(message.content)
-                        if piece:
-                            yield TextDelta(piece)
-                    for call in message.tool_calls or ():
-                        arguments = call.function.arguments
-                        taken.add(call.function.name, str(arguments))
-                        calls.append(
-                            ToolCall(
-                                id=new_call_id(),
-                                name=clean(call.function.name),
-                                arguments=clean_arguments(
-                                    arguments
-                                    if isinstance(arguments, str)
-                                    else json.dumps(dict(arguments or {}), ensure_ascii=False)
-                                ),
-                            )
-                        )
-                    if part.done:
-                        done = part
-                        # On 0.30.0 alone the count leaves out what the prompt cache
-                        # served: it is not the prompt's size, and read as one every
-                        # follow-up would look cut. Not reported there, then.
-                        prompt = as_count(done.prompt_eval_count, "prompt_eval_count")
-                        usage = Usage(
-                            prompt_tokens=prompt if counts_whole_prompt(self.version) else None,
-                            completion_tokens=as_count(done.eval_count, "eval_count"),
-                            cached_tokens=None,  # Ollama does not report prompt-cache reuse
-                            prompt_eval_s=_ns_to_s(done.prompt_eval_duration),
-                            eval_s=_ns_to_s(done.eval_duration),
-                            load_s=_ns_to_s(done.load_duration),
-                        )
+                    for item in reader.feed(part):
+                        yield item
+                    if reader.done is not None:
                         break
         except Exception as exc:
             raise self._classify(exc, model) from exc
-        if done is None:
-            raise ServerError(f"{self.where} ended the stream before the answer finished")
-        tail = text.flush()
-        if tail:
-            yield TextDelta(tail)
-        finish = clean(done.done_reason) if isinstance(done.done_reason, str) else None
-        if calls:
-            yield ToolCallsReady(tuple(calls))
-            if finish in (None, "stop"):
-                finish = "tool_calls"
-        yield StreamDone(usage, finish)
+        for item in reader.finish(self.where):
+            yield item
 
     async def aclose(self) -> None:
         await self.client.close()

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.providers.errors import ContextOverflow
-from engine.providers.ollama import counts_whole_prompt, parse_version
+from engine.providers.ollama_version import counts_whole_prompt, parse_version
 from engine.window.learning import (
     apply,
     from_loaded,

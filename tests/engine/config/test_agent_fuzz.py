@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from engine.config import AGENT_FIELDS, AgentConfig, AgentConfigError, load_agent, save_agent
-from engine.config.schema import FieldSpec
+from engine.config.field_spec import FieldSpec
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

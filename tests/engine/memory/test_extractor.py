@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from engine.memory import Completion, MemoryService, ScanInput, ScanReport, run_scan
-from engine.memory.extractor import CONTEXT_SHARE, build_context_block
+from engine.memory.extractor import CONTEXT_SHARE
+from engine.memory.transcript import build_context_block
 from engine.messages import Message, ToolCall, assistant, tool_result, user
 from tests.engine.memory.fakes import tags_in
 from tests.engine.memory.helpers import by_model

@@ -10,7 +10,8 @@ import pytest
 from engine.messages import system, user
 from engine.providers.base import ChatOptions
 from engine.providers.errors import ContextOverflow, ProtocolError, ServerError
-from engine.providers.ollama import OllamaProvider, modelfile_num_ctx, training_length
+from engine.providers.ollama import OllamaProvider
+from engine.providers.ollama_answers import modelfile_num_ctx, training_length
 from tests.engine.providers.conftest import chat
 from tests.helpers.fake_engines import FakeOllama, OllamaModel
 from tests.helpers.fake_tokenizer import count_chat

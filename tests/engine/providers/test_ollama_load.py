@@ -10,7 +10,8 @@ import pytest
 
 from engine.messages import user
 from engine.providers.errors import ServerError
-from engine.providers.ollama import OllamaProvider, expiry
+from engine.providers.ollama import OllamaProvider
+from engine.providers.ollama_answers import expiry
 from tests.engine.providers.conftest import chat
 from tests.helpers.fake_engines import FakeOllama, OllamaModel
 from tests.helpers.fake_ollama import OUT_OF_MEMORY
