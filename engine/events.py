@@ -131,6 +131,7 @@ NoticeKind = Literal[
     "compaction_restored",
     "restore_unconfirmed",
     "ollama_openai_endpoint",
+    "model_renamed",
     "view_fallback",
     "secret_redacted",
     "model_spilled_to_cpu",

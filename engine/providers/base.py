@@ -80,6 +80,9 @@ class EngineNotice:
 # An OpenAI-compatible provider that finds Ollama behind its URL (its `/v1` endpoint, which
 # takes no num_ctx and never refuses an over-long prompt): details engine, version, provider.
 NOTICE_OLLAMA_OPENAI_ENDPOINT: Final = "ollama_openai_endpoint"
+# A vLLM or SGLang that serves one model under another name than the agent's (restarted with
+# another --served-model-name): Brim uses the served id. Details: model (the agent's), served.
+NOTICE_MODEL_RENAMED: Final = "model_renamed"
 
 
 @dataclass

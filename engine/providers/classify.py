@@ -116,6 +116,9 @@ _NUMBER_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         # vLLM 0.2x: "... requested M output tokens and your prompt contains [at least] P ..."
         r"requested (?P<output>\d+) output tokens and your prompt contains "
         r"(?:at least (?P<floor>\d+)|(?P<prompt>\d+)) input tokens",
+        # vLLM 0.32, the prompt alone past the window: "However, your prompt contains at least
+        # P input tokens, which exceeds this limit even without any output tokens."
+        r"However, your prompt contains at least (?P<floor>\d+) input tokens, which exceeds",
     )
 )
 

@@ -7,6 +7,7 @@ the stream lives here once and the engine modules override only the facts.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import uuid
 from collections.abc import AsyncGenerator
@@ -40,8 +41,11 @@ from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
 from engine.providers.ollama_version import parse_version
 from engine.providers.sampling import Dialect
+from engine.providers.served_names import ServedNames, renamed_notice
 from engine.providers.sse import SseEvent, iter_sse
 from engine.providers.wire import CallBytes, WireError
+
+log = logging.getLogger(__name__)
 
 
 def new_call_id() -> str:
@@ -226,6 +230,11 @@ class OpenAICompatProvider(HttpProvider):
     # vLLM's and SGLang's `repetition_penalty`, top_k -1 for none.
     sampling_dialect: Dialect = "openai"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The agent's model name to the id this server serves it under (served_names.py).
+        self.served_names = ServedNames()
+
     # -- models and windows ---------------------------------------------------------------
 
     async def _model_cards(self) -> list[dict[str, Any]]:
@@ -286,7 +295,14 @@ class OpenAICompatProvider(HttpProvider):
     async def report(self, model: str) -> EngineReport:
         cards = await self._model_cards()
         by_id = {card["id"]: card for card in cards}
-        card = by_id.get(model)
+        card = by_id.get(self.served_names.id_for(model))
+        notices: list[EngineNotice] = []
+        if card is not None and card["id"] == model:
+            self.served_names.named(model)
+        if card is None:
+            card = self.served_names.follow(model, cards)
+            if card is not None:
+                notices.append(renamed_notice(self.where, model, str(card["id"])))
         if card is None:
             served = ", ".join(sorted(by_id)) or "nothing"
             if not model:
@@ -305,10 +321,10 @@ class OpenAICompatProvider(HttpProvider):
         behind = await self.ollama_behind()
         return EngineReport(
             provider=self.kind,
-            model=model,
+            model=str(card["id"]),
             served=self._card_window(card, by_id),
             warnings=warnings,
-            notices=[behind] if behind is not None else [],
+            notices=[*notices, *([behind] if behind is not None else [])],
         )
 
     # -- chat -----------------------------------------------------------------------------
@@ -317,7 +333,7 @@ class OpenAICompatProvider(HttpProvider):
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": model,
+            "model": self.served_names.id_for(model),
             "messages": [to_openai(m) for m in model_messages(messages)],
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -376,6 +392,31 @@ class OpenAICompatProvider(HttpProvider):
             ) from exc
 
     async def stream_chat(
+        self, model: str, messages: list[Message], options: ChatOptions
+    ) -> AsyncGenerator[StreamItem, None]:
+        """One answer. A 404 for the model from a server restarted under another served name
+        (served_names.py) is followed once: the request goes again under the id it serves."""
+        try:
+            async for item in self._stream_once(model, messages, options):
+                yield item
+            return
+        except ModelNotFound:
+            if not await self._follow_rename(model):
+                raise
+        async for item in self._stream_once(model, messages, options):
+            yield item
+
+    async def _follow_rename(self, model: str) -> bool:
+        cards = await self._model_cards()
+        if any(card["id"] == self.served_names.id_for(model) for card in cards):
+            return False  # the 404 was about something else
+        card = self.served_names.follow(model, cards)
+        if card is None:
+            return False
+        log.warning("%s", renamed_notice(self.where, model, str(card["id"])).text)
+        return True
+
+    async def _stream_once(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncGenerator[StreamItem, None]:
         body = self.request_body(model, messages, options)

@@ -31,7 +31,11 @@ class SglangProvider(OpenAICompatProvider):
     async def count_texts(self, model: str, texts: list[str]) -> list[int] | None:
         """Each text's tokens, in one request; None when this server cannot say (no
         /v1/tokenize, or an answer that is not one count per text)."""
-        body: dict[str, Any] = {"model": model, "prompt": texts, "add_special_tokens": False}
+        body: dict[str, Any] = {
+            "model": self.served_names.id_for(model),
+            "prompt": texts,
+            "add_special_tokens": False,
+        }
         try:
             answer = await self._post_json("/v1/tokenize", body, model=model)
         except EngineUnreachable:

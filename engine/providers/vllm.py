@@ -31,7 +31,7 @@ class VllmProvider(OpenAICompatProvider):
         """Exact: vLLM applies the model's chat template and tokenizer to the messages. None
         when this server cannot (an older build, or a tokenizer endpoint switched off)."""
         body: dict[str, Any] = {
-            "model": model,
+            "model": self.served_names.id_for(model),
             "messages": [to_openai(m) for m in model_messages(messages)],
             "add_generation_prompt": True,
         }

@@ -25,7 +25,15 @@ ErrorEnvelope = Literal["new", "flat"]
 class FakeVllm(FakeOpenAIServer):
     """vLLM. `lora` maps adapter names to their base model: their cards carry `parent` and no
     `max_model_len` (the client must inherit the parent's). `error_envelope`: "new"
-    (`{"error": {...}}`, v0.10.1+) or "flat" (`{"object": "error", ...}`, before)."""
+    (`{"error": {...}}`, v0.10.1+, refusing as vLLM 0.32 does) or "flat" (`{"object": "error",
+    ...}`, before, refusing prompt + max_tokens above the window). `block_size`: the prefix
+    cache reuses whole blocks (16 on a GPU, 128 on the CPU).
+
+    What vLLM 0.32 does, checked against the real server (tests/integration/
+    test_real_vllm_parity.py): a prompt above the window gets 400 naming the window and "at
+    least window + 1" tokens (`param: input_tokens`); `max_tokens` above the window gets 400
+    (`param: max_tokens`); a prompt plus `max_tokens` above it is answered, its output lowered
+    to the room left, ending with `finish_reason: "length"`."""
 
     name = "fake-vllm"
     owned_by = "vllm"
@@ -38,6 +46,8 @@ class FakeVllm(FakeOpenAIServer):
         lora: dict[str, str] | None = None,
         error_envelope: ErrorEnvelope = "new",
         prompt_tokens_details: bool = False,  # --enable-prompt-tokens-details
+        block_size: int = 16,
+        also_serves: tuple[str, ...] = (),  # more base models (vLLM serves one per process)
         token_delay: float = 0.0,
         auto_tool_choice: bool = True,  # --enable-auto-tool-choice --tool-call-parser …
     ) -> None:
@@ -47,10 +57,19 @@ class FakeVllm(FakeOpenAIServer):
         self.lora = dict(lora or {})
         self.error_envelope = error_envelope
         self.prompt_tokens_details = prompt_tokens_details
+        self.block_size = block_size
+        self.also_serves = also_serves
         self.route("POST", "/tokenize", self._tokenize)
 
     def knows_model(self, model: Any) -> bool:
-        return model == self.model or model in self.lora
+        return model == self.model or model in self.lora or model in self.also_serves
+
+    def model_missing_body(self, model: Any) -> dict[str, Any]:
+        aliases = ", ".join([self.model, *self.also_serves, *self.lora])
+        message = f"The model `{model}` does not exist. Valid aliases: {aliases}."
+        body = self.error_body(404, message, "NotFoundError")
+        body.get("error", body)["param"] = "model"
+        return body
 
     def window_for(self, body: dict[str, Any]) -> int:
         return self.max_model_len
@@ -59,11 +78,15 @@ class FakeVllm(FakeOpenAIServer):
         return engine_sampling.vllm(body)
 
     def cached_tokens(self, tokens: list[int]) -> int:
-        # vLLM reuses whole KV blocks of 16 tokens.
-        return super().cached_tokens(tokens) // 16 * 16
+        # vLLM reuses whole KV blocks, and never the prompt's last token.
+        reused = min(super().cached_tokens(tokens), len(tokens) - 1)
+        return max(reused, 0) // self.block_size * self.block_size
 
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
-        return prompt > window or (isinstance(max_tokens, int) and prompt + max_tokens > window)
+        if self.error_envelope == "flat":
+            return prompt > window or (isinstance(max_tokens, int) and prompt + max_tokens > window)
+        # Current builds lower max_tokens to the room left instead (fake_openai's _respond).
+        return prompt > window or (isinstance(max_tokens, int) and max_tokens > window)
 
     def usage_details(self, cached: int) -> dict[str, Any] | None:
         return {"cached_tokens": cached} if self.prompt_tokens_details else None
@@ -85,9 +108,9 @@ class FakeVllm(FakeOpenAIServer):
         return {"error": error}
 
     def overflow_body(self, prompt: int, max_tokens: int | None, window: int) -> dict[str, Any]:
-        """vLLM's 400 for prompt + max_tokens > max_model_len, word for word: the flat
-        envelope's older message (the prompt's whole count), or the one current builds send
-        (`param: input_tokens`, the count where its tokenizer stopped)."""
+        """vLLM's 400s, word for word: the flat envelope's older message for prompt +
+        max_tokens above the window (the prompt's whole count), or vLLM 0.32's for
+        `max_tokens` above it or the prompt alone above it (where its tokenizer stopped)."""
         requested = max_tokens or 0
         if self.error_envelope == "flat":
             message = (
@@ -96,17 +119,23 @@ class FakeVllm(FakeOpenAIServer):
                 "in the completion). Please reduce the length of the messages or completion."
             )
             return self.error_body(400, message, "BadRequestError")
-        # vLLM tokenizes the prompt only up to one token past what fits (its renderer
-        # truncates at window - max_tokens + 1), so the count it names is that bound.
-        passed = min(prompt, window - requested + 1)
-        message = (
-            f"You passed {passed} input tokens and requested {requested} output tokens. "
-            f"However, the model's context length is only {window} tokens, resulting in a "
-            f"maximum input length of {max(0, window - requested)} tokens. Please reduce the "
-            f"length of the input prompt. (parameter=input_tokens, value={passed})"
-        )
+        if isinstance(max_tokens, int) and max_tokens > window:
+            message = (
+                f"max_tokens={max_tokens} cannot be greater than max_model_len={window}. "
+                f"Please request fewer output tokens. (parameter=max_tokens, value={max_tokens})"
+            )
+            param = "max_tokens"
+        else:
+            # vLLM tokenizes the prompt only up to one token past the window.
+            message = (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"prompt contains at least {window + 1} input tokens, which exceeds this "
+                "limit even without any output tokens. Please reduce the length of the "
+                f"input prompt. (parameter=input_tokens, value={window + 1})"
+            )
+            param = "input_tokens"
         body = self.error_body(400, message, "BadRequestError")
-        body["error"]["param"] = "input_tokens"
+        body["error"]["param"] = param
         return body
 
     def midstream_error(self, reply: Reply) -> bytes:
@@ -116,15 +145,16 @@ class FakeVllm(FakeOpenAIServer):
     def _models(self, ex: Exchange, req: RecordedRequest) -> None:
         cards = [
             {
-                "id": self.model,
+                "id": name,
                 "object": "model",
                 "created": 1755800000,
                 "owned_by": self.owned_by,
-                "root": self.model,
+                "root": name,
                 "parent": None,
                 "max_model_len": self.max_model_len,
                 "permission": [{"id": "modelperm-1", "object": "model_permission"}],
             }
+            for name in (self.model, *self.also_serves)
         ]
         for name, parent in self.lora.items():
             cards.append(
@@ -156,7 +186,13 @@ class FakeVllm(FakeOpenAIServer):
         else:
             tokens = tokenize(str(body.get("prompt", "")))
         ex.send_json(
-            200, {"count": len(tokens), "max_model_len": self.max_model_len, "tokens": tokens}
+            200,
+            {
+                "count": len(tokens),
+                "max_model_len": self.max_model_len,
+                "tokens": tokens,
+                "token_strs": None,
+            },
         )
 
 

@@ -87,7 +87,9 @@ def test_an_sglang_refusal_of_the_answer_room_is_retried_with_a_smaller_max_toke
     assert refused.prompt_tokens < 4096 <= refused.prompt_tokens + refused.body["max_tokens"]
 
 
-@pytest.mark.parametrize("envelope", ["flat", "new"])
+# vLLM 0.32 refuses no answer room: it lowers max_tokens to the room left (the fake follows it,
+# tests/engine/providers/test_vllm_sglang.py); the older builds that refused are the flat ones.
+@pytest.mark.parametrize("envelope", ["flat"])
 def test_a_vllm_refusal_of_the_answer_room_is_retried_with_a_smaller_max_tokens_not_compacted(
     envelope: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):

