@@ -67,6 +67,8 @@ def chat_session_maker(paths: BrimPaths, *, reflect_on_close: bool = True) -> Ma
                 # suggestions, and reflects on a conversation when the user leaves it.
                 memory=True,
                 reflect_on_close=reflect_on_close,
+                # Compaction while the user reads, so the next Enter does not wait for it.
+                compact_ahead=True,
             )
 
         return factory

@@ -93,6 +93,7 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
         approver=AutoApprove() if args.approve == "auto" else DenyAll(),
         memory=not args.no_memory,
         reflect_on_close=args.reflect_on_close,
+        compact_ahead=True,
     )
     queue: asyncio.Queue[InputLine | None] = asyncio.Queue()
 

@@ -384,6 +384,7 @@ async def compact(
     tail_tokens: int | None = None,
     max_summary_tokens: int | None = None,
     guided_only: bool = False,
+    mechanical_only: bool = False,
     summarizer_window: int | None = None,
     before_summarize: BeforeSummarize | None = None,
     replay: Replay | None = None,
@@ -412,6 +413,8 @@ async def compact(
     kept messages that precede the current request (`CompactionPlan.checkpoint_at`).
     Without `tools_offered` the checkpoint points at no stored file (the model could not
     read it), so the user's statements come before what the summarizer wrote.
+    `guided_only` skips the free-form checkpoint, `mechanical_only` every question: the
+    model was seen unable to write them (engine/context/summarizer_record.py).
     """
     tail_budget = tail_tokens if tail_tokens is not None else recent_tail_tokens(window)
     plan = plan_compaction(messages, count_message=count_message, tail_tokens=tail_budget)
@@ -463,7 +466,7 @@ async def compact(
     )
     if replayed is not None:
         request = replayed[0]
-    if guided_only:
+    if guided_only or mechanical_only:
         # This summarizer was already seen unable to write the whole schema: skip the
         # free-form attempt and its cost, and go straight to the guided questions.
         answer = SummaryResult("", "skipped")
@@ -486,7 +489,9 @@ async def compact(
     if refusal is not None:
         # A small model that cannot write the whole schema may still answer one question
         # per section; an incomplete answer is dropped there too.
-        if replayed is not None and replay is not None:
+        if mechanical_only:
+            guided = None
+        elif replayed is not None and replay is not None:
             guided = await guided_checkpoint(
                 "", summarize, frame=lambda q: replay_messages(replay, q, newer),
                 tools=replay.tools, reference=reference, ground=ground,

@@ -57,6 +57,7 @@ from engine.context.notices import (
 )
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
 from engine.context.restore import replaced_for_reading
+from engine.context.summarizer_record import SummarizerRecord
 from engine.context.trimming import trim_messages
 from engine.events import (
     NOTICE_AUTO_COMPACTING,
@@ -113,6 +114,7 @@ class ContextManager:
         summarizer_shares_cache: bool = False,
         checkpoint_after_kept: bool = False,
         tools_offered: bool = True,
+        summarizer_record: SummarizerRecord | None = None,
     ) -> None:
         self.budget = ContextBudget(window, compaction_ratio, reserve_tokens, output_reserve)
         self.count_message = count_message
@@ -139,8 +141,10 @@ class ContextManager:
         self._progress_note = ""
         self._fallback_told = False  # the user hears once that compaction fell back to trim
         # Once a summarizer's whole-schema checkpoint is refused, later compactions in this
-        # conversation ask the guided questions straight away.
+        # conversation ask the guided questions straight away; across conversations what
+        # each summarizer model has shown it can write decides (summarizer_record.py).
         self._guided_only = False
+        self.summarizer_record = summarizer_record or SummarizerRecord("this conversation")
 
     def prefer_guided(self) -> None:
         """From now on a compaction asks the guided questions (one section at a time, each
@@ -508,6 +512,9 @@ class ContextManager:
                 )
             )
         self.sink(CompactionEvent(phase="started", reason=reason, messages_before=len(msgs)))
+        asked = self.summarizer_record.ask()
+        if self._guided_only and asked == "freeform":
+            asked = "guided"
         result = await compact(
             msgs,
             window=self.budget.window,
@@ -520,7 +527,8 @@ class ContextManager:
             max_summary_tokens=self.budget.summary_tokens,
             summarizer_window=self.summarizer_window,
             before_summarize=self.before_summarize,
-            guided_only=self._guided_only,
+            guided_only=asked == "guided",
+            mechanical_only=asked == "mechanical",
             replay=self._last_sent if self.summarizer_shares_cache else None,
             store_result=self.store_result,
             checkpoint_after_kept=self.checkpoint_after_kept,
@@ -528,6 +536,10 @@ class ContextManager:
         )
         if result.freeform_refused:
             self._guided_only = True
+        if result.status in ("compacted", "refused"):  # the model's answers were judged
+            self.summarizer_record.note(
+                asked=asked, freeform_refused=result.freeform_refused, source=result.source
+            )
         if result.ok:
             self.sink(
                 CompactionEvent(

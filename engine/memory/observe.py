@@ -261,6 +261,10 @@ class ObservingProvider(Provider):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    async def warm(self, model: str, messages: list[Message], options: ChatOptions) -> None:
+        # The engine's own pre-warm, no receipt: nothing is answered, no memory is shown.
+        await self.inner.warm(model, messages, options)
+
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncGenerator[StreamItem, None]:

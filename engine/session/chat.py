@@ -23,7 +23,6 @@ import engine.session.tools_offer as offer
 from engine.agent.loop import AgentLoop, TurnOutcome
 from engine.commands import VIEW_AGENT_EDITOR, VIEW_NEW_CONVERSATION, Action, Route, route
 from engine.config import AgentConfig
-from engine.context.compaction import CompactionPlan, ReplayPrefix
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
     ErrorEvent,
@@ -52,6 +51,7 @@ from engine.session.engine_calls import (
     start_notices,
     usage_recorder,
 )
+from engine.session.learning import SessionLearning
 from engine.session.ledger import ContextLedger, LedgerInputs, keeping_notices, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
 from engine.session.outcome import describe_outcome
@@ -85,8 +85,6 @@ class ChatSession:
         reflect_on_close: bool = False,
         compact_ahead: bool = False,
     ) -> None:
-        """`compact_ahead`: compact after an answer, while the user reads, when the next
-        turn would (engine/session/ahead.py); the desktop and the headless CLI do."""
         self.agent = agent
         self.paths = paths
         self._sink = sink
@@ -98,7 +96,6 @@ class ChatSession:
         self._window: WindowResolution | None = None
         self._counter: TokenCounter | None = None
         self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
-        self._learn_task: asyncio.Task[None] | None = None  # /learn, cancelled like a turn
         self._admission = Admission()  # one submission at a time; waits for the start
         self._loop: AgentLoop | None = None
         self._tools: RegistryRunner | None = None
@@ -133,7 +130,15 @@ class ChatSession:
         self.reflect_on_close = reflect_on_close
         self._memory = MemoryLink(None, self._memory_inputs())
         self._manual_compaction = False  # /compact does not extract
+        self._learning = SessionLearning(
+            lambda: self._memory,
+            window=lambda: self._window,
+            resolve_window=self._resolve_window,
+            store=lambda: self.conversation.store,
+            manual_compaction=lambda: self._manual_compaction,
+        )
         self._compactions = CompactionDesk(self.conversation, lambda: self._loop, self._emit)
+        # Compaction after an answer, when the next turn would (engine/session/ahead.py).
         self._ahead = CompactionAhead(self._emit) if compact_ahead else None
 
     @property
@@ -236,7 +241,7 @@ class ChatSession:
             await self.compact()
             return
         if decision.action is Action.LEARN:
-            await self._run_learn()
+            await self._learning.run()
             return
         if decision.action is Action.RESTORE:
             self._compactions.restore(decision.argument)
@@ -291,8 +296,7 @@ class ChatSession:
     def cancel(self) -> None:
         if self._turn_task is not None and not self._turn_task.done():
             self._turn_task.cancel()
-        if self._learn_task is not None and not self._learn_task.done():
-            self._learn_task.cancel()
+        self._learning.cancel()
         if self._ahead is not None:
             self._ahead.cancel()
 
@@ -420,7 +424,7 @@ class ChatSession:
                 ladder_sink=self.ledger.on_ladder_event,
                 summarize=self._summarizer.summarize,
                 compact_tool=self._compact_from_tool,
-                before_summarize=self._extract_memory if self._memory.writes else None,
+                before_summarize=self._learning.extract if self._memory.writes else None,
                 on_window=self._window_learned,
             ),
         )
@@ -578,11 +582,6 @@ class ChatSession:
         conversation = lambda: self.conversation_id  # noqa: E731
         return usage_recorder(store, provider, conversation, agent=self.agent.name, purpose=purpose)
 
-    async def _extract_memory(self, plan: CompactionPlan, replay: ReplayPrefix | None) -> None:
-        """The compaction hook (not `/compact`): facts from what goes, on the cached replay."""
-        if not self._manual_compaction and self._window is not None:
-            await self._memory.extract(plan, window=self._window.window, replay=replay)
-
     def _memory_inputs(self) -> MemoryInputs:
         """Memory's calls run on the summarizer model (the agent's when that is not served)."""
         return MemoryInputs(
@@ -593,26 +592,9 @@ class ChatSession:
             model_in_process=lambda: bool(self._provider and self._provider.loads_model_in_process),
         )
 
-    async def _run_learn(self) -> None:
-        """`/learn` as a task `cancel()` reaches (Esc, the desktop's Cancel)."""
-        self._learn_task = asyncio.create_task(self.learn())
-        try:
-            await await_quietly_cancelled(self._learn_task)
-        finally:
-            self._learn_task = None
-
     async def learn(self) -> None:
-        """`/learn` (alias `/reflect`): scan what this conversation said since the last
-        reflection, one curation call, then tell how many suggestions wait. Never raises."""
-        store = self.conversation.store
-        if not self._memory.can_learn(store):
-            return
-        assert store is not None
-        if self._window is None:
-            await self._resolve_window()
-            if self._window is None:
-                return
-        await self._memory.learn(store, window=self._window.window)
+        """`/learn` (engine/session/learning.py)."""
+        await self._learning.learn()
 
     async def _reflect_on_leaving(self, *, closing: bool = False) -> None:
         await self._memory.leave(self.conversation_id, self.agent, self.paths, closing=closing)

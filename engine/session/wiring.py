@@ -25,6 +25,7 @@ from engine.context import (
     render_work_state,
 )
 from engine.context.compaction import BeforeSummarize
+from engine.context.summarizer_record import SummarizerRecord
 from engine.events import EventSink
 from engine.mcp.hub import McpHub
 from engine.memory import SessionMemory
@@ -131,6 +132,7 @@ def wire_agent_loop(
         summarizer_shares_cache=setting.summarizer_shares_cache,
         checkpoint_after_kept=provider.reuses_moved_cache,
         tools_offered=tools is not None,
+        summarizer_record=summarizer_record(agent, provider, setting),
     )
     loop = AgentLoop(
         agent=agent,
@@ -176,3 +178,18 @@ def _credentials(agent: AgentConfig, paths: BrimPaths) -> Credentials:
     except OSError:
         others = []
     return known_credentials([agent, *others])
+
+
+# What each summarizer model has shown it can write (engine/context/summarizer_record.py).
+SUMMARIZER_RECORD_FILE = "summarizers.json"
+
+
+def summarizer_record(
+    agent: AgentConfig, provider: Provider, setting: LoopSetting
+) -> SummarizerRecord:
+    """The record of the model that writes this conversation's checkpoints, on this engine;
+    an ephemeral run keeps it in memory only."""
+    model = agent.model if setting.summarizer_shares_cache else agent.summarizer_model
+    key = f"{provider.kind}|{provider.base_url}|{model or 'default'}"
+    path = None if setting.ephemeral else setting.paths.data_dir / SUMMARIZER_RECORD_FILE
+    return SummarizerRecord.load(key, path)
