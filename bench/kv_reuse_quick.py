@@ -109,11 +109,17 @@ async def _brim(url: str, window: int, turns: list[str]) -> Run:
     )
     with tempfile.TemporaryDirectory() as home:
         session = ChatSession(
-            agent, BrimPaths.resolve(Path(home)), lambda _e: None, provider=provider, memory=True
+            agent,
+            BrimPaths.resolve(Path(home)),
+            lambda _e: None,
+            provider=provider,
+            memory=True,
+            compact_ahead=True,  # as the desktop and headless run it
         )
         started = time.perf_counter()
         await session.start()
         for i, text in enumerate(turns):
+            await session._settle_ahead()  # the user reads while it compacts
             await session.send(text)
             _progress(window, "brim", i)
         tally.wall_s = time.perf_counter() - started

@@ -25,6 +25,7 @@ from engine.context.constants import (
     SUMMARY_MAX_TOKENS,
     SUMMARY_MAX_TOKENS_RATIO,
     SUMMARY_MIN_TOKENS,
+    SUMMARY_PROMPT_MARGIN_TOKENS,
     TAIL_MIN_FREE_SHARE,
     TOOL_RESULT_MAX_TOKENS,
     TOOL_RESULT_MIN_TOKENS,
@@ -38,6 +39,17 @@ def recent_tail_tokens(window: int) -> int:
     the floor is a quarter of the window, so the rebuild still lands under the warn rung."""
     floor = RECENT_TAIL_MIN_TOKENS if window >= SMALL_WINDOW_TOKENS else window // 4
     return max(floor, min(RECENT_TAIL_MAX_TOKENS, int(window * RECENT_TAIL_RATIO)))
+
+
+def replay_margin(window: int) -> int:
+    """What a request on the cached conversation leaves spare beside its answer (a count
+    that runs short): 128 tokens, less on a small window, which has no 128 to spare."""
+    return min(SUMMARY_PROMPT_MARGIN_TOKENS, window // 32)
+
+
+def replay_min_answer(window: int) -> int:
+    """The shortest checkpoint answer worth asking for on `window`."""
+    return min(SUMMARY_MIN_TOKENS, window // 8)
 
 
 def summary_max_tokens(window: int) -> int:
@@ -85,6 +97,9 @@ class ContextBudget:
     reserve_tokens: int | None = None
     output_reserve: int = 0
     fixed_tokens: int = 0
+    # What a compaction on the cached conversation needs beside it (its instruction, a
+    # margin and the shortest answer): the trigger leaves that much of the window free.
+    compaction_room: int = 0
 
     def with_fixed(self, fixed_tokens: int) -> ContextBudget:
         """The same budget with the fixed prefix measured anew."""
@@ -122,8 +137,12 @@ class ContextBudget:
     @property
     def compact_threshold(self) -> int:
         if self.reserve_tokens is not None:
-            return max(1, min(self.window - self.reserve_tokens, self.prompt_space))
-        return int(self.prompt_space * self.compaction_ratio)
+            threshold = max(1, min(self.window - self.reserve_tokens, self.prompt_space))
+        else:
+            threshold = int(self.prompt_space * self.compaction_ratio)
+        if self.compaction_room:  # at 80% of 1,024 the replayed compaction had -73 tokens
+            threshold = min(threshold, max(self.window // 2, self.window - self.compaction_room))
+        return threshold
 
     @property
     def trim_threshold(self) -> int:

@@ -1,12 +1,55 @@
-"""The ladder's notice events for the fit and trim rungs: their words (notices.py) with the
+"""The ladder's events for the compact, fit and trim rungs: their words (notices.py) with the
 figures a view or a script reads (kept apart from notices.py, which the report imports, so
 the events module's import of the report draws no circle)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from engine.context.compaction import CompactionResult
 from engine.context.fitting import FitResult
-from engine.context.notices import fit_notice, trim_notice
-from engine.events import NOTICE_CUT_TO_FIT, NOTICE_TRIMMED, NoticeEvent
+from engine.context.notices import compacted_notice, fit_notice, trim_notice
+from engine.context.restore import replaced_for_reading
+from engine.events import (
+    NOTICE_COMPACTED,
+    NOTICE_CUT_TO_FIT,
+    NOTICE_TRIMMED,
+    CompactionEvent,
+    Event,
+    NoticeEvent,
+)
+from engine.messages import Message
+
+
+def compaction_finished_events(result: CompactionResult, before: Sequence[Message]) -> list[Event]:
+    """A compaction that rebuilt `before`: its finished event and its notice, with the
+    figures (the messages Show / Restore will list as replaced counted the same way)."""
+    details: dict[str, int | str] = {
+        "messages_before": result.messages_before,
+        "messages_after": result.messages_after,
+        "tokens_saved": result.tokens_saved,
+        "compaction": result.checkpoint_id,
+        "summary": result.source,
+    }
+    text = compacted_notice(
+        result.messages_before,
+        result.messages_after,
+        result.tokens_saved,
+        mechanical=result.source == "mechanical",
+    )
+    return [
+        CompactionEvent(
+            phase="finished",
+            reason=result.reason,
+            messages_before=result.messages_before,
+            messages_after=result.messages_after,
+            messages_replaced=len(replaced_for_reading(before, result.messages)),
+            tokens_saved=result.tokens_saved,
+            compaction=result.checkpoint_id,
+            summary=result.source,
+        ),
+        NoticeEvent(level="info", text=text, kind=NOTICE_COMPACTED, details=details),
+    ]
 
 
 def fitted_event(result: FitResult, window: int) -> NoticeEvent:

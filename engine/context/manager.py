@@ -26,7 +26,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from engine.context.budget import ContextBudget, ContextUsage, overflow_trim_budget
+from engine.context.budget import (
+    ContextBudget,
+    ContextUsage,
+    overflow_trim_budget,
+    replay_margin,
+    replay_min_answer,
+)
 from engine.context.clearing import StoreResult, clear_tool_results
 from engine.context.compaction import (
     BeforeSummarize,
@@ -47,21 +53,22 @@ from engine.context.constants import (
 )
 from engine.context.fitting import FitResult, fit_messages
 from engine.context.history import CountMessage
-from engine.context.ladder_events import fitted_event, trimmed_event
+from engine.context.ladder_events import (
+    compaction_finished_events,
+    fitted_event,
+    trimmed_event,
+)
 from engine.context.ladder_outcomes import LadderOutcome, PreparedRequest
 from engine.context.notices import (
-    compacted_notice,
     compaction_fallback_notice,
     nothing_to_compact_notice,
     preflight_notice,
 )
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
-from engine.context.restore import replaced_for_reading
 from engine.context.summarizer_record import SummarizerRecord
 from engine.context.trimming import trim_messages
 from engine.events import (
     NOTICE_AUTO_COMPACTING,
-    NOTICE_COMPACTED,
     NOTICE_COMPACTION_FALLBACK,
     NOTICE_NOTHING_TO_COMPACT,
     NOTICE_OVERFLOW,
@@ -115,8 +122,16 @@ class ContextManager:
         checkpoint_after_kept: bool = False,
         tools_offered: bool = True,
         summarizer_record: SummarizerRecord | None = None,
+        instruction_tokens: int = 0,
     ) -> None:
-        self.budget = ContextBudget(window, compaction_ratio, reserve_tokens, output_reserve)
+        """`instruction_tokens`: the longest instruction a request on the cached conversation
+        carries (the checkpoint's, memory's): with `summarizer_shares_cache` the trigger
+        leaves room for it and its answer on every window (`ContextBudget.compaction_room`)."""
+        self._instruction_tokens = instruction_tokens if summarizer_shares_cache else 0
+        self.budget = ContextBudget(
+            window, compaction_ratio, reserve_tokens, output_reserve,
+            compaction_room=self._compaction_room(window),
+        )  # fmt: skip
         self.count_message = count_message
         self.summarize = summarize
         self._count = count
@@ -160,8 +175,14 @@ class ContextManager:
             b.reserve_tokens if b.reserve_tokens is None or b.reserve_tokens < window else None
         )
         self.budget = ContextBudget(
-            window, b.compaction_ratio, reserve, b.output_reserve, b.fixed_tokens
-        )
+            window, b.compaction_ratio, reserve, b.output_reserve, b.fixed_tokens,
+            self._compaction_room(window),
+        )  # fmt: skip
+
+    def _compaction_room(self, window: int) -> int:
+        if not self._instruction_tokens:
+            return 0
+        return self._instruction_tokens + replay_margin(window) + replay_min_answer(window)
 
     def measure_prefix(self, messages: Sequence[Message], overhead_tokens: int) -> int:
         """Measure the fixed prefix every request carries (the leading system message, the
@@ -541,37 +562,8 @@ class ContextManager:
                 asked=asked, freeform_refused=result.freeform_refused, source=result.source
             )
         if result.ok:
-            self.sink(
-                CompactionEvent(
-                    phase="finished",
-                    reason=reason,
-                    messages_before=result.messages_before,
-                    messages_after=result.messages_after,
-                    messages_replaced=len(replaced_for_reading(msgs, result.messages)),
-                    tokens_saved=result.tokens_saved,
-                    compaction=result.checkpoint_id,
-                    summary=result.source,
-                )
-            )
-            self.sink(
-                NoticeEvent(
-                    level="info",
-                    text=compacted_notice(
-                        result.messages_before,
-                        result.messages_after,
-                        result.tokens_saved,
-                        mechanical=result.source == "mechanical",
-                    ),
-                    kind=NOTICE_COMPACTED,
-                    details={
-                        "messages_before": result.messages_before,
-                        "messages_after": result.messages_after,
-                        "tokens_saved": result.tokens_saved,
-                        "compaction": result.checkpoint_id,
-                        "summary": result.source,
-                    },
-                )
-            )
+            for event in compaction_finished_events(result, msgs):
+                self.sink(event)
             self._just_compacted = True
             self._progress_note = result.progress_note
             self._last_sent = None  # the history it replayed is gone

@@ -16,11 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.context.constants import (
-    SUMMARY_HEADINGS,
-    SUMMARY_MIN_TOKENS,
-    SUMMARY_PROMPT_MARGIN_TOKENS,
-)
+from engine.context.budget import replay_margin, replay_min_answer
+from engine.context.constants import SUMMARY_HEADINGS
 from engine.context.history import CountMessage
 from engine.context.summarizer import SummaryRequest
 from engine.messages import Message, alternating
@@ -84,10 +81,11 @@ def replay_request(
         )
     cost = count_message(Message(role="user", content=instruction))
     after = sum(count_message(m) for m in newer)
-    room = window - replay.tokens - cost - SUMMARY_PROMPT_MARGIN_TOKENS
-    if room - after >= SUMMARY_MIN_TOKENS:
+    room = window - replay.tokens - cost - replay_margin(window)
+    shortest = min(max_tokens, replay_min_answer(window))
+    if room - after >= shortest:
         out, kept = min(max_tokens, room - after), list(newer)
-    elif room >= SUMMARY_MIN_TOKENS:
+    elif room >= shortest:
         # What came after the last request is the newest part of the history, which the
         # rebuild keeps verbatim anyway: left out, the cached conversation still fits.
         out, kept = min(max_tokens, room), []

@@ -193,8 +193,10 @@ class Provider(ABC):
 
     async def warm(self, model: str, messages: list[Message], options: ChatOptions) -> None:
         """Have the engine evaluate `messages` into its prompt cache before they are needed
-        (after a compaction rebuilt them): one token asked for, read and dropped. Engines
-        with a way to evaluate without generating override it."""
+        (after a compaction rebuilt them): one token asked for, read and dropped. The same
+        on every engine: llama-server answers `n_predict: 0` with one token too (seen on
+        the real server: `completion_tokens` 1), vLLM and SGLang take `max_tokens: 1`, and
+        the embedded engine evaluates the prompt before its first token."""
         stream = self.stream_chat(model, messages, replace(options, max_tokens=1))
         async with contextlib.aclosing(stream):
             async for _item in stream:

@@ -25,11 +25,14 @@ from engine.context import (
     render_work_state,
 )
 from engine.context.compaction import BeforeSummarize
+from engine.context.constants import SUMMARY_HEADINGS
+from engine.context.replay import REPLAY_INSTRUCTION
 from engine.context.summarizer_record import SummarizerRecord
 from engine.events import EventSink
 from engine.mcp.hub import McpHub
 from engine.memory import SessionMemory
-from engine.messages import Message
+from engine.memory.replayed_scan import replay_instruction
+from engine.messages import Message, user
 from engine.paths import BrimPaths
 from engine.providers.base import Provider
 from engine.session.adapters import RegistryRunner, workspace_tools
@@ -133,6 +136,7 @@ def wire_agent_loop(
         checkpoint_after_kept=provider.reuses_moved_cache,
         tools_offered=tools is not None,
         summarizer_record=summarizer_record(agent, provider, setting),
+        instruction_tokens=replay_instruction_tokens(counter),
     )
     loop = AgentLoop(
         agent=agent,
@@ -178,6 +182,14 @@ def _credentials(agent: AgentConfig, paths: BrimPaths) -> Credentials:
     except OSError:
         others = []
     return known_credentials([agent, *others])
+
+
+def replay_instruction_tokens(counter: TokenCounter) -> int:
+    """The longest instruction a request on the cached conversation ends with: the
+    checkpoint's or the memory extraction's (its memory index aside)."""
+    checkpoint = REPLAY_INSTRUCTION.format(headings="\n".join(SUMMARY_HEADINGS), words=100)
+    memory = replay_instruction("the user's assistant")
+    return max(counter.count_message(user(text)) for text in (checkpoint, memory))
 
 
 # What each summarizer model has shown it can write (engine/context/summarizer_record.py).
