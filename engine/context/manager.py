@@ -344,10 +344,12 @@ class ContextManager:
         overhead_tokens: int = 0,
     ) -> LadderOutcome:
         """Compact now (`/compact`, the `summarize_context` tool, a used-up session budget):
-        the same path as automatic compaction, differing only in when it runs."""
+        the same path as automatic compaction, differing only in when it runs; an automatic
+        one run ahead of the next turn (engine/session/ahead.py) is announced as it is."""
         msgs = model_messages(list(history))
         self.measure_prefix(msgs, overhead_tokens)
-        return await self._compact_or_trim(msgs, reason, overhead_tokens, announce=None)
+        usage = self.usage(msgs, overhead_tokens) if reason == REASON_PREFLIGHT else None
+        return await self._compact_or_trim(msgs, reason, overhead_tokens, announce=usage)
 
     async def on_overflow(
         self,

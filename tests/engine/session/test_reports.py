@@ -189,8 +189,10 @@ def test_crossing_70_percent_warns_once_in_the_saved_conversation(tmp_path):
         rows: list[Any] = []
 
         async def script(s: ChatSession) -> None:
-            for i in range(15):
-                await s.send(f"Message {i}: " + "words " * 100)
+            # Steps smaller than the way from 70% to the trigger (which leaves a compaction
+            # its room: 72% on this window), so one request lands between them.
+            for i in range(30):
+                await s.send(f"Message {i}: " + "words " * 40)
             rows.extend(s.transcript())
 
         _drive(_session(fake, tmp_path, events), script)
