@@ -551,6 +551,9 @@ class ChatSession:
         if command == "/compaction":
             self._compactions.answer(argument)
             return
+        if command == "/context show":  # engine/session/last_request.py
+            self.conversation.last_requests.show(self._emit)
+            return
         folder = self.conversation.work_folder()
         if command == "/work clear":
             reports.clear_work_state(folder)

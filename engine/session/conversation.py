@@ -24,6 +24,7 @@ from engine.conversation_claim import ConversationClaim
 from engine.messages import Message
 from engine.paths import BrimPaths
 from engine.session.answer_draft import AnswerDraft
+from engine.session.last_request import LastRequests
 from engine.store import Receipt, Store, UnknownConversation
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Conversation:
         self._on_replaced = on_replaced
         self._journal_due = False  # loaded, its journal not folded in yet
         self.draft = AnswerDraft(self.work_folder)  # the streaming answer, kept through a crash
+        self.last_requests = LastRequests()  # what the model saw, for `/context show`
 
     # -- the store and the claim ---------------------------------------------------------
 
@@ -103,6 +105,7 @@ class Conversation:
         assert self.store is not None
         self.id = conversation_id
         self._messages = self.store.messages(conversation_id)
+        self.last_requests.forget()
         self._journal_due = True
         for message in self.draft.recover(self._messages):  # an answer a crash cut short
             self.append(message)
@@ -115,6 +118,7 @@ class Conversation:
         )
         self._take_claim(self.id)
         self._messages = []
+        self.last_requests.forget()
         self._journal_due = False
 
     def work_folder(self) -> Path:
