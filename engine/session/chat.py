@@ -184,6 +184,7 @@ class ChatSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
         await self._mcp.close()  # the conversation's MCP servers end with it
+        await self.conversation.last_requests.settle()  # a `/context show` being rendered
         if self._provider is not None:
             # Closed first: an embedded model's memory is free before a reflection loads one.
             await self._provider.aclose()

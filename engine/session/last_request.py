@@ -94,6 +94,12 @@ class LastRequests:
             return
         self._showing = asyncio.get_running_loop().create_task(self._rendered(binding, emit))
 
+    async def settle(self) -> None:
+        """Wait for a view the engine is rendering (the session closes: it is told first)."""
+        if self._showing is not None:
+            await asyncio.gather(self._showing, return_exceptions=True)
+            self._showing = None
+
     async def _rendered(self, binding: RequestBinding, emit: EventSink) -> None:
         assert binding.render is not None
         last = self._sent[-1]
