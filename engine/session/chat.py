@@ -184,7 +184,6 @@ class ChatSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._turn_task
         await self._mcp.close()  # the conversation's MCP servers end with it
-        await self.conversation.last_requests.settle()  # a `/context show` being rendered
         if self._provider is not None:
             # Closed first: an embedded model's memory is free before a reflection loads one.
             await self._provider.aclose()
@@ -521,7 +520,7 @@ class ChatSession:
             self._emit(notice_event(message))
 
     def _emit(self, event: Event) -> None:
-        self.conversation.draft.observe(event)
+        self.conversation.observe(event)  # the answer draft; `/context show`
         try:
             self._sink(event)
         except Exception:  # a broken listener must not break the turn
@@ -551,9 +550,6 @@ class ChatSession:
         the work state and the journal of compactions first; `/compaction` (`show N`)."""
         if command == "/compaction":
             self._compactions.answer(argument)
-            return
-        if command == "/context show":  # engine/session/last_request.py
-            self.conversation.last_requests.show(self._emit)
             return
         folder = self.conversation.work_folder()
         if command == "/work clear":

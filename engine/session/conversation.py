@@ -21,6 +21,7 @@ from engine.context.journal_preamble import records_to_show
 from engine.context.restore import compaction_span
 from engine.context.work_state import PREAMBLE_HEAD, CountText
 from engine.conversation_claim import ConversationClaim
+from engine.events import Event
 from engine.messages import Message
 from engine.paths import BrimPaths
 from engine.session.answer_draft import AnswerDraft
@@ -120,6 +121,12 @@ class Conversation:
         self._messages = []
         self.last_requests.forget()
         self._journal_due = False
+
+    def observe(self, event: Event) -> None:
+        """Every event the session emits: the streaming answer is kept through a crash, and
+        `/context show` is answered from the requests kept (engine/session/last_request.py)."""
+        self.draft.observe(event)
+        self.last_requests.observe(event)
 
     def work_folder(self) -> Path:
         """The conversation's own folder: its journal, work state and tool results."""
