@@ -2,7 +2,8 @@
 
 The context manager hands each request the engine accepted to `record` (wired in
 engine/session/wiring.py); that tells the transcript where the request starts (a
-`LastRequestEvent`). `/context show` asks for the whole view (`show`): the request rendered
+`LastRequestEvent`). `/context show` asks for the whole view (`show`, when the session
+announces it took the command): the request rendered
 as the engine renders it where Brim can ask (llama-server's /apply-template, the embedded
 model's template), else its wire messages, with each part's tokens and the changes from
 the request before (engine/report/last_request.py), in one `RequestViewEvent`.
@@ -16,8 +17,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from engine.commands import CONTEXT_SHOW, parse_command
 from engine.context.replay import Replay
-from engine.events import EventSink, LastRequestEvent, RequestViewEvent
+from engine.events import AcceptedEvent, Event, EventSink, LastRequestEvent, RequestViewEvent
 from engine.messages import Message
 from engine.providers.base import PromptText
 from engine.report.last_request import (
@@ -81,6 +83,14 @@ class LastRequests:
                 tokens=request.tokens,
             )
         )
+
+    def observe(self, event: Event) -> None:
+        """The session took `/context show` (its AcceptedEvent): answered on the loop's sink."""
+        if not isinstance(event, AcceptedEvent) or self._binding is None:
+            return
+        command = parse_command(event.text)
+        if command is not None and command.text == CONTEXT_SHOW:
+            self.show(self._binding.emit)
 
     def show(self, emit: EventSink) -> None:
         """`/context show`: the view told on `emit`, at once where no engine renders it,
