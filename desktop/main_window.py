@@ -175,6 +175,7 @@ class MainWindow(EventRendering, QMainWindow):
         self.transcript.continue_requested.connect(lambda: self._on_submitted(CONTINUE_TEXT))
         self.transcript.pin_requested.connect(self.lower_pin)
         self.rail.timeline.compaction_clicked.connect(self.show_compaction)
+        self.rail.request_view_requested.connect(lambda: self._on_submitted("/context show"))
         self.banner.retry_requested.connect(self.retry)
         self.review_queue.review_requested.connect(self.memory_review_requested)
         self.review_queue.browse_requested.connect(self.memory_browser_requested)

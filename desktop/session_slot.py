@@ -32,6 +32,7 @@ from engine.api import (
     LearnProgressEvent,
     Message,
     Receipt,
+    RequestViewEvent,
     SessionControl,
     StateEvent,
     UsageReportEvent,
@@ -113,7 +114,11 @@ def replayable(event: Event) -> bool:
         return not event.snapshot
     return not isinstance(
         event,
-        ViewRequestEvent | UsageReportEvent | CompactionViewEvent | LearnProgressEvent,
+        ViewRequestEvent
+        | UsageReportEvent
+        | CompactionViewEvent
+        | LearnProgressEvent
+        | RequestViewEvent,
     ) and not (isinstance(event, WorkStateEvent) and not event.cleared)
 
 

@@ -37,8 +37,10 @@ from engine.api import (
     DeltaEvent,
     ErrorEvent,
     Event,
+    LastRequestEvent,
     LoadProgressEvent,
     NoticeEvent,
+    RequestViewEvent,
     StateEvent,
     StepEvent,
     ToolCallEvent,
@@ -125,6 +127,10 @@ class EventRendering:
             case CompactionViewEvent():
                 view = self.overlay.show_compaction(event, self.transcript.assistant_name)
                 view.restore_requested.connect(self._restore_compaction)
+            case RequestViewEvent():
+                self.overlay.show_request(event)
+            case LastRequestEvent():
+                self.transcript.mark_cut(event)
             case CompactionRestoredEvent():
                 self.transcript.mark_restored(event.compaction)
                 view = self.overlay.compaction_view()

@@ -2,9 +2,10 @@
 one router that decides what a submitted text is.
 
 The composer completes from this list. Every submitted text goes to the session, which
-follows `route(text)`: a message for the model, a report it answers (`/context`, `/usage`,
-`/work`), an action it runs (`/compact`, `/learn`), or a view the front end opens (`/agent`,
-`/agent new`, `/memory`, `/memory review`, `/new`), announced with a `ViewRequestEvent`.
+follows `route(text)`: a message for the model, a report it answers (`/context`,
+`/context show`, `/usage`, `/work`), an action it runs (`/compact`, `/learn`), or a view the
+front end opens (`/agent`, `/agent new`, `/memory`, `/memory review`, `/new`), announced
+with a `ViewRequestEvent`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class SlashCommand:
     description: str
 
 
+# "What the model saw": answered by the requests a conversation keeps
+# (engine/session/last_request.py), when the session announces it took it.
+CONTEXT_SHOW: Final = "/context show"
+
 COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("/agent", "edit this agent: engine, model, window pin and ceiling"),
     SlashCommand("/agent new", "make a new agent and open it in the editor"),
@@ -31,6 +36,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "/compaction", "list the compactions; `show N` what one replaced, `restore N` undo it"
     ),
     SlashCommand("/context", "what fills the context window, as a snapshot"),
+    SlashCommand(CONTEXT_SHOW, "what the model saw: the last request, part by part"),
     SlashCommand("/usage", "requests and tokens this conversation has spent"),
     SlashCommand("/new", "start a new conversation with this agent"),
     SlashCommand("/work", "the agent's work state (goal, todos) for this conversation"),
@@ -140,6 +146,7 @@ class Route:
 # Each command's action, view and whether it is taken while a turn runs.
 _ROUTES: dict[str, tuple[Action, str, bool]] = {
     "/context": (Action.REPORT, "", True),
+    CONTEXT_SHOW: (Action.REPORT, "", True),
     "/usage": (Action.REPORT, "", True),
     "/work": (Action.REPORT, "", True),
     "/work clear": (Action.REPORT, "", True),

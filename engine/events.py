@@ -451,6 +451,45 @@ class LearnProgressEvent(Event):
 
 
 @dataclass
+class LastRequestEvent(Event):
+    """The engine accepted a request: where it starts in the conversation, so a transcript
+    can mark the messages above it (compacted or trimmed away). `first_message` is the id
+    of the first conversation message it carried ("" when none); `first_role` its role;
+    `user_turns_from` how many of the user's messages, from that one on, it carried."""
+
+    type: ClassVar[str] = "last_request"
+    first_message: str
+    first_role: str
+    user_turns_from: int
+    messages: int  # in the wire form
+    tokens: int  # the engine's count of its prompt
+
+
+@dataclass
+class RequestViewEvent(Event):
+    """The answer to `/context show` ("What the model saw"): the last request as sent, each
+    part's tokens by Brim's counter ({part, tokens, messages}: system, checkpoint, kept,
+    new, tools, framing), and what changed since the request before ({change, role, id,
+    preview, position, was, tokens}: added, removed, moved, changed; `role` "tools" for a
+    tool schema, whose `preview` is its name). `rendered` is the prompt text as the engine's
+    chat template made it, by `rendered_by`; "" where no template is known (the wire
+    `messages` are then what the engine received). `sent` is False before any request."""
+
+    type: ClassVar[str] = "request_view"
+    sent: bool
+    at: float = 0.0
+    engine_tokens: int = 0
+    counted_tokens: int = 0
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    compared: bool = False  # a request before it was kept to compare with
+    messages: list[dict[str, Any]] = field(default_factory=list)  # Message.to_dict, in order
+    tools: list[str] = field(default_factory=list)
+    rendered: str = ""
+    rendered_by: str = ""
+
+
+@dataclass
 class ContextReportEvent(Event):
     """The rail's numbers (engine/report/context_report.py), after every request that lands
     and whenever the ladder changes the history; `snapshot` marks the answer to `/context`."""

@@ -7,7 +7,7 @@ overlay."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QBrush,
     QColor,
@@ -18,7 +18,7 @@ from PySide6.QtGui import (
     QPolygonF,
     QTextDocumentFragment,
 )
-from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QSizePolicy, QVBoxLayout, QWidget
 
 from desktop import theme
 from desktop.widgets.timeline import TimelineChart, legend_html
@@ -183,6 +183,8 @@ class BreakdownView(QWidget):
 class ContextRail(QFrame):
     """Fill, bar, headroom, cache lines, breakdown and (optionally) the timeline."""
 
+    request_view_requested = Signal()  # "What the model saw": the last request, part by part
+
     def __init__(
         self, *, timeline: bool = True, stretch: bool = True, parent: QWidget | None = None
     ) -> None:
@@ -203,6 +205,11 @@ class ContextRail(QFrame):
         self.cache_labels = [QLabel("", objectName="railMuted") for _ in range(2)]
         self.breakdown_title = QLabel("WHAT FILLS IT", objectName="sectionTitle")
         self.breakdown = BreakdownView()
+        self.saw_button = QPushButton("What the model saw", objectName="railButton")
+        self.saw_button.setToolTip(
+            "The model's last request as the engine received it (/context show)"
+        )
+        self.saw_button.clicked.connect(self.request_view_requested)
         self.timeline_title = QLabel("TIMELINE", objectName="sectionTitle")
         self.timeline = TimelineChart()
         self.legend = QLabel(legend_html(), objectName="railMuted")
@@ -224,6 +231,7 @@ class ContextRail(QFrame):
         layout.addSpacing(8)
         layout.addWidget(self.breakdown_title)
         layout.addWidget(self.breakdown)
+        layout.addWidget(self.saw_button)
         if timeline:
             layout.addSpacing(8)
             layout.addWidget(self.timeline_title)

@@ -24,9 +24,11 @@ from PySide6.QtWidgets import (
 
 from desktop.widgets.compaction_view import CompactionView
 from desktop.widgets.context_rail import ContextRail
+from desktop.widgets.request_view import RequestView
 from engine.api import (
     CompactionViewEvent,
     ContextReport,
+    RequestViewEvent,
     UsageReport,
 )
 
@@ -94,6 +96,11 @@ class Overlay(QWidget):
     ) -> CompactionView:
         view = CompactionView(event, assistant)
         self._open("compaction", f"Compaction {event.number} — what it replaced", view)
+        return view
+
+    def show_request(self, event: RequestViewEvent) -> RequestView:
+        view = RequestView(event)
+        self._open("request", "What the model saw — its last request", view)
         return view
 
     def compaction_view(self) -> CompactionView | None:

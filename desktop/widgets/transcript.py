@@ -34,7 +34,9 @@ from desktop.markdown import MarkdownRenderer
 from desktop.widgets.follow import EndFollower
 from desktop.widgets.transcript_rows import (
     ACTION_CONTINUE,
+    CUT_LABEL,
     Row,
+    cut_index,
     describe_call,
     lowered_pin,
     merge_live_rows,
@@ -44,6 +46,7 @@ from desktop.widgets.transcript_rows import (
     stale_actions,
 )
 from engine.api import (
+    LastRequestEvent,
     Message,
     Receipt,
 )
@@ -82,6 +85,7 @@ class TranscriptView(QTextBrowser):
         self.setOpenExternalLinks(False)
         self.document().setDocumentMargin(14)
         self._rows: list[Row] = []
+        self.cut_at = 0  # rows above the model's last request (dimmed), 0: none
         self._frames: dict[int, QTextFrame] = {}
         self._ids = itertools.count(1)
         self._stream_frame: QTextFrame | None = None
@@ -109,6 +113,7 @@ class TranscriptView(QTextBrowser):
     def clear_rows(self) -> None:
         """Another conversation is about to be shown."""
         self._rows = []
+        self.cut_at = 0
         self._rebuild()
 
     # -- appending --------------------------------------------------------------------------
@@ -247,9 +252,23 @@ class TranscriptView(QTextBrowser):
         rows = rows_for(messages, receipts)
         if not rows:
             return
-        self._rows = merge_live_rows(rows, self._rows)
+        self._rows = merge_live_rows(rows, [r for r in self._rows if r.kind != "cut"])
         for row in stale_actions(self._rows):
             row.action = ""
+        self._rebuild()
+
+    def mark_cut(self, event: LastRequestEvent) -> None:
+        """Dim what the model's last request no longer carries, under a thin line where it
+        starts (drawn again only when the cut moves)."""
+        rows = [r for r in self._rows if r.kind != "cut"]
+        index = cut_index(rows, event.first_message, event.first_role, event.user_turns_from)
+        if index == self.cut_at and (len(rows) < len(self._rows)) == (index > 0):
+            return
+        for position, row in enumerate(rows):
+            row.dimmed = position < index
+        if index > 0:
+            rows.insert(index, Row("cut", CUT_LABEL))
+        self._rows, self.cut_at = rows, index
         self._rebuild()
 
     def scroll_to_message(self, message_id: str, quote: str = "") -> bool:
@@ -303,6 +322,12 @@ class TranscriptView(QTextBrowser):
         frame = cursor.insertFrame(self._frame_format(row))
         self._frames[row.id] = frame
         self._fill(cursor, row)
+        if row.dimmed:  # what the model no longer sees reads quieter
+            shown = frame.firstCursorPosition()
+            shown.setPosition(frame.lastPosition(), QTextCursor.MoveMode.KeepAnchor)
+            quiet = QTextCharFormat()
+            quiet.setForeground(QBrush(QColor(theme.MUTED)))
+            shown.mergeCharFormat(quiet)
         if row.kind == "assistant" and not row.complete:
             self._stream_frame = frame
 
@@ -365,6 +390,9 @@ class TranscriptView(QTextBrowser):
             self._fill_tool(cursor, row)
         elif row.kind == "summary":
             self._fill_summary(cursor, row)
+        elif row.kind == "cut":
+            cursor.setBlockFormat(_block())
+            cursor.insertText(f"─────  {row.text}  ─────", _char(theme.COMPACT_TEXT, scale=0.85))
         else:  # receipt
             cursor.setBlockFormat(_block())
             cursor.insertText(row.text, _char(theme.MUTED, scale=0.85))

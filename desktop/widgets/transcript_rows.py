@@ -42,6 +42,27 @@ class Row:
     restored: bool = False  # a compaction row whose replaced messages were put back
     repeats: int = 1  # an error row met again and again, shown once with its count
     action: str = ""  # a notice's one action (ACTION_CONTINUE), offered until the next message
+    dimmed: bool = False  # above the model's last request: compacted or trimmed away
+
+
+CUT_LABEL = "the model's last request starts here"
+
+
+def cut_index(rows: Sequence[Row], first_message: str, first_role: str, user_turns: int) -> int:
+    """Where the model's last request starts among `rows` (0: nothing above it): at the row
+    of its first message where a row shows that message, else counted by the user's rows
+    from the end (`user_turns` of them from its first message on; a request that starts
+    within a turn starts after that turn's user row)."""
+    for index, row in enumerate(rows):
+        if first_message and (row.message_id == first_message):
+            return index
+    users = [i for i, row in enumerate(rows) if row.kind == "user"]
+    if not first_message or user_turns > len(users):
+        return 0
+    before = len(users) - user_turns  # user rows above the request's first message
+    if first_role == "user":
+        return users[before] if before < len(users) else len(rows)
+    return users[before - 1] + 1 if before > 0 else 0
 
 
 def describe_call(name: str, arguments: str) -> tuple[str, str]:
@@ -189,13 +210,14 @@ def rows_for(messages: list[Message], receipts: Sequence[Receipt] = ()) -> list[
                 rows.append(Row("user", message.content, message_id=message.id))
         elif message.role == "assistant":
             if message.kind == "summary":
-                rows.append(Row("summary", message.content))
+                rows.append(Row("summary", message.content, message_id=message.id))
                 continue
             if message.content.strip():
-                rows.append(Row("assistant", message.content))
+                rows.append(Row("assistant", message.content, message_id=message.id))
             for call in message.tool_calls:
                 title, detail = describe_call(call.name, call.arguments)
                 row = Row("tool", "", title=title, detail=detail, key=call.id)
+                row.message_id = row.message_id or message.id
                 calls[call.id] = row
                 rows.append(row)
         elif message.role == "tool":

@@ -133,6 +133,7 @@ async def _headless(agent: AgentConfig, paths: BrimPaths, args: argparse.Namespa
                 if stopped_by() is not None:
                     break  # the signal landed where the turn absorbed its cancellation
         finally:
+            await session.conversation.last_requests.settle()  # a `/context show` rendering
             await session.close()
     except asyncio.CancelledError:
         if stopped_by() is None:

@@ -123,11 +123,13 @@ class ContextManager:
         tools_offered: bool = True,
         summarizer_record: SummarizerRecord | None = None,
         instruction_tokens: int = 0,
+        on_sent: Callable[[Replay], None] = lambda replay: None,  # "What the model saw"
     ) -> None:
         """`instruction_tokens`: the longest instruction a request on the cached conversation
         carries (the checkpoint's, memory's): with `summarizer_shares_cache` the trigger
         leaves room for it and its answer on every window (`ContextBudget.compaction_room`)."""
         self._instruction_tokens = instruction_tokens if summarizer_shares_cache else 0
+        self.on_sent = on_sent
         self.budget = ContextBudget(
             window, compaction_ratio, reserve_tokens, output_reserve,
             compaction_room=self._compaction_room(window),
@@ -218,6 +220,7 @@ class ContextManager:
         """The engine accepted `request` (its wire form, sent at `at`) whole: what a
         compaction replays."""
         self._last_sent = Replay(tuple(request), tuple(tools), tokens, at)
+        self.on_sent(self._last_sent)
 
     def next_request(
         self,

@@ -143,6 +143,14 @@ class StreamDone:
 StreamItem = TextDelta | ToolCallsReady | StreamDone
 
 
+@dataclass(frozen=True)
+class PromptText:
+    """A request as an engine's chat template rendered it, and what rendered it."""
+
+    text: str
+    rendered_by: str  # e.g. "llama-server's /apply-template"
+
+
 class SegmentTokenizer(Protocol):
     """Counts tokens exactly as one engine's tokenizer and chat template do, one message at a
     time, so a request's count is the sum of cached per-message counts plus fixed framing."""
@@ -172,6 +180,8 @@ class Provider(ABC):
     # compaction then lays its checkpoint after the kept messages instead of ahead of them,
     # so the engine does not evaluate them again (engine/context/compaction.py).
     reuses_moved_cache: bool = False
+    # Whether `render_prompt` can show a request as the engine's chat template makes it.
+    renders_prompts: bool = False
 
     def __init__(self, base_url: str | None = None) -> None:
         url = (base_url or DEFAULT_BASE_URLS.get(self.kind, "")).rstrip("/")
@@ -206,6 +216,13 @@ class Provider(ABC):
         self, model: str, messages: list[Message], tools: list[dict[str, Any]]
     ) -> int | None:
         """The exact prompt tokens this request will cost, where the engine can say."""
+        return None
+
+    async def render_prompt(
+        self, model: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> PromptText | None:
+        """The prompt text the engine makes of this request with its own chat template, and
+        who rendered it; None where the engine cannot say (its wire messages are the truth)."""
         return None
 
     async def loaded_window(self, model: str) -> int | None:

@@ -32,6 +32,7 @@ from engine.providers.base import (
     ChatOptions,
     EngineReport,
     ModelInfo,
+    PromptText,
     Provider,
     StreamDone,
     StreamItem,
@@ -262,6 +263,7 @@ class EmbeddedProvider(Provider):
 
     kind = "embedded"
     loads_model_in_process = True
+    renders_prompts = True  # the GGUF's template, in this process
 
     def __init__(
         self,
@@ -562,6 +564,20 @@ class EmbeddedProvider(Provider):
             return None if tokenizer is None else tokenizer.count_request(messages, tools)
 
         return await asyncio.to_thread(count)
+
+    async def render_prompt(
+        self, model: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> PromptText | None:
+        """The prompt the child evaluates: the same template, rendered in this process."""
+
+        def render() -> PromptText | None:
+            tokenizer = self.segment_tokenizer(model)
+            if tokenizer is None:
+                return None
+            prompt, _ = tokenizer.template.render(template_messages(messages), tools)
+            return PromptText(prompt, "the model's own chat template (embedded)")
+
+        return await asyncio.to_thread(render)
 
     async def aclose(self) -> None:
         child, self._child = self._child, None

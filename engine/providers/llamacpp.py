@@ -18,6 +18,7 @@ from engine.providers.base import (
     EngineNotice,
     EngineReport,
     ModelInfo,
+    PromptText,
     StreamItem,
     Usage,
 )
@@ -58,6 +59,7 @@ class LlamaCppProvider(OpenAICompatProvider):
     owned_by = "llamacpp"
     sampling_dialect = "llamacpp"  # repeat_penalty, top_k 0 for none (tools/server)
     reuses_moved_cache = True  # n_cache_reuse on every request
+    renders_prompts = True  # POST /apply-template
 
     def __init__(self, base_url: str | None = None, **kw: Any) -> None:
         super().__init__(base_url, **kw)
@@ -284,13 +286,9 @@ class LlamaCppProvider(OpenAICompatProvider):
     ) -> int | None:
         """Exact: the server renders its own chat template, then tokenizes the result the way
         a chat request is tokenized. None when this server cannot (e.g. tools without --jinja)."""
-        body: dict[str, Any] = {"messages": [to_openai(m) for m in model_messages(messages)]}
-        if tools:
-            body["tools"] = tools
         try:
-            rendered = await self._post_json("/apply-template", body)
-            prompt = rendered.get("prompt") if isinstance(rendered, dict) else None
-            if not isinstance(prompt, str):
+            prompt = await self._applied_template(messages, tools)
+            if prompt is None:
                 return None
             tokens = await self._post_json(
                 "/tokenize", {"content": prompt, "add_special": True, "parse_special": True}
@@ -301,3 +299,23 @@ class LlamaCppProvider(OpenAICompatProvider):
             return None
         listed = tokens.get("tokens") if isinstance(tokens, dict) else None
         return len(listed) if isinstance(listed, list) else None
+
+    async def render_prompt(
+        self, model: str, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> PromptText | None:
+        try:
+            prompt = await self._applied_template(messages, tools)
+        except ProviderError:
+            return None
+        return PromptText(prompt, "llama-server's /apply-template") if prompt is not None else None
+
+    async def _applied_template(
+        self, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> str | None:
+        """The server's own chat template applied to the request (its prompt text)."""
+        body: dict[str, Any] = {"messages": [to_openai(m) for m in model_messages(messages)]}
+        if tools:
+            body["tools"] = tools
+        rendered = await self._post_json("/apply-template", body)
+        prompt = rendered.get("prompt") if isinstance(rendered, dict) else None
+        return prompt if isinstance(prompt, str) else None

@@ -520,7 +520,7 @@ class ChatSession:
             self._emit(notice_event(message))
 
     def _emit(self, event: Event) -> None:
-        self.conversation.draft.observe(event)
+        self.conversation.observe(event)  # the answer draft; `/context show`
         try:
             self._sink(event)
         except Exception:  # a broken listener must not break the turn

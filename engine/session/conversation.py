@@ -21,9 +21,11 @@ from engine.context.journal_preamble import records_to_show
 from engine.context.restore import compaction_span
 from engine.context.work_state import PREAMBLE_HEAD, CountText
 from engine.conversation_claim import ConversationClaim
+from engine.events import Event
 from engine.messages import Message
 from engine.paths import BrimPaths
 from engine.session.answer_draft import AnswerDraft
+from engine.session.last_request import LastRequests
 from engine.store import Receipt, Store, UnknownConversation
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,7 @@ class Conversation:
         self._on_replaced = on_replaced
         self._journal_due = False  # loaded, its journal not folded in yet
         self.draft = AnswerDraft(self.work_folder)  # the streaming answer, kept through a crash
+        self.last_requests = LastRequests()  # what the model saw, for `/context show`
 
     # -- the store and the claim ---------------------------------------------------------
 
@@ -103,6 +106,7 @@ class Conversation:
         assert self.store is not None
         self.id = conversation_id
         self._messages = self.store.messages(conversation_id)
+        self.last_requests.forget()
         self._journal_due = True
         for message in self.draft.recover(self._messages):  # an answer a crash cut short
             self.append(message)
@@ -115,7 +119,14 @@ class Conversation:
         )
         self._take_claim(self.id)
         self._messages = []
+        self.last_requests.forget()
         self._journal_due = False
+
+    def observe(self, event: Event) -> None:
+        """Every event the session emits: the streaming answer is kept through a crash, and
+        `/context show` is answered from the requests kept (engine/session/last_request.py)."""
+        self.draft.observe(event)
+        self.last_requests.observe(event)
 
     def work_folder(self) -> Path:
         """The conversation's own folder: its journal, work state and tool results."""

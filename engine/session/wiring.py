@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.agent.loop import AgentLoop
 from engine.config import AgentConfig, load_agents
@@ -34,10 +35,11 @@ from engine.memory import SessionMemory
 from engine.memory.replayed_scan import replay_instruction
 from engine.messages import Message, user
 from engine.paths import BrimPaths
-from engine.providers.base import Provider
+from engine.providers.base import PromptText, Provider
 from engine.session.adapters import RegistryRunner, workspace_tools
 from engine.session.budget import fit_tool_schemas, output_reserve
 from engine.session.conversation import Conversation
+from engine.session.last_request import RequestBinding
 from engine.session.tools_offer import tools_offered
 from engine.tokens import TokenCounter
 from engine.tools import Approver, ToolResultStore
@@ -118,6 +120,7 @@ def wire_agent_loop(
         tools.on_unknown = setting.mcp.joining.unknown_tool
         ladder_sink = setting.mcp.joining.watching(ladder_sink)
     reserve = output_reserve(agent, provider)
+    conversation.last_requests.bind(_request_binding(agent, provider, counter, conversation, hooks))
     advice = decide_tool_schemas(tools, agent, provider, counter, window, conversation.messages)
     context = ContextManager(
         window=window.window,
@@ -137,6 +140,7 @@ def wire_agent_loop(
         tools_offered=tools is not None,
         summarizer_record=summarizer_record(agent, provider, setting),
         instruction_tokens=replay_instruction_tokens(counter),
+        on_sent=conversation.last_requests.record,
     )
     loop = AgentLoop(
         agent=agent,
@@ -171,6 +175,27 @@ def decide_tool_schemas(
     space = window.window - reserve
     return fit_tool_schemas(
         tools, counter, messages, space=space, window=window.window, provider=agent.provider
+    )
+
+
+def _request_binding(
+    agent: AgentConfig,
+    provider: Provider,
+    counter: TokenCounter,
+    conversation: Conversation,
+    hooks: LoopHooks,
+) -> RequestBinding:
+    """What "What the model saw" reads: this loop's counter and engine (the provider itself,
+    not memory's wrapper: rendering is no chat request)."""
+
+    async def render(messages: list[Message], tools: list[dict[str, Any]]) -> PromptText | None:
+        return await provider.render_prompt(agent.model, messages, tools)
+
+    return RequestBinding(
+        counter=counter,
+        render=render if provider.renders_prompts else None,
+        emit=hooks.sink,
+        history=conversation.live,
     )
 
 

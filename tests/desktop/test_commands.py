@@ -21,7 +21,12 @@ def test_typing_a_slash_offers_the_commands_and_tab_takes_one(qtbot, open_deskto
     d = open_desktop()
     qtbot.keyClicks(d.window.composer, "/co")
     qtbot.waitUntil(d.window.composer.completion_visible)
-    assert d.window.composer.completion_candidates() == ["/compact", "/compaction", "/context"]
+    assert d.window.composer.completion_candidates() == [
+        "/compact",
+        "/compaction",
+        "/context",
+        "/context show",
+    ]
     qtbot.keyClick(d.window.composer, Qt.Key.Key_Tab)
     assert d.window.composer.toPlainText() == "/compact"
     assert not d.window.composer.completion_visible()

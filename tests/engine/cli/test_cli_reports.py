@@ -115,3 +115,24 @@ def test_headless_chat_shows_and_restores_a_compaction_and_conversations_lists_i
         data_dir=tmp_path,
     )
     assert json.loads(shown.stdout)["messages"][0]["content"].startswith("Message 0: ")
+
+
+def test_headless_context_show_prints_what_the_model_saw_as_one_json_line(tmp_path: Path):
+    with FakeLlamaServer(n_ctx=4096) as fake:
+        run = run_brim(
+            ["chat", "--headless", "--provider", "llamacpp", "--base-url", fake.url],
+            data_dir=tmp_path,
+            stdin="Hello there\nAnd again\n/context show\n",
+        )
+        sent = fake.chat_requests[-1].body
+    assert run.returncode == 0, run.stderr
+    (view,) = run.of_type("request_view")
+    assert isinstance(sent, dict)
+    assert [m["content"] for m in view["messages"]] == [m["content"] for m in sent["messages"]]
+    assert view["rendered_by"] == "llama-server's /apply-template"
+    assert "And again" in view["rendered"]
+    parts = {p["part"]: p for p in view["parts"]}
+    assert parts["new"]["messages"] == 1 and parts["kept"]["messages"] == 2
+    assert sum(p["tokens"] for p in view["parts"]) == view["counted_tokens"]
+    assert [c["change"] for c in view["changes"]] == ["added", "added"]
+    assert len(run.of_type("last_request")) == 2
