@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from bench._kv_reuse_server import RecordingServerProvider
 from bench._llama_server import llama_server_binary, running_llama_server
 from bench.kv_reuse import Case, Request, Tally, common_prefix, slide
 from engine.config import default_agent
+from engine.events import CompactionEvent, Event
 from engine.messages import Message
 from engine.paths import BrimPaths
 from engine.providers.base import ChatOptions, StreamItem
@@ -99,6 +100,7 @@ def fact_in(messages: list[Message]) -> bool:
 class Run:
     tally: Tally
     fact_kept: bool
+    sources: list[str] = field(default_factory=list)  # each checkpoint's: freeform, guided…
 
 
 async def _brim(url: str, window: int, turns: list[str]) -> Run:
@@ -107,11 +109,17 @@ async def _brim(url: str, window: int, turns: list[str]) -> Run:
     agent = default_agent().with_changes(
         provider="llamacpp", base_url=url, model="", num_ctx=window, max_tokens=MAX_TOKENS
     )
+    sources: list[str] = []
+
+    def sink(event: Event) -> None:
+        if isinstance(event, CompactionEvent) and event.phase == "finished":
+            sources.append(event.summary)
+
     with tempfile.TemporaryDirectory() as home:
         session = ChatSession(
             agent,
             BrimPaths.resolve(Path(home)),
-            lambda _e: None,
+            sink,
             provider=provider,
             memory=True,
             compact_ahead=True,  # as the desktop and headless run it
@@ -124,7 +132,7 @@ async def _brim(url: str, window: int, turns: list[str]) -> Run:
             _progress(window, "brim", i)
         tally.wall_s = time.perf_counter() - started
         await session.close()
-    return Run(tally, fact_in(provider.last_agent))
+    return Run(tally, fact_in(provider.last_agent), sources)
 
 
 async def _sliding(url: str, window: int, turns: list[str], *, reuse: bool) -> Run:
@@ -202,10 +210,12 @@ def main() -> list[dict[str, Any]]:
         runs = {client: on_server(window, client, turns) for client in clients}
         base = runs["sliding, reuse"]
         for client, run in runs.items():
+            made = f", checkpoints: {', '.join(run.sources)}" if run.sources else ""
             out.append(
                 {
                     "measure": f"{window}: {client}: evaluated anew, {len(run.tally.requests)} "
-                    f"requests, fact in the last request: {'yes' if run.fact_kept else 'no'}",
+                    f"requests, fact in the last request: {'yes' if run.fact_kept else 'no'}"
+                    + made,
                     "brim": run.tally.evaluated,
                     "baseline": base.tally.evaluated,
                     "baseline is": "sliding window with chunk reuse"
