@@ -1,9 +1,11 @@
 """The window gives the chat the room: below a width the context rail folds into a toggle,
 and below a smaller one the sidebar collapses to a strip of icons, so the chat column keeps
 at least CHAT_MIN pixels. A user who opens a folded panel keeps it open until the window is
-wide enough to show it anyway. A window placed off its screen (a geometry saved on a larger
-one) is brought back onto the screen it opens on. The chat column and the rail's column are
-put together here from the widgets the window made (it alone drives them).
+wide enough to show it anyway; an opened rail takes its room from the sidebar, then narrows
+(to RAIL_MIN at least) before the chat gets less than CHAT_MIN. A window placed off its screen
+(a geometry saved on a larger one) is brought back onto the screen it opens on. The chat
+column and the rail's column are put together here from the widgets the window made (it alone
+drives them).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 CHAT_MIN = 480  # the chat column's least width, in pixels
+RAIL_MIN = 220  # the narrowest an opened folded rail becomes to leave the chat CHAT_MIN
 STRIP_WIDTH = 44  # a folded panel's strip
 SLACK = 40  # the chat column's own margins and the splitter handle
 
@@ -30,6 +33,13 @@ def fold_widths(sidebar: int, rail: int) -> tuple[int, int]:
     rail_fold = sidebar + rail + CHAT_MIN + SLACK
     sidebar_fold = sidebar + CHAT_MIN + STRIP_WIDTH + SLACK
     return rail_fold, sidebar_fold
+
+
+def opened_rail_width(window: int, beside: int, rail: int) -> int:
+    """The width of a folded rail the user opened: its own, or narrower (down to RAIL_MIN)
+    where the window, less what else stands `beside` the chat, would leave the chat less than
+    CHAT_MIN."""
+    return max(RAIL_MIN, min(rail, window - beside - CHAT_MIN))
 
 
 def on_screen(window: QRect, screen: QRect) -> QRect:
@@ -126,6 +136,7 @@ class FittedLayout(QObject):
         self._window = window
         self._sidebar = sidebar
         self._rail = rail
+        self._rail_width = rail_width
         self._rail_fold, self._sidebar_fold = fold_widths(sidebar_width, rail_width)
         self._opened: set[str] = set()  # panels the user opened while they were folded
         self.rail_folded = False
@@ -171,6 +182,12 @@ class FittedLayout(QObject):
         )
         self._sidebar.setVisible(sidebar_shown)
         self.icons.setVisible(self.sidebar_collapsed)
+        if self.rail_folded and rail_shown:
+            strips = STRIP_WIDTH * (1 + self.sidebar_collapsed)
+            beside = strips + (self._sidebar.width() if sidebar_shown else 0)
+            self._rail.setFixedWidth(opened_rail_width(width, beside, self._rail_width))
+        else:
+            self._rail.setFixedWidth(self._rail_width)
         self.show_sidebar.setToolTip("Hide the sidebar" if sidebar_shown else "Show the sidebar")
         self.changed.emit()
 

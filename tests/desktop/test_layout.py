@@ -87,3 +87,60 @@ def test_the_window_opens_on_its_screen_whatever_the_saved_place(qtbot, open_des
     window.move(area.right() + 300, area.bottom() + 300)
     window.show()
     qtbot.waitUntil(lambda: area.contains(window.frameGeometry()), timeout=2000)
+
+
+def _open_the_folded_rail(qtbot: Any, window: Any, width: int, height: int) -> None:
+    window.resize(width, height)
+    qtbot.waitUntil(lambda: window.width() == width and window.fitted.rail_folded)
+    qtbot.mouseClick(window.fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: _shown(window.fitted.rail_panel))
+    qtbot.wait(20)
+
+
+def test_at_800_by_600_the_opened_rail_leaves_the_chat_its_room(qtbot, open_desktop):
+    d = open_desktop()
+    _open_the_folded_rail(qtbot, d.window, 800, 600)
+    rail = d.window.fitted.rail_panel
+    assert _chat_width(d.window) >= CHAT_MIN
+    # The rail is still there to read, beside the chat, not over it.
+    assert rail.width() >= 200
+    assert rail.geometry().left() >= d.window.transcript.parentWidget().geometry().right()
+
+
+def _hint_lines(hint: Any) -> int:
+    metrics = hint.fontMetrics()
+    room = QRect(0, 0, hint.contentsRect().width(), 10_000)
+    drawn = metrics.boundingRect(room, Qt.TextFlag.TextWordWrap, hint.text())
+    assert drawn.width() <= hint.contentsRect().width()  # nothing cut at the right
+    return round(drawn.height() / metrics.lineSpacing())
+
+
+def _memory_waiting(window: Any) -> None:
+    window.show_memory("Review the suggestions")
+    window.show_waiting(3)
+
+
+def test_the_key_hint_keeps_to_one_line_at_1280_beside_a_memory_notice(qtbot, open_desktop):
+    d = open_desktop()
+    _memory_waiting(d.window)
+    d.window.resize(1280, 800)
+    qtbot.waitUntil(lambda: d.window.width() == 1280)
+    qtbot.wait(20)
+    assert d.window.memory_badge.isVisibleTo(d.window)
+    assert _hint_lines(d.window.hint) == 1
+    assert "Esc stops" in d.window.hint.text() and "/ " in d.window.hint.text()
+
+
+@pytest.mark.parametrize("rail_open", [False, True])
+def test_the_key_hint_takes_at_most_two_lines_at_800(qtbot, open_desktop, rail_open):
+    d = open_desktop()
+    _memory_waiting(d.window)
+    if rail_open:
+        _open_the_folded_rail(qtbot, d.window, 800, 600)
+    else:
+        d.window.resize(800, 600)
+        qtbot.waitUntil(lambda: d.window.width() == 800)
+        qtbot.wait(20)
+    assert _hint_lines(d.window.hint) <= 2
+    for key in ("Enter", "Esc", "/"):
+        assert key in d.window.hint.text()
