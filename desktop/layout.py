@@ -174,20 +174,26 @@ class FittedLayout(QObject):
         )
         rail_shown = not self.rail_folded or "rail" in self._opened
         sidebar_shown = not self.sidebar_collapsed or "sidebar" in self._opened
-        self._rail.setVisible(rail_shown)
-        self.rail_strip.setVisible(self.rail_folded)
+        rail_width = self._rail_width
+        if self.rail_folded and rail_shown:
+            strips = STRIP_WIDTH * (1 + self.sidebar_collapsed)
+            beside = strips + (self._sidebar.width() if sidebar_shown else 0)
+            rail_width = opened_rail_width(width, beside, self._rail_width)
+        self._rail.setFixedWidth(rail_width)
+        # What goes goes first, and the rail shows at its width: a real X window asked for
+        # more room than it has grows to hold it.
+        panels = (
+            (self._sidebar, sidebar_shown),
+            (self.icons, self.sidebar_collapsed),
+            (self._rail, rail_shown),
+            (self.rail_strip, self.rail_folded),
+        )
+        for panel, shown in sorted(panels, key=lambda item: item[1]):
+            panel.setVisible(shown)
         self.rail_toggle.setChecked(rail_shown)
         self.rail_toggle.setToolTip(
             "Hide the context rail" if rail_shown else "Show the context rail"
         )
-        self._sidebar.setVisible(sidebar_shown)
-        self.icons.setVisible(self.sidebar_collapsed)
-        if self.rail_folded and rail_shown:
-            strips = STRIP_WIDTH * (1 + self.sidebar_collapsed)
-            beside = strips + (self._sidebar.width() if sidebar_shown else 0)
-            self._rail.setFixedWidth(opened_rail_width(width, beside, self._rail_width))
-        else:
-            self._rail.setFixedWidth(self._rail_width)
         self.show_sidebar.setToolTip("Hide the sidebar" if sidebar_shown else "Show the sidebar")
         self.changed.emit()
 

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QLabel, QPushButton, QWidget
 HINT = (
     "Enter sends  ·  Shift+Enter new line  ·  Esc stops  ·  / for commands",
     "Enter sends · Shift+Enter new line · Esc stops · / commands",
-    "Enter sends · Esc stops · / commands",
+    # Where even this wraps, it wraps between the keys, not inside one (no-break spaces).
+    "Enter\u00a0sends\u00a0· Esc\u00a0stops\u00a0· /\u00a0commands",
 )
 STATE_HINTS = {
     "compacting": (

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, Qt
 
-from desktop.layout import CHAT_MIN, on_screen
+from desktop.layout import CHAT_MIN, STRIP_WIDTH, on_screen
 
 SIZES = [(698, 480), (900, 600), (1280, 800), (1920, 1080)]
 
@@ -107,6 +107,33 @@ def test_at_800_by_600_the_opened_rail_leaves_the_chat_its_room(qtbot, open_desk
     assert rail.geometry().left() >= d.window.transcript.parentWidget().geometry().right()
 
 
+class _ShownWidths(QObject):
+    """The width a widget is allowed (its fixed width) each time it is shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.widths: list[int] = []
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Show:
+            self.widths.append(watched.maximumWidth())
+        return False
+
+
+def test_the_opened_rail_is_narrowed_before_it_shows_so_the_window_does_not_grow(
+    qtbot, open_desktop
+):
+    # Shown at its full width first, the rail would ask a real X window for more than
+    # 800 px, and the window would grow to hold it.
+    d = open_desktop()
+    d.window.resize(800, 600)
+    qtbot.waitUntil(lambda: d.window.width() == 800 and d.window.fitted.rail_folded)
+    shown = _ShownWidths()
+    d.window.fitted.rail_panel.installEventFilter(shown)
+    qtbot.mouseClick(d.window.fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    assert shown.widths and shown.widths[0] <= 800 - 2 * STRIP_WIDTH - CHAT_MIN
+
+
 def _hint_lines(hint: Any) -> int:
     metrics = hint.fontMetrics()
     room = QRect(0, 0, hint.contentsRect().width(), 10_000)
@@ -141,6 +168,7 @@ def test_the_key_hint_takes_at_most_two_lines_at_800(qtbot, open_desktop, rail_o
         d.window.resize(800, 600)
         qtbot.waitUntil(lambda: d.window.width() == 800)
         qtbot.wait(20)
+    assert d.window.width() == 800  # the window did not grow to hold the row
     assert _hint_lines(d.window.hint) <= 2
     for key in ("Enter", "Esc", "/"):
         assert key in d.window.hint.text()
