@@ -23,7 +23,9 @@ from PySide6.QtWidgets import (
 )
 
 CHAT_MIN = 480  # the chat column's least width, in pixels
-RAIL_MIN = 220  # the narrowest an opened folded rail becomes to leave the chat CHAT_MIN
+# The narrowest an opened folded rail becomes to leave the chat CHAT_MIN: its memory queue's
+# header still whole.
+RAIL_MIN = 232
 STRIP_WIDTH = 44  # a folded panel's strip
 SLACK = 40  # the chat column's own margins and the splitter handle
 

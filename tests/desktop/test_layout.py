@@ -172,3 +172,16 @@ def test_the_key_hint_takes_at_most_two_lines_at_800(qtbot, open_desktop, rail_o
     assert _hint_lines(d.window.hint) <= 2
     for key in ("Enter", "Esc", "/"):
         assert key in d.window.hint.text()
+
+
+@pytest.mark.parametrize("width", [698, 800])
+def test_the_narrowed_rail_shows_its_content_whole(qtbot, open_desktop, width):
+    d = open_desktop()
+    d.window.show_memory("Review the suggestions")
+    _open_the_folded_rail(qtbot, d.window, width, 480)
+    body = d.window.rail
+    viewport = body.parentWidget()
+    # Content wider than the rail's viewport is cut at its right edge (no sideways scroll).
+    assert body.minimumSizeHint().width() <= viewport.width()
+    queue = d.window.review_queue
+    assert queue.minimumSizeHint().width() <= queue.width()
