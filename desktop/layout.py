@@ -1,9 +1,11 @@
 """The window gives the chat the room: below a width the context rail folds into a toggle,
 and below a smaller one the sidebar collapses to a strip of icons, so the chat column keeps
 at least CHAT_MIN pixels. A user who opens a folded panel keeps it open until the window is
-wide enough to show it anyway. A window placed off its screen (a geometry saved on a larger
-one) is brought back onto the screen it opens on. The chat column and the rail's column are
-put together here from the widgets the window made (it alone drives them).
+wide enough to show it anyway; an opened rail takes its room from the sidebar, then narrows
+(to RAIL_MIN at least) before the chat gets less than CHAT_MIN. A window placed off its screen
+(a geometry saved on a larger one) is brought back onto the screen it opens on. The chat
+column and the rail's column are put together here from the widgets the window made (it alone
+drives them).
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from PySide6.QtWidgets import (
 )
 
 CHAT_MIN = 480  # the chat column's least width, in pixels
+# The narrowest an opened folded rail becomes to leave the chat CHAT_MIN: its memory queue's
+# header still whole.
+RAIL_MIN = 232
 STRIP_WIDTH = 44  # a folded panel's strip
 SLACK = 40  # the chat column's own margins and the splitter handle
 
@@ -30,6 +35,13 @@ def fold_widths(sidebar: int, rail: int) -> tuple[int, int]:
     rail_fold = sidebar + rail + CHAT_MIN + SLACK
     sidebar_fold = sidebar + CHAT_MIN + STRIP_WIDTH + SLACK
     return rail_fold, sidebar_fold
+
+
+def opened_rail_width(window: int, beside: int, rail: int) -> int:
+    """The width of a folded rail the user opened: its own, or narrower (down to RAIL_MIN)
+    where the window, less what else stands `beside` the chat, would leave the chat less than
+    CHAT_MIN."""
+    return max(RAIL_MIN, min(rail, window - beside - CHAT_MIN))
 
 
 def on_screen(window: QRect, screen: QRect) -> QRect:
@@ -126,6 +138,7 @@ class FittedLayout(QObject):
         self._window = window
         self._sidebar = sidebar
         self._rail = rail
+        self._rail_width = rail_width
         self._rail_fold, self._sidebar_fold = fold_widths(sidebar_width, rail_width)
         self._opened: set[str] = set()  # panels the user opened while they were folded
         self.rail_folded = False
@@ -163,14 +176,26 @@ class FittedLayout(QObject):
         )
         rail_shown = not self.rail_folded or "rail" in self._opened
         sidebar_shown = not self.sidebar_collapsed or "sidebar" in self._opened
-        self._rail.setVisible(rail_shown)
-        self.rail_strip.setVisible(self.rail_folded)
+        rail_width = self._rail_width
+        if self.rail_folded and rail_shown:
+            strips = STRIP_WIDTH * (1 + self.sidebar_collapsed)
+            beside = strips + (self._sidebar.width() if sidebar_shown else 0)
+            rail_width = opened_rail_width(width, beside, self._rail_width)
+        self._rail.setFixedWidth(rail_width)
+        # What goes goes first, and the rail shows at its width: a real X window asked for
+        # more room than it has grows to hold it.
+        panels = (
+            (self._sidebar, sidebar_shown),
+            (self.icons, self.sidebar_collapsed),
+            (self._rail, rail_shown),
+            (self.rail_strip, self.rail_folded),
+        )
+        for panel, shown in sorted(panels, key=lambda item: item[1]):
+            panel.setVisible(shown)
         self.rail_toggle.setChecked(rail_shown)
         self.rail_toggle.setToolTip(
             "Hide the context rail" if rail_shown else "Show the context rail"
         )
-        self._sidebar.setVisible(sidebar_shown)
-        self.icons.setVisible(self.sidebar_collapsed)
         self.show_sidebar.setToolTip("Hide the sidebar" if sidebar_shown else "Show the sidebar")
         self.changed.emit()
 

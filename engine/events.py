@@ -168,11 +168,13 @@ NOTICE_ANSWER_CUT: Final = "answer_cut"
 NOTICE_REPETITION: Final = "repetition"
 # More tool calls in one answer than run (engine/agent/answer_calls.py): calls, run, not_run.
 NOTICE_CALLS_CAPPED: Final = "tool_calls_capped"
-# The agent has no tools in this conversation although it was given a folder: `reason` says
-# why (the model cannot call tools, so its engine reports; or the engine refused them).
+# Tools the agent was given are withheld in this conversation: `reason` says why (the model
+# cannot call tools, so its engine reports; the engine refused them; or, for an agent with
+# MCP servers, no folder: `withheld` is "files", the MCP tools still go out).
 NOTICE_TOOLS_UNAVAILABLE: Final = "tools_unavailable"
 TOOLS_REASON_MODEL = "model_cannot_call_tools"
 TOOLS_REASON_ENGINE = "engine_refused"
+TOOLS_REASON_NO_FOLDER = "no_folder"
 # The context ladder's notices (engine/context/manager.py), with their figures in `details`:
 # NOTICE_AUTO_COMPACTING (the "…: auto-compacting…" line: used, window), NOTICE_COMPACTED
 # (the compaction that finished: messages_before, messages_after, tokens_saved, and summary,

@@ -214,6 +214,7 @@ class ContextRail(QFrame):
         self.timeline = TimelineChart()
         self.legend = QLabel(legend_html(), objectName="railMuted")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setWordWrap(True)  # a narrowed rail (desktop/layout.py) wraps it
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 12)

@@ -111,6 +111,7 @@ class ReviewQueuePanel(QFrame):
         body.addLayout(buttons)
 
         header = QHBoxLayout()
+        header.setSpacing(0)  # the toggle's own padding parts it from the count
         header.addWidget(self.toggle)
         header.addWidget(self.count)
         header.addStretch(1)

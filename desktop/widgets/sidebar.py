@@ -114,9 +114,9 @@ class Sidebar(QFrame):
         self._undo_timer.setSingleShot(True)
         self._undo_timer.timeout.connect(self.undo_bar.hide)
 
-        self.folder_button = QPushButton("Folder: none (tools off)", objectName="flat")
+        self.folder_button = QPushButton("Folder: none (file tools off)", objectName="flat")
         self.folder_button.setToolTip(
-            "The folder new conversations work in; without one the agent only chats"
+            "The folder new conversations work in; without one the agent has no file tools"
         )
         self.folder_button.clicked.connect(self.folder_requested)
 
@@ -229,7 +229,7 @@ class Sidebar(QFrame):
             self.folder_button.setText(f"Folder: {name}")
             self.folder_button.setToolTip(f"New conversations work in {folder}")
         else:
-            self.folder_button.setText("Folder: none (tools off)")
+            self.folder_button.setText("Folder: none (file tools off)")
 
     def conversation_titles(self, agent: str) -> list[str]:
         for index in range(self.tree.topLevelItemCount()):

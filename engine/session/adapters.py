@@ -28,6 +28,7 @@ from engine.tools import (
     ToolRegistry,
     default_registry,
 )
+from engine.tools.builtin import conversation_registry
 from engine.tools.compact_schemas import compact_schemas
 
 
@@ -114,16 +115,21 @@ def workspace_tools(
     messages: Callable[[], list[Message]],
     credentials: Credentials | None = None,
     emit: EventSink | None = None,
+    mcp: bool = False,
 ) -> RegistryRunner | None:
-    """Tools need a workspace to stay inside; without one the agent only chats. With memory
-    on, its tools join the default registry, reading the conversation's live messages.
-    `credentials` are kept from the tools' children and results; `emit` hears when a
-    result had secrets taken out."""
-    if workspace is None:
+    """The file tools need a workspace to stay inside; without one, and without MCP servers
+    (`mcp`: their tools are attached to this registry after), the agent only chats. Without
+    a folder, an MCP agent keeps the tools that act on the conversation. With memory on,
+    its tools join the registry, reading the conversation's live messages. `credentials`
+    are kept from the tools' children and results; `emit` hears when a result had secrets
+    taken out."""
+    if workspace is None and not mcp:
         return None
     known = credentials or Credentials()
     ctx = ToolContext(
-        workspace=workspace.resolve(),
+        # No file tool is registered without a folder: the results folder stands in for
+        # the workspace that nothing reads.
+        workspace=workspace.resolve() if workspace is not None else results_dir,
         tool_results_dir=results_dir,
         work_state=state,
         approver=approver,
@@ -131,7 +137,7 @@ def workspace_tools(
         credential_variables=known.variables,
         credentials=known.values,
     )
-    registry = default_registry()
+    registry = default_registry() if workspace is not None else conversation_registry()
     if memory is not None:
         for tool in memory.tools(lambda: model_messages(messages())):
             registry.register(tool)

@@ -488,13 +488,13 @@ class ChatSession:
             await fold_in_journal(loop, self.conversation, self._ensure_counter().count_text)
 
     def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
-        """A folder was given to a model that cannot call tools: said once per conversation."""
-        if text := offer.tools_unavailable_notice(self.workspace, resolution, self.conversation):
+        """Tools given but withheld (session/tools_offer.py): said once per conversation."""
+        if text := offer.tools_withheld(self.agent, self.workspace, resolution, self.conversation):
             self._append(text, emit=True)
 
     def _write_system_prompt(self) -> None:
         """A new conversation's system message, or a saved one's changed stable prompt."""
-        parts = offer.PromptParts(self.agent.system_prompt, self.workspace, self._memory.line)
+        parts = offer.prompt_parts(self.agent, self.workspace, self._memory.line)
         if message := offer.system_message_due(self._messages, parts, self._window):
             self._append(message)
 

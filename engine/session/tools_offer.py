@@ -1,10 +1,12 @@
 """Whether the agent's model is sent tools, and what a new conversation says because of it.
 
-Tools need a workspace to stay inside, and a model whose engine says it cannot call them is
-sent none (Ollama refuses the whole request). The system prompt follows the same decision:
-it names tools and the working directory only when tools go out, so a model that has none
-is not invited to invent what a file holds. A folder given to such a model is said once,
-with the reason as data.
+The file tools need a workspace to stay inside; an agent's MCP servers need none (a clock, a
+web search), so with MCP servers and no folder the tools go out without the file tools. A
+model whose engine says it cannot call tools is sent none (Ollama refuses the whole
+request). The system prompt follows the same decision: it names tools and the working
+directory only when they go out, so a model that has none is not invited to invent what a
+file holds. What is withheld (a folder's tools from such a model, its MCP tools, the file
+tools of an MCP agent without a folder) is said once, with the reason as data.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.events import NOTICE_TOOLS_UNAVAILABLE, TOOLS_REASON_MODEL, NoticeEvent
+from engine.config import AgentConfig
+from engine.events import (
+    NOTICE_TOOLS_UNAVAILABLE,
+    TOOLS_REASON_MODEL,
+    TOOLS_REASON_NO_FOLDER,
+    NoticeEvent,
+)
 from engine.memory import standing_for
 from engine.messages import Message, model_messages, system
 from engine.prompt import system_prompt
@@ -22,10 +30,13 @@ from engine.session.ledger import notice_message
 from engine.window.resolution import WindowResolution
 
 
-def tools_offered(workspace: Path | None, window: WindowResolution | None) -> bool:
-    """Tools go out with a workspace, to a model not known to be unable to call them (an
-    unknown window or an engine that does not say keeps them)."""
-    return workspace is not None and (window is None or window.tool_calls is not False)
+def tools_offered(
+    workspace: Path | None, window: WindowResolution | None, *, mcp: bool = False
+) -> bool:
+    """Tools go out with a workspace or MCP servers (`mcp`), to a model not known to be
+    unable to call them (an unknown window or an engine that does not say keeps them)."""
+    wanted = workspace is not None or mcp
+    return wanted and (window is None or window.tool_calls is not False)
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,12 @@ class PromptParts:
     agent_prompt: str
     workspace: Path | None
     memory_line: str
+    mcp: bool = False  # the agent has MCP servers: tools go out without a folder too
+
+
+def prompt_parts(agent: AgentConfig, workspace: Path | None, memory_line: str) -> PromptParts:
+    """The prompt's parts for `agent` working in `workspace` (None: no folder)."""
+    return PromptParts(agent.system_prompt, workspace, memory_line, mcp=bool(agent.mcp))
 
 
 # A changed stable prompt's message keeps the prompt itself here; its content frames it.
@@ -48,7 +65,7 @@ def _prompt_text(
     """The stable prompt for `parts`; its memory line worded for whether tools go out
     (`as_saved`: the line as the saved conversation's prompt has it, whatever its wording)."""
     workspace = parts.workspace
-    tools = tools_offered(workspace, window)
+    tools = tools_offered(workspace, window, mcp=parts.mcp)
     line = parts.memory_line if as_saved else standing_for(parts.memory_line, tools=tools)
     return system_prompt(
         parts.agent_prompt,
@@ -110,29 +127,50 @@ def system_message_due(
     return changed_system_message(messages, parts, window) if window is not None else None
 
 
-def no_tool_calls_notice(model: str, workspace: Path) -> str:
-    """A folder was given for the agent to work in, but the model cannot call tools."""
+def no_tool_calls_notice(model: str, workspace: Path | None, servers: tuple[str, ...] = ()) -> str:
+    """A folder was given for the agent to work in, or MCP servers, but the model cannot
+    call tools."""
+    what = []
+    if workspace is not None:
+        what.append(f"read files in {workspace} or run commands")
+    if servers:
+        what.append(f"use the tools of its MCP servers ({', '.join(servers)})")
     return (
-        f"{model} cannot call tools (so its engine reports), so the agent can "
-        f"neither read files in {workspace} nor run commands. For work on files, pick "
-        "a model that calls tools (Qwen2.5 Instruct, for example) in the agent editor."
+        f"{model} cannot call tools (so its engine reports), so the agent cannot "
+        f"{' nor '.join(what)}. For work with tools, pick a model that calls them "
+        "(Qwen2.5 Instruct, for example) in the agent editor."
     )
 
 
-def tools_unavailable_notice(
-    workspace: Path | None, window: WindowResolution, conversation: Conversation
+def no_folder_notice(servers: tuple[str, ...]) -> str:
+    """An agent with MCP servers, in a conversation without a folder."""
+    return (
+        f"The agent has its MCP servers' tools ({', '.join(servers)}) but no file tools: "
+        "this conversation has no folder to work in. Choose a folder in the sidebar for "
+        "reading files and running commands."
+    )
+
+
+def tools_withheld(
+    agent: AgentConfig,
+    workspace: Path | None,
+    window: WindowResolution,
+    conversation: Conversation,
 ) -> Message | None:
-    """The notice a conversation keeps when a folder was given to a model that cannot call
-    tools; None when there is nothing to say or the conversation has said it already."""
-    if workspace is None or window.tool_calls is not False:
+    """The notice a conversation keeps when tools it was given are withheld: a folder or
+    MCP servers given to a model that cannot call tools, or the file tools of an agent
+    with MCP servers but no folder. None when nothing is withheld or it was said already."""
+    servers = tuple(server.name for server in agent.mcp)
+    details: dict[str, int | str]
+    if window.tool_calls is False and (workspace is not None or servers):
+        text = no_tool_calls_notice(window.model, workspace, servers)
+        details = {"reason": TOOLS_REASON_MODEL, "model": window.model}
+    elif workspace is None and servers:
+        text = no_folder_notice(servers)
+        details = {"reason": TOOLS_REASON_NO_FOLDER, "withheld": "files"}
+    else:
         return None
-    text = no_tool_calls_notice(window.model, workspace)
     if conversation.has_notice(text):
         return None
-    event = NoticeEvent(
-        "warning",
-        text,
-        kind=NOTICE_TOOLS_UNAVAILABLE,
-        details={"reason": TOOLS_REASON_MODEL, "model": window.model},
-    )
+    event = NoticeEvent("warning", text, kind=NOTICE_TOOLS_UNAVAILABLE, details=details)
     return notice_message(event)

@@ -1,6 +1,7 @@
 """How a session's agent loop is put together: one function from its parts to the loop.
 
-`wire_agent_loop` builds the tools (none when the model cannot call them), decides whether
+`wire_agent_loop` builds the tools (none when the model cannot call them; no file tools
+without a folder, though an agent's MCP tools go out), decides whether
 their schemas go compact (`decide_tool_schemas`, again when the engine reveals another
 window), and builds the context ladder and the loop over the
 conversation. It changes nothing of the session: the session keeps the loop it returns, and
@@ -99,10 +100,12 @@ def wire_agent_loop(
     journal = None if setting.ephemeral else Journal(work / "journal.jsonl")
     state = WorkState(work / "state.json")
     results_dir = paths.tool_results_dir(agent.name, conversation.id)
-    # A model that cannot call tools gets none: Ollama refuses the whole request.
-    offered = tools_offered(setting.workspace, window)
+    # A model that cannot call tools gets none: Ollama refuses the whole request. MCP tools
+    # need no folder; the file tools do.
+    offered = tools_offered(setting.workspace, window, mcp=bool(setting.mcp))
     tools = workspace_tools(
         setting.workspace if offered else None,
+        mcp=offered and bool(setting.mcp),
         results_dir=results_dir,
         state=state,
         approver=setting.approver,

@@ -27,4 +27,10 @@ def default_registry() -> ToolRegistry:
     return ToolRegistry(builtin_tools())
 
 
+def conversation_registry() -> ToolRegistry:
+    """The built-in tools that act on the conversation, not on files: an agent without a
+    folder (but with MCP servers) keeps these."""
+    return ToolRegistry((WORK_STATE_TOOL, SUMMARIZE_TOOL, RETRIEVE_TOOL_DEF))
+
+
 APPROVAL_TOOLS = frozenset(t.name for t in builtin_tools() if t.needs_approval)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QEvent, QObject, QRect, Qt
 
-from desktop.layout import CHAT_MIN, on_screen
+from desktop.layout import CHAT_MIN, STRIP_WIDTH, on_screen
 
 SIZES = [(698, 480), (900, 600), (1280, 800), (1920, 1080)]
 
@@ -87,3 +87,101 @@ def test_the_window_opens_on_its_screen_whatever_the_saved_place(qtbot, open_des
     window.move(area.right() + 300, area.bottom() + 300)
     window.show()
     qtbot.waitUntil(lambda: area.contains(window.frameGeometry()), timeout=2000)
+
+
+def _open_the_folded_rail(qtbot: Any, window: Any, width: int, height: int) -> None:
+    window.resize(width, height)
+    qtbot.waitUntil(lambda: window.width() == width and window.fitted.rail_folded)
+    qtbot.mouseClick(window.fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: _shown(window.fitted.rail_panel))
+    qtbot.wait(20)
+
+
+def test_at_800_by_600_the_opened_rail_leaves_the_chat_its_room(qtbot, open_desktop):
+    d = open_desktop()
+    _open_the_folded_rail(qtbot, d.window, 800, 600)
+    rail = d.window.fitted.rail_panel
+    assert _chat_width(d.window) >= CHAT_MIN
+    # The rail is still there to read, beside the chat, not over it.
+    assert rail.width() >= 200
+    assert rail.geometry().left() >= d.window.transcript.parentWidget().geometry().right()
+
+
+class _ShownWidths(QObject):
+    """The width a widget is allowed (its fixed width) each time it is shown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.widths: list[int] = []
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Show:
+            self.widths.append(watched.maximumWidth())
+        return False
+
+
+def test_the_opened_rail_is_narrowed_before_it_shows_so_the_window_does_not_grow(
+    qtbot, open_desktop
+):
+    # Shown at its full width first, the rail would ask a real X window for more than
+    # 800 px, and the window would grow to hold it.
+    d = open_desktop()
+    d.window.resize(800, 600)
+    qtbot.waitUntil(lambda: d.window.width() == 800 and d.window.fitted.rail_folded)
+    shown = _ShownWidths()
+    d.window.fitted.rail_panel.installEventFilter(shown)
+    qtbot.mouseClick(d.window.fitted.rail_toggle, Qt.MouseButton.LeftButton)
+    assert shown.widths and shown.widths[0] <= 800 - 2 * STRIP_WIDTH - CHAT_MIN
+
+
+def _hint_lines(hint: Any) -> int:
+    metrics = hint.fontMetrics()
+    room = QRect(0, 0, hint.contentsRect().width(), 10_000)
+    drawn = metrics.boundingRect(room, Qt.TextFlag.TextWordWrap, hint.text())
+    assert drawn.width() <= hint.contentsRect().width()  # nothing cut at the right
+    return round(drawn.height() / metrics.lineSpacing())
+
+
+def _memory_waiting(window: Any) -> None:
+    window.show_memory("Review the suggestions")
+    window.show_waiting(3)
+
+
+def test_the_key_hint_keeps_to_one_line_at_1280_beside_a_memory_notice(qtbot, open_desktop):
+    d = open_desktop()
+    _memory_waiting(d.window)
+    d.window.resize(1280, 800)
+    qtbot.waitUntil(lambda: d.window.width() == 1280)
+    qtbot.wait(20)
+    assert d.window.memory_badge.isVisibleTo(d.window)
+    assert _hint_lines(d.window.hint) == 1
+    assert "Esc stops" in d.window.hint.text() and "/ " in d.window.hint.text()
+
+
+@pytest.mark.parametrize("rail_open", [False, True])
+def test_the_key_hint_takes_at_most_two_lines_at_800(qtbot, open_desktop, rail_open):
+    d = open_desktop()
+    _memory_waiting(d.window)
+    if rail_open:
+        _open_the_folded_rail(qtbot, d.window, 800, 600)
+    else:
+        d.window.resize(800, 600)
+        qtbot.waitUntil(lambda: d.window.width() == 800)
+        qtbot.wait(20)
+    assert d.window.width() == 800  # the window did not grow to hold the row
+    assert _hint_lines(d.window.hint) <= 2
+    for key in ("Enter", "Esc", "/"):
+        assert key in d.window.hint.text()
+
+
+@pytest.mark.parametrize("width", [698, 800])
+def test_the_narrowed_rail_shows_its_content_whole(qtbot, open_desktop, width):
+    d = open_desktop()
+    d.window.show_memory("Review the suggestions")
+    _open_the_folded_rail(qtbot, d.window, width, 480)
+    body = d.window.rail
+    viewport = body.parentWidget()
+    # Content wider than the rail's viewport is cut at its right edge (no sideways scroll).
+    assert body.minimumSizeHint().width() <= viewport.width()
+    queue = d.window.review_queue
+    assert queue.minimumSizeHint().width() <= queue.width()
