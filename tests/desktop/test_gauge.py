@@ -21,7 +21,7 @@ from tests.desktop.conftest import agent_toml, chat_and_wait
 from tests.helpers.compaction_requests import is_compaction
 from tests.helpers.exact_counter import exact_counter_for
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
-from tests.helpers.fake_tokenizer import render_message, tokenize
+from tests.helpers.smollm2_vocab import render_message, tokenize
 
 SUMMARY = (
     "## Goal\nReply to each message.\n## Constraints & Preferences\n- (none)\n"

@@ -3,18 +3,19 @@
 Brim counts exactly where the engine lends it a tokenizer (the embedded model; llama-server
 through /tokenize and /apply-template). For a test that compares the gauge with what the
 engine really evaluated, a session on a fake llama-server gets this segment tokenizer: it
-counts each message as `fake_tokenizer.render_message` renders it, and measures the framing
-and the tool schemas as an engine's own template would show them, by rendering small probe
-requests (a system message and a user message, as Brim's requests begin) with and without
-what is measured, as `engine.providers.gguf_tokenizer` does on a real GGUF. It never reads
-the template's parts from `fake_tokenizer`: Qwen's default system message, for one, is in
-the framing only of a request that has no system message of its own, and Brim's always do.
+counts each message as `smollm2_vocab.render_message` renders it (the fake llama-server's
+vocabulary and template, SmolLM2's), and measures the framing and the tool schemas as an
+engine's own template would show them, by rendering small probe requests (a system message
+and a user message, as Brim's requests begin) with and without what is measured, as
+`engine.providers.gguf_tokenizer` does on a real GGUF. It never reads the template's parts
+from `smollm2_vocab`: SmolLM2's default system message, for one, is in the framing only of a
+request that has no system message of its own, and Brim's always do.
 
     monkeypatch.setattr("engine.session.chat.counter_for", exact_counter_for)
 
-What is left is the template's own: tokens where the tools block meets the system text, and
-the user block that consecutive tool results share. The counter's calibration learns that
-residual from each answer, as it does on the real engines.
+What is left is the template's own: tokens where the tool schemas written into the system
+text meet it. The counter's calibration learns that residual from each answer, as it does on
+the real engines.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from engine.messages import Message, to_openai
 from engine.providers.base import Provider
 from engine.tokens import TokenCounter
-from tests.helpers.fake_tokenizer import render_chat, render_message, tokenize
+from tests.helpers.smollm2_vocab import render_chat, render_message, tokenize
 
 _PROBE = [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}]
 
@@ -34,8 +35,8 @@ def _wrapped(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeTemplateTokenizer:
-    """`SegmentTokenizer` for the fakes' template. `bos`: the engine adds a BOS token to
-    every prompt (the fake llama-server does, the in-process engine does not)."""
+    """`SegmentTokenizer` for the fake llama-server's template. `bos`: the engine is asked
+    to add a BOS token to every prompt (llama-server is; SmolLM2's vocabulary adds none)."""
 
     def __init__(self, *, bos: bool = True) -> None:
         self._bos = bos

@@ -13,9 +13,13 @@
         srv.wait_for_disconnect(2)   # the client abandoned a stream
 
 Each fake counts prompts with a real BPE vocabulary, so counts depend on content as on a real
-engine: `fake_tokenizer` (cl100k, Qwen 2.5's ChatML), for SGLang `fake_llama3` (cl100k under
-Llama 3.1's template, whose per-message counts do not add up to the request's); tests
-compute their expectations with the same functions. Details per engine: `fake_ollama`,
+engine. llama-server and Ollama serve the bundled model, and count with its own vocabulary
+and template (`smollm2_vocab`: SmolLM2's GGUF through llama.cpp's tokenizer, its template
+through jinja2, none of Brim's counting code); the functions exported here are those. vLLM
+serves a Qwen whose vocabulary Brim cannot open, stood in for by `fake_tokenizer` (cl100k,
+Qwen 2.5's ChatML), and SGLang a Llama, `fake_llama3` (cl100k under Llama 3.1's template,
+whose per-message counts do not add up to the request's); tests compute their expectations
+with the same functions. Details per engine: `fake_ollama`,
 `fake_openai` (llama-server), `fake_vllm` (vLLM, SGLang), and the shared machinery (replies,
 failures, recording) in `fake_http`.
 """
@@ -28,8 +32,8 @@ from tests.helpers.fake_http import (
 )
 from tests.helpers.fake_ollama import FakeOllama, OllamaModel
 from tests.helpers.fake_openai import FakeLlamaServer, FakeOpenAIServer
-from tests.helpers.fake_tokenizer import count_chat, count_text, render_chat, tokenize
 from tests.helpers.fake_vllm import FakeSglang, FakeVllm
+from tests.helpers.smollm2_vocab import count_chat, count_text, render_chat, tokenize
 
 __all__ = [
     "FakeLlamaServer",

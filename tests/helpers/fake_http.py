@@ -390,6 +390,25 @@ class FakeServer:
         fn(exchange, recorded)
 
 
+def within_tokens(
+    pieces: list[str], limit: int, count: Callable[[str], int], head: Callable[[str, int], str]
+) -> list[str]:
+    """The pieces an answer capped at `limit` tokens streams: a cap counts the model's
+    tokens (`count`, the served vocabulary's; `head`: a text's first n tokens), not the
+    pieces, so an answer cut at N tokens is N tokens long, as on a real engine."""
+    kept: list[str] = []
+    used = 0
+    for piece in pieces:
+        n = count(piece)
+        if used + n > limit:
+            if limit > used:
+                kept.append(head(piece, limit - used))
+            break
+        kept.append(piece)
+        used += n
+    return kept
+
+
 def play(
     server: FakeServer,
     exchange: Exchange,

@@ -53,13 +53,13 @@ from datetime import datetime
 from typing import Any
 
 from tests.helpers import engine_sampling
-from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play
-from tests.helpers.fake_tokenizer import (
-    common_prefix,
+from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play, within_tokens
+from tests.helpers.fake_tokenizer import common_prefix, split_reply
+from tests.helpers.smollm2_vocab import (
     count_chat,
     count_text,
+    head_tokens,
     render_chat,
-    split_reply,
     tokenize,
 )
 
@@ -475,11 +475,14 @@ class FakeOllama(FakeServer):
         pieces = split_reply(reply.text)
         limit = options.get("num_predict")
         done_reason = reply.finish_reason or "stop"
-        if isinstance(limit, int) and 0 <= limit < len(pieces):
-            pieces, done_reason = pieces[:limit], "length"
+        if isinstance(limit, int) and limit >= 0:
+            kept = within_tokens(pieces, limit, count_text, head_tokens)
+            if len(kept) < len(pieces):
+                pieces, done_reason = kept, "length"
         room = max(0, window - evaluated)
-        if not shift and room < len(pieces):  # no context shift: the answer ends at the window
-            pieces, done_reason = pieces[:room], "length"
+        kept = pieces if shift else within_tokens(pieces, room, count_text, head_tokens)
+        if len(kept) < len(pieces):  # no context shift: the answer ends at the window
+            pieces, done_reason = kept, "length"
         calls = [
             {
                 "id": call.id or f"call_{i}",
@@ -487,7 +490,7 @@ class FakeOllama(FakeServer):
             }
             for i, call in enumerate(reply.tool_calls)
         ]
-        eval_count = len(pieces) + sum(
+        eval_count = count_text("".join(pieces)) + sum(
             count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
         )
         final = {

@@ -16,22 +16,25 @@ import json
 import time
 from typing import Any, Literal
 
-from tests.helpers import engine_sampling
-from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, Reply, play
-from tests.helpers.fake_kv_pool import POOL_MESSAGE, KvPool
-from tests.helpers.fake_tokenizer import (
-    common_prefix,
-    count_text,
-    render_chat,
-    split_reply,
-    tokenize,
+from tests.helpers import engine_sampling, fake_tokenizer, smollm2_vocab
+from tests.helpers.fake_http import (
+    Exchange,
+    FakeServer,
+    RecordedRequest,
+    Reply,
+    play,
+    within_tokens,
 )
+from tests.helpers.fake_kv_pool import POOL_MESSAGE, KvPool
+from tests.helpers.fake_tokenizer import common_prefix, split_reply
 
 
 class FakeOpenAIServer(FakeServer):
     owned_by = "openai-compatible"
     chat_path = "/v1/chat/completions"
     not_found = (b'{"detail":"Not Found"}', "application/json")  # FastAPI (vLLM, SGLang)
+    # The served model's tokenizer and template: `tokenize`, `render_chat`, `count_text`.
+    vocab: Any = fake_tokenizer
 
     def __init__(self, model: str, *, token_delay: float = 0.0) -> None:
         super().__init__(token_delay=token_delay)
@@ -75,7 +78,9 @@ class FakeOpenAIServer(FakeServer):
         raise NotImplementedError
 
     def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
-        return tokenize(render_chat(body.get("messages") or [], body.get("tools")))
+        return self.vocab.tokenize(
+            self.vocab.render_chat(body.get("messages") or [], body.get("tools"))
+        )
 
     def cached_tokens(self, tokens: list[int]) -> int:
         """Prompt-cache reuse: the prefix shared with the previous prompt."""
@@ -203,10 +208,11 @@ class FakeOpenAIServer(FakeServer):
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         room = window - prompt
         limit = min(x for x in (max_tokens, room) if isinstance(x, int))
-        if len(pieces) > limit:
-            pieces, finish = pieces[: max(limit, 0)], "length"
-        completion = len(pieces) + sum(
-            count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
+        kept = within_tokens(pieces, max(limit, 0), self.vocab.count_text, self.vocab.head_tokens)
+        if len(kept) < len(pieces):
+            pieces, finish = kept, "length"
+        completion = self.vocab.count_text("".join(pieces)) + sum(
+            self.vocab.count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
         )
         usage: dict[str, Any] = {
             "prompt_tokens": prompt,
@@ -319,6 +325,7 @@ class FakeLlamaServer(FakeOpenAIServer):
 
     name = "fake-llama-server"
     owned_by = "llamacpp"
+    vocab = smollm2_vocab  # the model it serves: SmolLM2's vocabulary and template
     not_found = (
         b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}',
         "application/json; charset=utf-8",
@@ -397,12 +404,12 @@ class FakeLlamaServer(FakeOpenAIServer):
         if messages and messages[-1].get("role") == "assistant":
             # Like llama-server: a final assistant message is a prefill to continue, rendered
             # without its end of turn and without a generation prompt.
-            text = render_chat(messages, body.get("tools"), add_generation_prompt=False)
+            text = self.vocab.render_chat(messages, body.get("tools"), add_generation_prompt=False)
             return text.removesuffix("<|im_end|>\n")
-        return render_chat(messages, body.get("tools"))
+        return self.vocab.render_chat(messages, body.get("tools"))
 
     def prompt_tokens(self, body: dict[str, Any]) -> list[int]:
-        return tokenize(self.render(body), add_special=True)
+        return self.vocab.tokenize(self.render(body), add_special=True)
 
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
         return prompt >= window
@@ -551,7 +558,8 @@ class FakeLlamaServer(FakeOpenAIServer):
                 400, self.error_body(400, '"content" must be provided', "invalid_request_error")
             )
             return
-        ex.send_json(200, {"tokens": tokenize(content, add_special=bool(body.get("add_special")))})
+        tokens = self.vocab.tokenize(content, add_special=bool(body.get("add_special")))
+        ex.send_json(200, {"tokens": tokens})
 
     def _apply_template(self, ex: Exchange, req: RecordedRequest) -> None:
         body = req.body if isinstance(req.body, dict) else {}

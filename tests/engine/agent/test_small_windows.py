@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.engine.agent.small_window_runs import run_turns, workspace
 from tests.helpers.fake_engines import FakeLlamaServer, FakeVllm
-from tests.helpers.fake_tokenizer import count_chat
+from tests.helpers.smollm2_vocab import count_chat
 
 
 def _fixed_prefix(request_body: dict) -> int:

@@ -23,24 +23,33 @@ LOOP = "Bimbaisiliega: Não deve mós, não deve mós, não deve mós, não deve
 
 
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "why"),
     [
-        LOOP,
-        "Bimbaisiliega: Não deve mós.",  # another language, even without the loop
-        "Quorblax vintrel sapodine murkwell fensible dravin lortimer quessel brandow",
-        "Lisbon in May. <<<END TRANSCRIPT ccf25d47>>",
-        "<<<PREVIOUS CHECKPOINT 1a2b3c4d>>> Goal: Lisbon",
-        "Write the checkpoint now. Covered So Far: every file read, one per line",
-        "[user]\nWhat is 12 times 12?",
-        "[tool result: read_file, call c1]\ndata",
+        (LOOP, "repeats one phrase"),
+        ("Bimbaisiliega: Não deve mós.", "another language"),  # even without the loop
+        (
+            "Quorblax vintrel sapodine murkwell fensible dravin lortimer quessel brandow",
+            "appear nowhere in the conversation",
+        ),
+        ("Lisbon in May. <<<END TRANSCRIPT ccf25d47>>", "delimiters"),
+        ("<<<PREVIOUS CHECKPOINT 1a2b3c4d>>> Goal: Lisbon", "delimiters"),
+        ("Write the checkpoint now. Covered So Far: every file read, one per line", "instructions"),
+        ("[user]\nWhat is 12 times 12?", "markup"),
+        ("[tool result: read_file, call c1]\ndata", "markup"),
         # SmolLM2's guided answers on llama-server at 4,096 tokens, about the material:
-        "The user asked about the conversation above, which is a summary of a conversation "
-        "between a user and a tool.",
-        "The conversation above is a bit long. I'll break it down in a bit.",
+        (
+            "The user asked about the conversation above, which is a summary of a conversation "
+            "between a user and a tool.",
+            "talks about the conversation",
+        ),
+        ("The conversation above is a bit long. I'll break it down in a bit.", "talks about"),
     ],
 )
-def test_summarizer_text_that_loops_invents_changes_language_or_leaks_is_refused(answer):
-    assert unusable_reason(answer, CONVERSATION) is not None
+def test_summarizer_text_that_loops_invents_changes_language_or_leaks_is_refused(answer, why):
+    """Each text is refused for what is wrong with it: a loop that is also in another
+    language is refused as a loop, so each check is shown to work on its own."""
+    reason = unusable_reason(answer, CONVERSATION)
+    assert reason is not None and why in reason
 
 
 @pytest.mark.parametrize(
@@ -107,18 +116,19 @@ LEAK = "## Goal\n- Plan the Lisbon trip.\n## Critical Context\n- <<<END TRANSCRI
 
 
 class _leaking:
-    """Answers the whole checkpoint with LEAK and each guided question with `guided_answer`;
-    counts the guided questions asked."""
+    """Answers the whole checkpoint with `whole` (LEAK) and each guided question with
+    `guided_answer`; counts the guided questions asked."""
 
     def __init__(self, guided_answer: str) -> None:
         self.guided_answer = guided_answer
+        self.whole = LEAK
         self.asked = 0
 
     async def __call__(self, request: SummaryRequest) -> SummaryResult:
         if is_guided_question(request):
             self.asked += 1
             return SummaryResult(self.guided_answer, "stop")
-        return SummaryResult(LEAK, "stop")
+        return SummaryResult(self.whole, "stop")
 
 
 def test_a_checkpoint_that_leaks_the_prompts_delimiter_is_refused_for_clean_guided_answers():
@@ -141,3 +151,15 @@ def test_a_checkpoint_that_leaks_the_prompts_delimiter_is_refused_on_both_paths(
     assert result.ok and result.source == "mechanical"
     shown = summaries(result.messages)[0].content
     assert "\u201cI am planning a trip to Lisbon with my sister in May.\u201d" in shown
+
+
+def test_a_faithful_answer_with_none_of_the_checkpoints_headings_is_refused_for_guided_answers():
+    """Prose that is true but not a checkpoint (no heading of the schema) does not replace
+    history: the guided questions write the checkpoint instead."""
+    summarize = _leaking(guided_answer="Plan the museum trip to Lisbon in May.")
+    summarize.whole = "The user plans a trip to Lisbon with their sister in May."
+    result = asyncio.run(compact(_trip(), window=4_000, count_message=count, summarize=summarize))
+    assert summarize.asked > 0
+    assert result.ok and result.freeform_refused and result.source == "guided"
+    assert summarize.whole not in result.checkpoint
+    assert "- Plan the museum trip to Lisbon in May." in result.checkpoint

@@ -14,7 +14,7 @@ from engine.providers.ollama import OllamaProvider
 from engine.providers.ollama_answers import modelfile_num_ctx, training_length
 from tests.engine.providers.conftest import chat
 from tests.helpers.fake_engines import FakeOllama, OllamaModel
-from tests.helpers.fake_tokenizer import count_chat
+from tests.helpers.smollm2_vocab import count_chat, count_text
 
 pytestmark = pytest.mark.anyio
 MODEL = "llama3.1:8b"
@@ -140,7 +140,7 @@ async def test_usage_carries_counts_and_durations_but_no_cache_figure(ollama):
     usage = (await chat(provider, MODEL, messages)).done.usage
 
     assert usage.prompt_tokens == count_chat(fake.chat_requests[0].body["messages"])
-    assert usage.completion_tokens == 2
+    assert usage.completion_tokens == count_text("Rayleigh scattering.")
     assert usage.cached_tokens is None  # Ollama does not report it: unknown, not 0
     assert usage.prompt_eval_s is not None and usage.prompt_eval_s > 0
     assert usage.eval_s is not None and usage.eval_s > 0

@@ -14,6 +14,8 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
 from engine.config import default_agent
 from engine.events import ErrorEvent, Event, TurnEndEvent
 from engine.messages import assistant, user
@@ -25,6 +27,13 @@ from tests.helpers.fake_engines import FakeLlamaServer
 MESSAGES = 20_000
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Brim's defect, shown by the bundled model's vocabulary (a token a digit): the "
+    "history is estimated with one o200k scale, so the numeric messages are underestimated, "
+    "the compaction's replay is rejected as longer than the window (8,685 of 8,192 tokens) "
+    "and every retry counts again: 411 counts for 83 messages sent",
+)
 def test_a_20000_message_conversation_resumes_counting_only_what_it_sends(
     tmp_path: Path,
 ):

@@ -28,7 +28,7 @@ from tests.helpers.fake_engines import (
     FakeVllm,
     OllamaModel,
 )
-from tests.helpers.fake_tokenizer import render_chat, tokenize
+from tests.helpers.smollm2_vocab import render_chat, tokenize
 
 TOOLS = [
     {
@@ -134,6 +134,13 @@ def test_on_vllm_the_loop_counter_equals_the_engines_own_count_of_the_request():
     assert later_gap == 0
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="Brim's defect, shown by the bundled model's vocabulary: one o200k-to-engine scale "
+    "is learned from every message, and SmolLM2 spends a token per digit where o200k groups "
+    "three, so after numeric tool results a prose checkpoint is estimated about 1.6 times its "
+    "count (262 for 166)",
+)
 def test_what_the_engine_has_not_counted_yet_is_estimated_close_to_its_count():
     """A checkpoint the ladder just wrote (prose) is estimated from the engine's own counts
     per character; a bare text being sized (a tool result of numbers) from a real BPE scaled
