@@ -145,7 +145,8 @@ def test_brims_own_requests_to_one_server_never_overlap(tmp_path: Path):
 
 def _long_turn(i: int) -> str:
     """About 330 tokens on the bundled model's vocabulary (a token a digit): four of them
-    stay under the compaction trigger of a 2,048 window, and do not fit beside a tenant."""
+    stay under the compaction trigger of a 2,048 window (three do with its room for a
+    compaction), and do not fit beside a tenant."""
     return f"Note {i}: " + " ".join(f"host-{i}-{j} runs job-{j}" for j in range(30))
 
 
