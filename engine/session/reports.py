@@ -18,6 +18,7 @@ from engine.mcp.hub import McpHub
 from engine.memory import standing_for
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
+from engine.providers.base import Provider
 from engine.providers.sampling import Sampling
 from engine.report.context_report import (
     ContextReport,
@@ -38,7 +39,8 @@ def context_report(
     messages: list[Message],
     tracker: RequestTracker,
     source: str,
-    engine: str,
+    provider: Provider | None,
+    model: str,
     workspace: Path | None,
     memory_line: str,
     max_iterations: int | None,
@@ -46,7 +48,10 @@ def context_report(
     sampling: Sampling | None = None,
 ) -> ContextReport:
     """The rail's numbers now (engine/report/context_report.py); every message count is cached.
-    Without a wired loop (the window is not known yet) only the tracker's figures."""
+    Without a wired loop (the window is not known yet) only the tracker's figures. `provider`
+    and `model` name the engine, and what its cache-reuse probe found."""
+    engine = provider.kind if provider is not None else ""
+    reuse = provider.cache_reuse(model).reuses if provider is not None else None
     if loop is None or counter is None:
         return build_context_report(
             budget=None, source="", estimate=0, tracker=tracker, sampling=sampling
@@ -77,6 +82,7 @@ def context_report(
         exact_estimate=counter.estimate_is_exact,
         mcp=mcp.report(counter.count_tools, schemas) if mcp and loop.tools is not None else None,
         sampling=sampling,
+        moved_cache_reuse=reuse,
     )
 
 
