@@ -205,6 +205,8 @@ class ContextRail(QFrame):
         self.breakdown = BreakdownView()
         self.timeline_title = QLabel("TIMELINE", objectName="sectionTitle")
         self.timeline = TimelineChart()
+        # The last request's row: what the engine's prompt cache served of it.
+        self.timeline_row = QLabel("", objectName="railMuted")
         self.legend = QLabel(legend_html(), objectName="railMuted")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
 
@@ -228,10 +230,12 @@ class ContextRail(QFrame):
             layout.addSpacing(8)
             layout.addWidget(self.timeline_title)
             layout.addWidget(self.timeline)
+            layout.addWidget(self.timeline_row)
             layout.addWidget(self.legend)
         else:
             self.timeline_title.hide()
             self.timeline.hide()
+            self.timeline_row.hide()
             self.legend.hide()
         if stretch:
             layout.addStretch(1)
@@ -288,6 +292,7 @@ class ContextRail(QFrame):
             "" if exact else "Counted by Brim with a learned ratio; the headline is the engine's"
         )
         self.timeline.set_report(report)
+        self.timeline_row.setText(report.timeline[-1].row() if report.timeline else "")
 
     def text(self) -> str:
         """What the rail says, as lines (for tests and for copying)."""
@@ -296,4 +301,6 @@ class ContextRail(QFrame):
         lines.append(self.headroom_label.text())
         lines.extend(label.text() for label in self.cache_labels if not label.isHidden())
         lines.extend(f"{name}: {tokens:,}" for name, tokens in self.breakdown.rows())
+        if not self.timeline_row.isHidden():
+            lines.append(self.timeline_row.text())
         return "\n".join(line for line in lines if line)

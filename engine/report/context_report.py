@@ -371,10 +371,11 @@ class RequestTracker:
         self.acts_here += 1
         self.sent_here += 1
         self.requests += 1
-        self.points.append(TimelinePoint(self.requests, used, window, estimated, at or time.time()))
-        del self.points[:-TIMELINE_POINTS]
         prompt, cached = self._pending_usage or (None, None)
         self._pending_usage = None
+        at = at or time.time()
+        self.points.append(TimelinePoint(self.requests, used, window, estimated, at, cached))
+        del self.points[:-TIMELINE_POINTS]
         self.streaming = None
         self.last_measured = True
         self.last_prompt = prompt if prompt is not None else used
