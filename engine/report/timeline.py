@@ -43,7 +43,7 @@ class TimelinePoint:
         return 100.0 * self.used / self.window if self.window else 0.0
 
     def cache_text(self) -> str:
-        """"reused N of M", or "cache: not reported" where the engine did not say."""
+        """Reused N of M, or "cache: not reported" where the engine did not say (not 0)."""
         if self.cached is None:
             return "cache: not reported"
         return f"reused {format_tokens(self.cached)} of {format_tokens(self.used)}"

@@ -37,9 +37,7 @@ def test_the_timeline_row_says_how_much_of_the_last_request_the_cache_reused(
         qtbot.waitUntil(lambda: _row(again) == row, timeout=10000)
 
 
-def test_on_ollama_the_timeline_row_says_the_cache_was_not_reported(
-    qtbot: Any, real_desktop: Any
-):
+def test_on_ollama_the_timeline_row_says_the_cache_was_not_reported(qtbot: Any, real_desktop: Any):
     with FakeOllama([OllamaModel("llama3.1:8b")]) as fake:
         toml = agent_toml("chat", fake.url, provider="ollama", num_ctx=4096)
         d = real_desktop(agents={"chat.toml": toml.replace('"fake"', '"llama3.1:8b"')})
