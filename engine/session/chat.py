@@ -538,7 +538,6 @@ class ChatSession:
             tracker=self.ledger.tracker,
             source=self._window.source if self._window is not None else "",
             provider=self._provider,
-            model=self.agent.model,
             workspace=self.workspace,
             memory_line=self._memory.line,
             max_iterations=self.agent.max_iterations,

@@ -40,7 +40,6 @@ def context_report(
     tracker: RequestTracker,
     source: str,
     provider: Provider | None,
-    model: str,
     workspace: Path | None,
     memory_line: str,
     max_iterations: int | None,
@@ -49,13 +48,13 @@ def context_report(
 ) -> ContextReport:
     """The rail's numbers now (engine/report/context_report.py); every message count is cached.
     Without a wired loop (the window is not known yet) only the tracker's figures. `provider`
-    and `model` name the engine, and what its cache-reuse probe found."""
-    engine = provider.kind if provider is not None else ""
-    reuse = provider.cache_reuse(model).reuses if provider is not None else None
+    names the engine, and holds what its cache-reuse probe found for the loop's model."""
     if loop is None or counter is None:
         return build_context_report(
             budget=None, source="", estimate=0, tracker=tracker, sampling=sampling
         )
+    engine = provider.kind if provider is not None else ""
+    reuse = provider.cache_reuse(loop.agent.model).reuses if provider is not None else None
     # The loop's own tools: it drops them when the engine refuses them.
     schemas = loop.tools.schemas() if loop.tools is not None else []
     live = model_messages(messages)
