@@ -72,6 +72,7 @@ def start_llama_server(
     port: int | None = None,
     extra_args: list[str] | None = None,
     timeout: float = 180.0,  # a loaded machine starts it slowly; an exit fails at once
+    model: Path | None = None,  # None: the bundled default model
 ) -> RealLlamaServer:
     binary = llama_server_binary()
     if binary is None:
@@ -85,7 +86,7 @@ def start_llama_server(
     cmd = [
         str(binary),
         "--model",
-        str(default_model_path()),
+        str(model or default_model_path()),
         "--host",
         "127.0.0.1",
         "--port",

@@ -212,6 +212,8 @@ class ContextRail(QFrame):
         self.saw_button.clicked.connect(self.request_view_requested)
         self.timeline_title = QLabel("TIMELINE", objectName="sectionTitle")
         self.timeline = TimelineChart()
+        # The last request's row: what the engine's prompt cache served of it.
+        self.timeline_row = QLabel("", objectName="railMuted")
         self.legend = QLabel(legend_html(), objectName="railMuted")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.legend.setWordWrap(True)  # a narrowed rail (desktop/layout.py) wraps it
@@ -237,10 +239,12 @@ class ContextRail(QFrame):
             layout.addSpacing(8)
             layout.addWidget(self.timeline_title)
             layout.addWidget(self.timeline)
+            layout.addWidget(self.timeline_row)
             layout.addWidget(self.legend)
         else:
             self.timeline_title.hide()
             self.timeline.hide()
+            self.timeline_row.hide()
             self.legend.hide()
         if stretch:
             layout.addStretch(1)
@@ -297,6 +301,7 @@ class ContextRail(QFrame):
             "" if exact else "Counted by Brim with a learned ratio; the headline is the engine's"
         )
         self.timeline.set_report(report)
+        self.timeline_row.setText(report.timeline[-1].row() if report.timeline else "")
 
     def text(self) -> str:
         """What the rail says, as lines (for tests and for copying)."""
@@ -305,4 +310,6 @@ class ContextRail(QFrame):
         lines.append(self.headroom_label.text())
         lines.extend(label.text() for label in self.cache_labels if not label.isHidden())
         lines.extend(f"{name}: {tokens:,}" for name, tokens in self.breakdown.rows())
+        if not self.timeline_row.isHidden():
+            lines.append(self.timeline_row.text())
         return "\n".join(line for line in lines if line)

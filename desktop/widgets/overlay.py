@@ -210,6 +210,11 @@ class ContextView(QWidget):
         self.counting.setContentsMargins(14, 0, 14, 0)
         self.counting.setVisible(bool(report.counting))
         layout.addWidget(self.counting)
+        # Whether the engine moves cached chunks (its probe's finding), as headless says.
+        self.reuse = QLabel(report.reuse_line(), objectName="railMuted")
+        self.reuse.setContentsMargins(14, 0, 14, 0)
+        self.reuse.setVisible(bool(report.window))
+        layout.addWidget(self.reuse)
         files = ", ".join(report.instructions) if report.instructions else "none found"
         self.instructions = QLabel(f"Project instructions: {files}", objectName="railMuted")
         self.instructions.setWordWrap(True)
@@ -225,7 +230,8 @@ class ContextView(QWidget):
 
     def text(self) -> str:
         counting = self.counting.text() if not self.counting.isHidden() else ""
-        shown = [self.rail.text(), counting, self.instructions.text(), self.sampling.text()]
+        reuse = self.reuse.text() if not self.reuse.isHidden() else ""
+        shown = [self.rail.text(), counting, reuse, self.instructions.text(), self.sampling.text()]
         return "\n".join(line for line in shown if line)
 
 

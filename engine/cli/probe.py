@@ -16,6 +16,7 @@ from engine.config import AgentConfig
 from engine.config.credentials import agent_api_key
 from engine.mcp.probe import tool_calling_warnings
 from engine.paths import BrimPaths
+from engine.providers.cache_reuse import reuse_line
 from engine.providers.errors import ProviderError
 from engine.redaction import without_known
 from engine.session import probe_window, provider_for
@@ -43,9 +44,10 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
             )
 
     try:
-        resolution = await probe_window(provider, agent, on_wait)
+        resolution = await probe_window(provider, agent, on_wait, reuse=True)
         offload = getattr(provider, "offload", None)  # read while the engine is up
         spill = getattr(provider, "spill", None)
+        reuse = provider.cache_reuse(agent.model)
     finally:
         await provider.aclose()
     result = resolution.to_probe_json()
@@ -54,6 +56,8 @@ async def _probe(agent: AgentConfig) -> dict[str, Any]:
         *result["warnings"],
         *tool_calling_warnings(agent.mcp, resolution.tool_calls),
     ]
+    # Whether the server moves cached chunks to new positions (where the checkpoint goes).
+    result["cache_reuse"] = reuse.to_json()
     if offload is not None:  # the embedded engine: where llama.cpp put the model
         result["offload"] = offload
     if spill is not None:  # Ollama: part of the model is on the CPU (its text is a warning)
@@ -98,6 +102,7 @@ def cmd_probe(args: argparse.Namespace, paths: BrimPaths) -> int:
         lines.append(f"  api key: {result['api_key']}")
     if "offload" in result:
         lines.append(f"  offload: {offload_text(result['offload'])}")
+    lines.append(f"  {reuse_line(result['cache_reuse']['reuses'])}")
     lines.extend(f"  warning: {warning}" for warning in result["warnings"])
     for line in lines:
         print(shown(line, keys))

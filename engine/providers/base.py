@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from engine.messages import Message, ToolCall
+from engine.providers.cache_reuse import NOT_PROBED, NOT_YET_PROBED, CacheReuse
 from engine.providers.sampling import Sampling
 
 if TYPE_CHECKING:
@@ -175,11 +176,6 @@ class Provider(ABC):
     # engine): the session then says "loading model" while it loads, and a reflection, which
     # loads its own copy, waits for the session to close rather than run beside it.
     loads_model_in_process: bool = False
-    # Whether the engine reuses a kept run of its cache at a new position, not only the
-    # common prefix (llama-server's chunk reuse, which Brim asks for on every request): a
-    # compaction then lays its checkpoint after the kept messages instead of ahead of them,
-    # so the engine does not evaluate them again (engine/context/compaction.py).
-    reuses_moved_cache: bool = False
     # Whether `render_prompt` can show a request as the engine's chat template makes it.
     renders_prompts: bool = False
 
@@ -188,6 +184,8 @@ class Provider(ABC):
         # `http://host:8000/v1` is what OpenAI-style docs tell people to paste; every path
         # Brim asks for (/v1/models, /props, /api/tags) hangs off the server's root.
         self.base_url = url.removesuffix("/v1")
+        # What the cache-reuse probe found, per model of this one server (`learn_cache_reuse`).
+        self.reuse_found: dict[str, CacheReuse] = {}
 
     @abstractmethod
     async def list_models(self) -> list[ModelInfo]: ...
@@ -260,6 +258,23 @@ class Provider(ABC):
     def segment_tokenizer(self, model: str) -> SegmentTokenizer | None:
         """A local exact tokenizer for this engine's model, where one exists."""
         return None
+
+    async def probe_cache_reuse(self, model: str) -> CacheReuse:
+        """Whether the engine reuses a kept run of its cache at a new position, not only the
+        common prefix, found by asking it (engine/providers/cache_reuse.py). A compaction
+        lays its checkpoint after the kept messages only where it does."""
+        return NOT_PROBED
+
+    async def learn_cache_reuse(self, model: str) -> CacheReuse:
+        """`probe_cache_reuse`, asked once per model of this server and remembered."""
+        found = self.reuse_found.get(model)
+        if found is None:
+            found = self.reuse_found[model] = await self.probe_cache_reuse(model)
+        return found
+
+    def cache_reuse(self, model: str) -> CacheReuse:
+        """What the probe found for `model`; "not probed" before it ran."""
+        return self.reuse_found.get(model, NOT_YET_PROBED)
 
     def engine_segments(self, model: str) -> EngineSegments | None:
         """Exact per-message counts through the engine's own endpoints, where it has them."""

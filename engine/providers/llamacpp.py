@@ -22,9 +22,11 @@ from engine.providers.base import (
     StreamItem,
     Usage,
 )
+from engine.providers.cache_reuse import CacheReuse
 from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
 from engine.providers.http_base import as_int, as_window
+from engine.providers.llamacpp_reuse_probe import probe_llama_server
 from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
 from engine.providers.server_gate import ServerGate
 from engine.window.pin_check import (
@@ -58,7 +60,6 @@ class LlamaCppProvider(OpenAICompatProvider):
     engine_name = "llama-server"
     owned_by = "llamacpp"
     sampling_dialect = "llamacpp"  # repeat_penalty, top_k 0 for none (tools/server)
-    reuses_moved_cache = True  # n_cache_reuse on every request
     renders_prompts = True  # POST /apply-template
 
     def __init__(self, base_url: str | None = None, **kw: Any) -> None:
@@ -84,6 +85,13 @@ class LlamaCppProvider(OpenAICompatProvider):
         body = super().request_body(model, messages, options)
         body["n_cache_reuse"] = CACHE_REUSE_CHUNK
         return body
+
+    async def probe_cache_reuse(self, model: str) -> CacheReuse:
+        """Two short completions in one slot, read by their `timings.cache_n`
+        (engine/providers/llamacpp_reuse_probe.py); never beside another of Brim's requests
+        to this server (they would evict each other's prompt)."""
+        async with self.gate.held():
+            return await probe_llama_server(lambda path, body: self._post_json(path, body))
 
     async def ready(self) -> bool:
         """True once `/health` answers 200 (it answers 503 while the model loads). A build

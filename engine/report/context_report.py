@@ -20,6 +20,7 @@ from engine.context.constants import CONTEXT_CRITICAL_RATIO, CONTEXT_WARN_RATIO,
 from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions, project_block
+from engine.providers.cache_reuse import reuse_line
 from engine.providers.sampling import Sampling
 from engine.report.cache_share import CacheShare
 from engine.report.figures import format_tokens
@@ -99,6 +100,9 @@ class ContextReport:
     streaming: bool = False  # `used` includes an answer still streaming
     # The sampler settings every answer is sent with (None: no agent behind this report).
     sampling: Sampling | None = None
+    # Whether the engine moves cached chunks to new positions, as its probe found (None: not
+    # probed): where a compaction puts the checkpoint (engine/providers/cache_reuse.py).
+    moved_cache_reuse: bool | None = None
 
     @property
     def percent(self) -> float:
@@ -146,6 +150,9 @@ class ContextReport:
         """The sampling in force, as sent with each answer ("" without an agent)."""
         return f"Sampling: {self.sampling.describe()}" if self.sampling is not None else ""
 
+    def reuse_line(self) -> str:
+        return reuse_line(self.moved_cache_reuse)
+
     def cache_lines(self) -> list[str]:
         """The prompt-cache lines; none before a request has been measured."""
         if self.cache_session is None:
@@ -175,6 +182,8 @@ class ContextReport:
         if self.sampling is not None:
             out.append(self.sampling_line())
         out.extend(self.cache_lines())
+        if self.window:
+            out.append(self.reuse_line())
         for category in self.categories:
             name = category.name
             if name == CATEGORY_TOOLS and self.compact_tools:
@@ -362,10 +371,11 @@ class RequestTracker:
         self.acts_here += 1
         self.sent_here += 1
         self.requests += 1
-        self.points.append(TimelinePoint(self.requests, used, window, estimated, at or time.time()))
-        del self.points[:-TIMELINE_POINTS]
         prompt, cached = self._pending_usage or (None, None)
         self._pending_usage = None
+        at = at or time.time()
+        self.points.append(TimelinePoint(self.requests, used, window, estimated, at, cached))
+        del self.points[:-TIMELINE_POINTS]
         self.streaming = None
         self.last_measured = True
         self.last_prompt = prompt if prompt is not None else used
@@ -460,6 +470,7 @@ def build_context_report(
     exact_estimate: bool = False,
     mcp: McpToolsReport | None = None,
     sampling: Sampling | None = None,
+    moved_cache_reuse: bool | None = None,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the
     history would make now (overhead included; `exact_estimate`: by the engine's own
@@ -493,6 +504,7 @@ def build_context_report(
         "compact_tools": compact_tools,
         "mcp": mcp,
         "sampling": sampling,
+        "moved_cache_reuse": moved_cache_reuse,
     }
     if budget is None:
         return ContextReport(window=None, **common)  # type: ignore[arg-type]

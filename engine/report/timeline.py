@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.messages import Message
+from engine.report.figures import format_tokens
 from engine.store.records import MessageRecord, UsageRecord
 
 MARKER_CLEAR = "clear"
@@ -33,10 +34,23 @@ class TimelinePoint:
     window: int
     estimated: bool = False
     at: float = 0.0
+    # What the engine's prompt cache served of it (None: the engine did not say, which is
+    # not 0), out of `used`.
+    cached: int | None = None
 
     @property
     def percent(self) -> float:
         return 100.0 * self.used / self.window if self.window else 0.0
+
+    def cache_text(self) -> str:
+        """Reused N of M, or "cache: not reported" where the engine did not say (not 0)."""
+        if self.cached is None:
+            return "cache: not reported"
+        return f"reused {format_tokens(self.cached)} of {format_tokens(self.used)}"
+
+    def row(self) -> str:
+        """The timeline's row for this request: "request 7 · reused 1.2K of 1.3K"."""
+        return f"request {self.request} · {self.cache_text()}"
 
 
 @dataclass(frozen=True)
@@ -134,7 +148,7 @@ def saved_timeline(
     it too). A request whose engine reported no prompt count keeps its number but has no
     point: the estimate the live chart used for it was never stored."""
     points = [
-        TimelinePoint(index, row.prompt_tokens, window, at=row.created)
+        TimelinePoint(index, row.prompt_tokens, window, at=row.created, cached=row.cached_tokens)
         for index, row in enumerate(requests, start=1)
         if row.prompt_tokens is not None
     ]

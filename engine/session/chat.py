@@ -537,7 +537,7 @@ class ChatSession:
             messages=self._messages,
             tracker=self.ledger.tracker,
             source=self._window.source if self._window is not None else "",
-            engine=self._provider.kind if self._provider is not None else "",
+            provider=self._provider,
             workspace=self.workspace,
             memory_line=self._memory.line,
             max_iterations=self.agent.max_iterations,

@@ -119,13 +119,18 @@ async def probe_window(
     on_wait: WaitProgress | None = None,
     *,
     load: Callable[[], None] | None = None,
+    reuse: bool = False,
 ) -> WindowResolution:
     """Ask the engine what it serves and resolve the window Brim will account against. With
-    `load` (told just before), a model whose window only a load reveals is loaded first."""
+    `load` (told just before), a model whose window only a load reveals is loaded first.
+    With `reuse`, whether the engine moves cached chunks is probed too, once per model, and
+    the provider remembers it (`Provider.cache_reuse`: where the checkpoint goes)."""
     await wait_until_ready(provider, on_wait)
     report: EngineReport = await provider.report(agent.model)
     if load is not None:
         report = await load_to_learn(provider, agent, report, load)
+    if reuse:
+        await provider.learn_cache_reuse(agent.model)
     return resolve_window(
         report,
         pinned=agent.num_ctx,
@@ -160,10 +165,12 @@ async def load_to_learn(
 async def probe_window_telling(
     provider: Provider, agent: AgentConfig, emit: EventSink, *, load: bool = False
 ) -> WindowResolution | None:
-    """`probe_window`, telling `emit` as it goes: the `loading model` state once and an
-    `engine_loading` event every poll while the engine loads its model (or, with `load`,
-    while Brim has it load a model that only a load tells the window of), an error event
-    (and None) when the engine cannot say."""
+    """`probe_window` at a session's start, telling `emit` as it goes: the `loading model`
+    state once and an `engine_loading` event every poll while the engine loads its model
+    (or, with `load`, while Brim has it load a model that only a load tells the window of),
+    an error event (and None) when the engine cannot say. Whether the engine moves cached
+    chunks is learnt here too, before the first turn (the probe's two short prompts may
+    evict what the server held of a resumed conversation: evaluated again once)."""
     waiting = False
 
     def loading() -> None:
@@ -177,7 +184,9 @@ async def probe_window_telling(
         emit(EngineLoadingEvent(engine=provider.kind, waited_s=waited_s, limit_s=limit_s))
 
     try:
-        return await probe_window(provider, agent, on_wait, load=loading if load else None)
+        return await probe_window(
+            provider, agent, on_wait, load=loading if load else None, reuse=True
+        )
     except ProviderError as exc:
         emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
         return None

@@ -18,6 +18,7 @@ from engine.mcp.hub import McpHub
 from engine.memory import standing_for
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
+from engine.providers.base import Provider
 from engine.providers.sampling import Sampling
 from engine.report.context_report import (
     ContextReport,
@@ -38,7 +39,7 @@ def context_report(
     messages: list[Message],
     tracker: RequestTracker,
     source: str,
-    engine: str,
+    provider: Provider | None,
     workspace: Path | None,
     memory_line: str,
     max_iterations: int | None,
@@ -46,11 +47,14 @@ def context_report(
     sampling: Sampling | None = None,
 ) -> ContextReport:
     """The rail's numbers now (engine/report/context_report.py); every message count is cached.
-    Without a wired loop (the window is not known yet) only the tracker's figures."""
+    Without a wired loop (the window is not known yet) only the tracker's figures. `provider`
+    names the engine, and holds what its cache-reuse probe found for the loop's model."""
     if loop is None or counter is None:
         return build_context_report(
             budget=None, source="", estimate=0, tracker=tracker, sampling=sampling
         )
+    engine = provider.kind if provider is not None else ""
+    reuse = provider.cache_reuse(loop.agent.model).reuses if provider is not None else None
     # The loop's own tools: it drops them when the engine refuses them.
     schemas = loop.tools.schemas() if loop.tools is not None else []
     live = model_messages(messages)
@@ -77,6 +81,7 @@ def context_report(
         exact_estimate=counter.estimate_is_exact,
         mcp=mcp.report(counter.count_tools, schemas) if mcp and loop.tools is not None else None,
         sampling=sampling,
+        moved_cache_reuse=reuse,
     )
 
 

@@ -139,7 +139,9 @@ def wire_agent_loop(
         output_reserve=reserve,
         summarizer_window=setting.summarizer_window,
         summarizer_shares_cache=setting.summarizer_shares_cache,
-        checkpoint_after_kept=provider.reuses_moved_cache,
+        # After the kept messages only where the server was found to move them (probed at
+        # the start); first where it cannot, or was not asked: moving it buys nothing there.
+        checkpoint_after_kept=provider.cache_reuse(agent.model).reuses is True,
         tools_offered=tools is not None,
         summarizer_record=summarizer_record(agent, provider, setting),
         instruction_tokens=replay_instruction_tokens(counter),

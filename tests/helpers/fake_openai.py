@@ -26,6 +26,7 @@ from tests.helpers.fake_http import (
     within_tokens,
 )
 from tests.helpers.fake_kv_pool import POOL_MESSAGE, KvPool
+from tests.helpers.fake_slot_cache import SlotCache, completion
 from tests.helpers.fake_tokenizer import common_prefix, split_reply
 
 
@@ -82,7 +83,7 @@ class FakeOpenAIServer(FakeServer):
             self.vocab.render_chat(body.get("messages") or [], body.get("tools"))
         )
 
-    def cached_tokens(self, tokens: list[int]) -> int:
+    def cached_tokens(self, tokens: list[int], body: dict[str, Any]) -> int:
         """Prompt-cache reuse: the prefix shared with the previous prompt."""
         cached = min(common_prefix(tokens, self._last_prompt), max(len(tokens) - 1, 0))
         self._last_prompt = tokens
@@ -162,7 +163,7 @@ class FakeOpenAIServer(FakeServer):
             req.rejected = True
             self.send_overflow(ex, body, prompt, max_tokens, window)
             return
-        cached = self.cached_tokens(tokens)
+        cached = self.cached_tokens(tokens, body)
         key = id(req)
         if self.pool is not None and not self.pool.admit(key, prompt):
             self.pool.release(key)
@@ -358,8 +359,12 @@ class FakeLlamaServer(FakeOpenAIServer):
         # /props `chat_template_caps`: None gives a tool-calling template's; {} leaves the
         # field out, as older builds do.
         template_caps: dict[str, bool] | None = None,
+        # The model's memory can shift (False: sliding-window, hybrid or recurrent, where
+        # llama-server ignores n_cache_reuse): tests/helpers/fake_slot_cache.py.
+        can_shift: bool = True,
     ) -> None:
         super().__init__(model, token_delay=token_delay)
+        self.slot_cache = SlotCache(can_shift=can_shift)
         self.template_caps = (
             {"supports_tools": True, "supports_system_role": True}
             if template_caps is None
@@ -380,6 +385,7 @@ class FakeLlamaServer(FakeOpenAIServer):
         self.route("GET", "/slots", self._slots)
         self.route("POST", "/tokenize", self._tokenize)
         self.route("POST", "/apply-template", self._apply_template)
+        self.route("POST", "/completion", lambda ex, req: completion(self, ex, req))
 
     @property
     def per_slot(self) -> int:
@@ -413,6 +419,10 @@ class FakeLlamaServer(FakeOpenAIServer):
 
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
         return prompt >= window
+
+    def cached_tokens(self, tokens: list[int], body: dict[str, Any]) -> int:
+        """The slot's cache by the real rule: chunks moved where the model can shift."""
+        return self.slot_cache.serve(tokens, body)
 
     @property
     def rejections(self) -> list[RecordedRequest]:

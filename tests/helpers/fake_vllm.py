@@ -77,9 +77,9 @@ class FakeVllm(FakeOpenAIServer):
     def applied_sampling(self, body: dict[str, Any]) -> dict[str, Any] | str | None:
         return engine_sampling.vllm(body)
 
-    def cached_tokens(self, tokens: list[int]) -> int:
+    def cached_tokens(self, tokens: list[int], body: dict[str, Any]) -> int:
         # vLLM reuses whole KV blocks, and never the prompt's last token.
-        reused = min(super().cached_tokens(tokens), len(tokens) - 1)
+        reused = min(super().cached_tokens(tokens, body), len(tokens) - 1)
         return max(reused, 0) // self.block_size * self.block_size
 
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
