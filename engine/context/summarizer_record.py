@@ -27,8 +27,8 @@ from engine.atomic import atomic_write_text
 log = logging.getLogger(__name__)
 
 SummaryAsk = Literal["freeform", "guided", "mechanical"]
-SKIP_AFTER = 2
-ASK_AGAIN_EVERY = 10
+SKIP_AFTER = 1  # a whole compaction with every answer refused: a capable model rarely has one
+ASK_AGAIN_EVERY = 5
 
 
 @dataclass
