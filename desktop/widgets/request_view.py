@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QVBoxLayout, QWidget
 
 from engine.api import RequestViewEvent, format_tokens
@@ -29,8 +30,8 @@ def parts_text(event: RequestViewEvent) -> str:
     for part in event.parts:
         name = PART_NAMES.get(str(part["part"]), str(part["part"]))
         count = int(part["messages"])
-        what = "schemas" if part["part"] == "tools" else "messages"
-        held = f" · {count} {what}" if count else ""
+        what = "schema" if part["part"] == "tools" else "message"
+        held = f" · {count} {what}{'' if count == 1 else 's'}" if count else ""
         lines.append(f"{name}: {format_tokens(int(part['tokens']))} tokens{held}")
     return "\n".join(lines)
 
@@ -78,6 +79,8 @@ class RequestView(QWidget):
         self.figures.setWordWrap(True)
         self.parts = QLabel(parts_text(event), objectName="railValue")
         self.changes = QLabel(changes_text(event), objectName="railMuted")
+        # Its lines are padded into columns (change, role, position, preview): fixed pitch.
+        self.changes.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.changes.setWordWrap(True)
         how = f"rendered by {event.rendered_by}" if event.rendered_by else "its messages"
         self.request = QPlainTextEdit(objectName="requestText")
