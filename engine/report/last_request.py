@@ -11,7 +11,7 @@ stands) and its identity (one id, other content: the same message, changed).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from engine.context.replay import Replay
@@ -81,14 +81,22 @@ def request_parts(
     """Each part's tokens. A checkpoint joined into the system message is counted apart
     from the prompt it follows (`checkpoints`: the texts of the conversation's checkpoints;
     only those the request carries count). `framing` is what the chat template adds around
-    them: Brim's count of the whole request less the parts, so the parts add up to it."""
+    them: Brim's count of the whole request less the parts, so the parts add up to it
+    (negative where the messages counted one by one carry more framing than the whole)."""
     messages = list(sent.messages)
     tools = list(sent.tools)
     system = [m for m in messages if m.role == "system"]
     system_tokens = sum(counter.count_message(m) for m in system)
     joined = "\n".join(m.content for m in system)
     inside = [text for text in checkpoints if text and text in joined]
-    checkpoint_tokens = sum(counter.count_text(text) for text in inside)
+    # The prompt is counted as itself (the system messages without the checkpoints they
+    # carry), and the checkpoint as what it adds: the two add up to the system messages.
+    prompt_tokens = sum(
+        counter.count_message(replace(m, content=_without(m.content, inside)))
+        for m in system
+        if m.kind != "summary"
+    )
+    checkpoint_tokens = max(0, system_tokens - prompt_tokens)
     placed = [m for m in messages if m.role != "system" and m.kind == "summary"]
     checkpoint_tokens += sum(counter.count_message(m) for m in placed)
     start = new_part_start(messages)
@@ -98,15 +106,23 @@ def request_parts(
     kept = [m for i, m in conversation if i < start]
     new = [m for i, m in conversation if i >= start]
     parts = [
-        RequestPart("system", max(0, system_tokens - checkpoint_tokens), len(system)),
+        RequestPart("system", min(prompt_tokens, system_tokens), len(system)),
         RequestPart("checkpoint", checkpoint_tokens, len(inside) + len(placed)),
         RequestPart("kept", sum(counter.count_message(m) for m in kept), len(kept)),
         RequestPart("new", sum(counter.count_message(m) for m in new), len(new)),
         RequestPart("tools", counter.count_tools(tools) if tools else 0, len(tools)),
     ]
     whole = counter.count_request(messages, tools)
-    parts.append(RequestPart("framing", max(0, whole - sum(p.tokens for p in parts)), 0))
+    # What the template adds around the parts; below 0 where counting each message alone
+    # frames it more than the whole request does (a join the template makes once).
+    parts.append(RequestPart("framing", whole - sum(p.tokens for p in parts), 0))
     return parts
+
+
+def _without(text: str, parts: Sequence[str]) -> str:
+    for part in parts:
+        text = text.replace(part, "")
+    return text.rstrip()
 
 
 def _preview(message: Message) -> str:

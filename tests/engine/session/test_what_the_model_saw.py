@@ -97,6 +97,10 @@ def test_after_a_compaction_the_request_starts_at_the_first_kept_message(tmp_pat
     view = _views(events)[-1]
     assert _part(view, "checkpoint")["tokens"] > 0
     assert sum(p["tokens"] for p in view.parts) == view.counted_tokens
+    # The system prompt is counted as itself, not less the checkpoint that follows it.
+    prompt = next(m for m in history if m.role == "system" and m.kind != "summary")
+    assert prompt.content in view.messages[0]["content"]
+    assert _part(view, "system")["tokens"] >= len(prompt.content.split())
 
 
 def test_the_request_after_a_compaction_lists_the_messages_it_no_longer_carries(tmp_path: Path):
