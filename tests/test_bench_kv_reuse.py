@@ -93,3 +93,37 @@ def test_a_memory_request_replayed_on_the_cached_conversation_is_counted_as_memo
     assert len(joined) == 2 and recorder.kind(joined) == "memory"
     transcript = [system(MEMORY_PROMPT_HEAD + "extractor (memory-extractor)."), user("…")]
     assert recorder.kind(transcript) == "memory"
+
+
+def test_the_vllm_case_without_its_environment_says_why_and_starts_no_server(monkeypatch, capsys):
+    import bench._kv_reuse_vllm as on_vllm
+    import bench.kv_reuse_quick as quick
+
+    def no_server(client: str, turns: list[str]) -> None:
+        raise AssertionError("a vLLM was started without .venv-vllm")
+
+    monkeypatch.setenv("KV_QUICK_VLLM", "only")
+    monkeypatch.setattr(on_vllm, "unavailable", lambda: "no real vLLM: not built here")
+    monkeypatch.setattr(on_vllm, "on_vllm", no_server)
+    assert quick.main() == []
+    assert "the vLLM case is skipped: no real vLLM: not built here" in capsys.readouterr().out
+
+
+def test_the_vllm_rows_charge_each_client_its_prompt_tokens_less_the_cached_blocks(
+    monkeypatch,
+):
+    import bench._kv_reuse_vllm as on_vllm
+    import bench.kv_reuse_quick as quick
+
+    brim = Tally([Request("agent", 300, 0, 0), Request("agent", 500, 256, 290)])
+    sliding = Tally([Request("sliding", 300, 0, 0), Request("sliding", 520, 0, 20)])
+    runs = {"brim": quick.Run(brim, True), "sliding": quick.Run(sliding, False)}
+    monkeypatch.setattr(on_vllm, "vllm_runs", lambda turns: runs)
+    rows, _ = quick.vllm_rows(["a turn"], floor=400)
+    by_client = {row["measure"].split(":")[1].strip(): row for row in rows}
+    assert by_client["brim"]["brim"] == 300 + 244
+    assert by_client["sliding"]["brim"] == 820
+    assert all(row["baseline"] == 820 for row in rows)
+    assert "fact in the last request: yes" in by_client["brim"]["measure"]
+    assert "fact in the last request: no" in by_client["sliding"]["measure"]
+    assert by_client["limit (the new tokens of each turn)"]["brim"] == 400
