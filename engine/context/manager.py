@@ -19,11 +19,13 @@ Events (`CompactionEvent`, `TrimEvent`, `NoticeEvent`) go to the `sink` as they 
 manager owns no history: every method takes the current model messages and returns the new
 ones, which the caller stores. Notice rows (role "notice") are never sent and are dropped
 from what comes back.
+
+This module holds the counting, the pipeline and the entry points; the rungs that cut
+(trim, fit, compaction with its fallback) are engine/context/rungs.py.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 
 from engine.context.budget import (
@@ -40,8 +42,6 @@ from engine.context.compaction import (
     JournalSink,
     Replay,
     Summarize,
-    compact,
-    plan_compaction,
 )
 from engine.context.constants import (
     DEFAULT_COMPACTION_RATIO,
@@ -51,38 +51,19 @@ from engine.context.constants import (
     REASON_PREFLIGHT,
     REASON_SHARED_POOL,
 )
-from engine.context.fitting import FitResult, fit_messages
+from engine.context.fitting import FitResult
 from engine.context.history import CountMessage
-from engine.context.ladder_events import (
-    compaction_finished_events,
-    fitted_event,
-    trimmed_event,
-)
 from engine.context.ladder_outcomes import LadderOutcome, PreparedRequest
-from engine.context.notices import (
-    compaction_fallback_notice,
-    nothing_to_compact_notice,
-    preflight_notice,
-)
 from engine.context.nudges import context_nudge, iteration_nudge, pressure_message
+from engine.context.rungs import CountRequest, LadderRungs
 from engine.context.summarizer_record import SummarizerRecord
-from engine.context.trimming import trim_messages
 from engine.events import (
-    NOTICE_AUTO_COMPACTING,
-    NOTICE_COMPACTION_FALLBACK,
-    NOTICE_NOTHING_TO_COMPACT,
     NOTICE_OVERFLOW,
-    CompactionEvent,
     EventSink,
     NoticeEvent,
-    TrimEvent,
     discard,
 )
 from engine.messages import Message, model_messages
-
-log = logging.getLogger(__name__)
-
-CountRequest = Callable[[list[Message]], int]
 
 OVERFLOW_NOTICE = (
     "The engine rejected the request as too long for its context window: "
@@ -153,20 +134,14 @@ class ContextManager:
         # Whether the requests carry tools (each `prepare` says): a checkpoint for a model
         # without them names no stored file to read.
         self.tools_offered = tools_offered
-        self._last_sent: Replay | None = None
-        self._just_compacted = False
-        self._progress_note = ""
-        self._fallback_told = False  # the user hears once that compaction fell back to trim
-        # Once a summarizer's whole-schema checkpoint is refused, later compactions in this
-        # conversation ask the guided questions straight away; across conversations what
-        # each summarizer model has shown it can write decides (summarizer_record.py).
-        self._guided_only = False
         self.summarizer_record = summarizer_record or SummarizerRecord("this conversation")
+        # Trim, fit, and compaction with its fallback (engine/context/rungs.py).
+        self._rungs = LadderRungs(self, count)
 
     def prefer_guided(self) -> None:
         """From now on a compaction asks the guided questions (one section at a time, each
         answer checked) instead of the free-form checkpoint: the user restored one."""
-        self._guided_only = True
+        self._rungs.guided_only = True
 
     # Counting -------------------------------------------------------------------------
 
@@ -207,20 +182,13 @@ class ContextManager:
     def usage(self, messages: Sequence[Message], overhead_tokens: int = 0) -> ContextUsage:
         return self.budget.usage(self.tokens(messages, overhead_tokens))
 
-    def _message_budget(self, threshold: int, msgs: list[Message], overhead: int) -> int:
-        """A request-level threshold in the per-message units the rungs count in."""
-        framing = 0
-        if self._count is not None:
-            framing = max(0, self._count(msgs) - sum(map(self.count_message, msgs)))
-        return threshold - overhead - framing
-
     def sent(
         self, request: Sequence[Message], tools: Sequence[dict], tokens: int, at: float
     ) -> None:
         """The engine accepted `request` (its wire form, sent at `at`) whole: what a
         compaction replays."""
-        self._last_sent = Replay(tuple(request), tuple(tools), tokens, at)
-        self.on_sent(self._last_sent)
+        self._rungs.last_sent = Replay(tuple(request), tuple(tools), tokens, at)
+        self.on_sent(self._rungs.last_sent)
 
     def next_request(
         self,
@@ -237,7 +205,7 @@ class ContextManager:
         usage = self.usage(msgs, overhead_tokens)
         nudge = pressure_message(
             self._nudge_lines(
-                usage, self._just_compacted, iterations_used, max_iterations, tools_offered
+                usage, self._rungs.just_compacted, iterations_used, max_iterations, tools_offered
             )
         )
         return [*msgs, nudge] if nudge else msgs
@@ -259,7 +227,7 @@ class ContextManager:
             return [iteration_nudge(iterations_used, max_iterations)]
         return [
             context_nudge(usage, just_compacted=just_compacted),
-            self._progress_note if just_compacted else None,
+            self._rungs.progress_note if just_compacted else None,
             iteration_nudge(iterations_used, max_iterations),
         ]
 
@@ -296,19 +264,19 @@ class ContextManager:
                 usage = self.usage(msgs, overhead_tokens)
 
         if usage.compact_due:
-            outcome = await self._compact_or_trim(
+            outcome = await self._rungs.compact_or_trim(
                 msgs, REASON_PREFLIGHT, overhead_tokens, announce=usage
             )
             msgs, compaction, trimmed = outcome.history, outcome.compaction, outcome.trimmed
             usage = self.usage(msgs, overhead_tokens)
 
         if usage.trim_due:
-            msgs, dropped = self._trim(msgs, self.budget.trim_threshold, overhead_tokens)
+            msgs, dropped = self._rungs.trim(msgs, self.budget.trim_threshold, overhead_tokens)
             trimmed += dropped
             usage = self.usage(msgs, overhead_tokens)
 
-        just_compacted = self._just_compacted
-        self._just_compacted = False
+        just_compacted = self._rungs.just_compacted
+        self._rungs.just_compacted = False
 
         def nudge_for(usage: ContextUsage) -> Message | None:
             return pressure_message(
@@ -323,7 +291,7 @@ class ContextManager:
         if self.usage(request, overhead_tokens).used > self.budget.trim_threshold:
             # Still above the trim line: the newest unit itself is too big (the rungs above
             # keep it whole). Cut it to the room left, so no request exceeds the window.
-            msgs, fitted = self._fit(msgs, overhead_tokens, nudge, count_tolerance)
+            msgs, fitted = self._rungs.fit(msgs, overhead_tokens, nudge, count_tolerance)
             usage = self.usage(msgs, overhead_tokens)
             nudge = nudge_for(usage)
             request = [*msgs, nudge] if nudge else list(msgs)
@@ -352,7 +320,7 @@ class ContextManager:
         msgs = model_messages(list(history))
         self.measure_prefix(msgs, overhead_tokens)
         usage = self.usage(msgs, overhead_tokens) if reason == REASON_PREFLIGHT else None
-        return await self._compact_or_trim(msgs, reason, overhead_tokens, announce=usage)
+        return await self._rungs.compact_or_trim(msgs, reason, overhead_tokens, announce=usage)
 
     async def on_overflow(
         self,
@@ -396,7 +364,7 @@ class ContextManager:
     ) -> LadderOutcome:
         before = self.tokens(msgs)
         tail = max(1, self.budget.tail_tokens >> max(0, attempt))
-        outcome = await self._compact_or_trim(
+        outcome = await self._rungs.compact_or_trim(
             msgs, reason, overhead, announce=None, fallback_budget=fallback, tail_tokens=tail
         )
         return LadderOutcome(
@@ -407,23 +375,7 @@ class ContextManager:
             self.tokens(outcome.history),
         )
 
-    # Rungs --------------------------------------------------------------------------------
-
-    def _trim(
-        self, msgs: list[Message], threshold: int, overhead: int, *, notify: bool = True
-    ) -> tuple[list[Message], int]:
-        budget = self._message_budget(threshold, msgs, overhead)
-        result = trim_messages(
-            msgs,
-            budget=budget,
-            count_message=self.count_message,
-            protected_turns=self.protected_turns,
-        )
-        if result.dropped:
-            self.sink(TrimEvent(messages_dropped=result.dropped))
-            if notify:
-                self.sink(trimmed_event(result.dropped))
-        return result.messages, result.dropped
+    # The fit rung alone -------------------------------------------------------------------
 
     def fit(
         self,
@@ -435,160 +387,4 @@ class ContextManager:
         """The fit rung alone, for a request that the engine's own count put above the
         trim line after `prepare` (an estimate that ran short): cut it below that line."""
         msgs = model_messages(list(history))
-        return self._fit(msgs, overhead_tokens, None, count_tolerance)[1]
-
-    def _fit(
-        self, msgs: list[Message], overhead: int, nudge: Message | None, tolerance: float
-    ) -> tuple[list[Message], FitResult]:
-        # An estimate may run short of the engine's count by `tolerance`: cut below the line
-        # by as much, so the engine's own count still lands under it.
-        line = int(self.budget.trim_threshold / (1.0 + max(0.0, tolerance)))
-        room = self._message_budget(line, msgs, overhead)
-        if nudge is not None:
-            room -= self.count_message(nudge)
-        result = fit_messages(
-            msgs, budget=room, count_message=self.count_message, store_result=self.store_result
-        )
-        if result.changed:
-            self.sink(fitted_event(result, self.budget.window))
-        return result.messages, result
-
-    def _work_state_text(self) -> str | None:
-        if self.work_state is None:
-            return None
-        try:
-            return self.work_state()
-        except Exception:
-            log.warning("could not read the work state for the summarizer", exc_info=True)
-            return None
-
-    async def _compact_or_trim(
-        self,
-        msgs: list[Message],
-        reason: str,
-        overhead: int,
-        *,
-        announce: ContextUsage | None,
-        fallback_budget: int | None = None,
-        tail_tokens: int | None = None,
-    ) -> LadderOutcome:
-        before = self.tokens(msgs, overhead)
-        tail = tail_tokens if tail_tokens is not None else self.budget.tail_tokens
-        plan = plan_compaction(msgs, count_message=self.count_message, tail_tokens=tail)
-
-        def fallback(detail: str | None) -> tuple[list[Message], int]:
-            # Why compaction could not run is said once per conversation; what trimming
-            # discarded without a summary is said every time it discards something.
-            explain = (detail is not None or fallback_budget is not None) and not (
-                self._fallback_told
-            )
-            if fallback_budget is not None:
-                trimmed = trim_messages(
-                    msgs,
-                    budget=fallback_budget,
-                    count_message=self.count_message,
-                    protected_turns=self.protected_turns,
-                )
-                out, dropped = trimmed.messages, trimmed.dropped
-                if dropped:
-                    self.sink(TrimEvent(messages_dropped=dropped))
-                    if not explain:
-                        self.sink(trimmed_event(dropped))
-            else:
-                out, dropped = self._trim(
-                    msgs, self.budget.compact_threshold, overhead, notify=not explain
-                )
-            if explain and (detail is not None or dropped):
-                self._fallback_told = True
-                text = compaction_fallback_notice(
-                    detail or "nothing old enough to summarize", dropped
-                )
-                self.sink(
-                    NoticeEvent(
-                        level="warning",
-                        text=text,
-                        kind=NOTICE_COMPACTION_FALLBACK,
-                        details={"messages_dropped": dropped},
-                    )
-                )
-            return out, dropped
-
-        if self.summarize is None or plan.nothing_to_summarize:
-            # Nothing worth a summarizer call: no "auto-compacting" notice, trim instead.
-            if reason == REASON_MANUAL and plan.nothing_to_summarize:
-                self.sink(
-                    NoticeEvent(
-                        level="info",
-                        text=nothing_to_compact_notice(),
-                        kind=NOTICE_NOTHING_TO_COMPACT,
-                    )
-                )
-                return LadderOutcome(msgs, None, 0, before, before)
-            detail = None if self.summarize is not None else "no summarizer is configured"
-            out, dropped = fallback(detail)
-            return LadderOutcome(out, None, dropped, before, self.tokens(out, overhead))
-
-        if announce is not None:
-            self.sink(
-                NoticeEvent(
-                    level="warning",
-                    text=preflight_notice(announce.used, announce.window),
-                    kind=NOTICE_AUTO_COMPACTING,
-                    details={"used": announce.used, "window": announce.window},
-                )
-            )
-        self.sink(CompactionEvent(phase="started", reason=reason, messages_before=len(msgs)))
-        asked = self.summarizer_record.ask()
-        if self._guided_only and asked == "freeform":
-            asked = "guided"
-        result = await compact(
-            msgs,
-            window=self.budget.window,
-            count_message=self.count_message,
-            summarize=self.summarize,
-            reason=reason,
-            work_state=self._work_state_text(),
-            journal=self.journal,
-            tail_tokens=tail,
-            max_summary_tokens=self.budget.summary_tokens,
-            summarizer_window=self.summarizer_window,
-            before_summarize=self.before_summarize,
-            guided_only=asked == "guided",
-            mechanical_only=asked == "mechanical",
-            replay=self._last_sent if self.summarizer_shares_cache else None,
-            store_result=self.store_result,
-            checkpoint_after_kept=self.checkpoint_after_kept,
-            tools_offered=self.tools_offered,
-        )
-        if result.freeform_refused:
-            self._guided_only = True
-        if result.status in ("compacted", "refused"):  # the model's answers were judged
-            self.summarizer_record.note(
-                asked=asked, freeform_refused=result.freeform_refused, source=result.source
-            )
-        if result.ok:
-            for event in compaction_finished_events(result, msgs):
-                self.sink(event)
-            self._just_compacted = True
-            self._progress_note = result.progress_note
-            self._last_sent = None  # the history it replayed is gone
-            out = result.messages
-            # A summary that still leaves the request over the trim line (a huge newest
-            # message, a long checkpoint) is followed by the trim rung at once; below the
-            # line what compaction kept stays (trimming it to the compaction threshold only
-            # discarded, without a summary, what the summarizer had just chosen to keep).
-            dropped = 0
-            if self.tokens(out, overhead) > self.budget.trim_threshold:
-                out, dropped = self._trim(out, self.budget.trim_threshold, overhead)
-            return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
-
-        self.sink(
-            CompactionEvent(
-                phase="failed",
-                reason=reason,
-                messages_before=len(msgs),
-                messages_after=len(msgs),
-            )
-        )
-        out, dropped = fallback(result.detail)
-        return LadderOutcome(out, result, dropped, before, self.tokens(out, overhead))
+        return self._rungs.fit(msgs, overhead_tokens, None, count_tolerance)[1]

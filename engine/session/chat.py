@@ -6,22 +6,20 @@ session learns is emitted as typed events (engine/events.py) through one sink.
 
 `ChatSession` is the facade over objects with one job each (engine/session/*.py): the
 `Conversation` (messages, their persistence), the `ContextLedger` (the rail's bookkeeping),
-the `Summarizer`, `wire_agent_loop` and the `MemoryLink`. It routes commands, resolves the
-window, and wires the loop when the window or conversation changes.
+the `Summarizer`, the `MemoryLink`, the `WindowDesk` (the window, the system prompt, the
+wired loop), the `TurnRunner` (the running turn, `/compact`) and the `ReportDesk` (what
+`/context`, `/usage`, `/work` and the views answer). It admits one submission at a time,
+routes commands, switches conversations and opens and closes the session.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
-import engine.session.reports as reports
-import engine.session.tools_offer as offer
-from engine.agent.loop import AgentLoop, TurnOutcome
-from engine.commands import VIEW_AGENT_EDITOR, VIEW_NEW_CONVERSATION, Action, Route, route
+from engine.agent.loop import AgentLoop
+from engine.commands import VIEW_NEW_CONVERSATION, Action, Route, route
 from engine.config import AgentConfig
 from engine.conversation_claim import ConversationBusy, ConversationClaim
 from engine.events import (
@@ -30,35 +28,28 @@ from engine.events import (
     EventSink,
     StateEvent,
     ViewRequestEvent,
-    WindowEvent,
     WithdrawnEvent,
 )
 from engine.mcp.hub import McpHub
 from engine.messages import Message, model_messages, notice, user
 from engine.paths import BrimPaths
 from engine.providers.base import Provider, StreamDone
-from engine.providers.errors import ProviderError
 from engine.report.context_report import ContextReport
-from engine.session.adapters import AnnouncingApprover, RegistryRunner, view_fallback_notice
-from engine.session.admission import Admission, await_quietly_cancelled, busy_refusal
+from engine.session.adapters import AnnouncingApprover
+from engine.session.admission import Admission, busy_refusal
 from engine.session.ahead import CompactionAhead
-from engine.session.budget import fold_in_journal, oversized_for_loop
 from engine.session.conversation import Conversation
-from engine.session.engine_calls import (
-    LoadProgress,
-    probe_window_telling,
-    provider_for,
-    start_notices,
-    usage_recorder,
-)
+from engine.session.engine_calls import LoadProgress, provider_for, usage_recorder
 from engine.session.learning import SessionLearning
 from engine.session.ledger import ContextLedger, LedgerInputs, keeping_notices, notice_event
 from engine.session.memory_link import MemoryInputs, MemoryLink
-from engine.session.outcome import describe_outcome
+from engine.session.report_desk import ReportDesk
 from engine.session.restoring import CompactionDesk
 from engine.session.store_failure import store_failure
 from engine.session.summarizer import Summarizer
-from engine.session.wiring import LoopHooks, LoopSetting, decide_tool_schemas, wire_agent_loop
+from engine.session.turns import TurnRunner
+from engine.session.window_desk import WindowDesk
+from engine.session.wiring import LoopSetting
 from engine.store import Receipt, StoreError, UnknownConversation
 from engine.tokens import TokenCounter, counter_for
 from engine.tools import Approver, ConversationApprover, DenyAll
@@ -93,12 +84,8 @@ class ChatSession:
         self.workspace = workspace
         self.ephemeral = ephemeral
         self._provider = provider
-        self._window: WindowResolution | None = None
         self._counter: TokenCounter | None = None
-        self._turn_task: asyncio.Task[TurnOutcome | None] | None = None
         self._admission = Admission()  # one submission at a time; waits for the start
-        self._loop: AgentLoop | None = None
-        self._tools: RegistryRunner | None = None
         kept = keeping_notices(lambda message: self._append(message, emit=True), self._emit)
         self._mcp = McpHub.for_agent(agent, kept, paths)  # each server at its first use
         # Commands and writes run only on an explicit allow; headless default is deny.
@@ -112,8 +99,8 @@ class ChatSession:
                 report=self.context_report,
                 budget=lambda: self._loop.context.budget if self._loop is not None else None,
                 window=lambda: self._window.window if self._window is not None else 0,
-                estimate_now=self._estimate_now,
-                manual_compaction=lambda: self._manual_compaction,
+                estimate_now=lambda: self._reports.estimate_now(),
+                manual_compaction=lambda: self._turns.manual_compaction,
             ),
             emit=self._emit,
             save_notice=lambda message: self._append(message, emit=True),
@@ -129,17 +116,60 @@ class ChatSession:
         self.memory_enabled = memory
         self.reflect_on_close = reflect_on_close
         self._memory = MemoryLink(None, self._memory_inputs())
-        self._manual_compaction = False  # /compact does not extract
         self._learning = SessionLearning(
             lambda: self._memory,
             window=lambda: self._window,
             resolve_window=self._resolve_window,
             store=lambda: self.conversation.store,
-            manual_compaction=lambda: self._manual_compaction,
+            manual_compaction=lambda: self._turns.manual_compaction,
         )
         self._compactions = CompactionDesk(self.conversation, lambda: self._loop, self._emit)
         # Compaction after an answer, when the next turn would (engine/session/ahead.py).
         self._ahead = CompactionAhead(self._emit) if compact_ahead else None
+        # The window, the system prompt and the loop (engine/session/window_desk.py).
+        self._desk = WindowDesk(
+            agent,
+            workspace,
+            self.conversation,
+            self.ledger,
+            provider=lambda: self._provider,
+            memory=lambda: self._memory,
+            counter=self._ensure_counter,
+            setting=self._loop_setting,
+            summarizer=self._summarizer,
+            learning=self._learning,
+            compactions=self._compactions,
+            emit=self._emit,
+            append=self._append,
+        )
+        # What /context, /usage, /work, /compaction and the views answer (report_desk.py).
+        self._reports = ReportDesk(
+            agent,
+            workspace,
+            self.conversation,
+            lambda: self.conversation_id,
+            desk=self._desk,
+            ledger=self.ledger,
+            provider=lambda: self._provider,
+            counter=lambda: self._counter,
+            memory=lambda: self._memory,
+            mcp=self._mcp,
+            compactions=self._compactions,
+            emit=self._emit,
+        )
+        # The turn as a task cancel() reaches, and /compact (engine/session/turns.py).
+        self._turns = TurnRunner(
+            self.conversation,
+            self._desk,
+            ledger=self.ledger,
+            provider=lambda: self._provider,
+            memory=lambda: self._memory,
+            summarizer=self._summarizer,
+            mcp=self._mcp,
+            ahead=self._ahead,
+            emit=self._emit,
+            append=self._append,
+        )
 
     @property
     def conversation_id(self) -> str:
@@ -172,7 +202,7 @@ class ChatSession:
         if self._provider.loads_model_in_process:
             self._emit(StateEvent("loading model"))
         await self._resolve_window()
-        self._write_system_prompt()  # the engine did not answer: worded as if tools go out
+        self._desk.write_system_prompt()  # the engine did not answer: worded as if tools go out
         self.ledger.emit_report()
         self._memory.emit_pending()
         self._emit(StateEvent("ready"))
@@ -180,9 +210,7 @@ class ChatSession:
     async def close(self) -> None:
         self.cancel()
         await self._settle_ahead(stop=True)
-        if self._turn_task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._turn_task
+        await self._turns.finished()
         await self._mcp.close()  # the conversation's MCP servers end with it
         if self._provider is not None:
             # Closed first: an embedded model's memory is free before a reflection loads one.
@@ -195,7 +223,15 @@ class ChatSession:
 
     @property
     def window(self) -> WindowResolution | None:
-        return self._window
+        return self._desk.window
+
+    @property
+    def _window(self) -> WindowResolution | None:
+        return self._desk.window
+
+    @property
+    def _loop(self) -> AgentLoop | None:
+        return self._desk.loop
 
     def lower_pin(self, num_ctx: int) -> bool:
         """An ask's choice taken (a spill_choice notice): engine/agent/window.py lowers it."""
@@ -205,7 +241,7 @@ class ChatSession:
     def _messages(self) -> list[Message]:
         return self.conversation.messages
 
-    # -- turns -------------------------------------------------------------------------
+    # -- admission and turns (engine/session/turns.py) --------------------------------
 
     async def send(self, text: str) -> None:
         """A user turn, or the command `text` is (engine/commands.py), announced first (an
@@ -213,14 +249,7 @@ class ChatSession:
         decision = route(text)
         if decision.while_busy:  # a report or a view: answered even while a turn runs
             self._emit(decision.accepted)
-            if decision.action is Action.REPORT and decision.command is not None:
-                self._answer_command(decision.command.text, decision.argument)
-            else:
-                self._emit(ViewRequestEvent(decision.view))  # and words for the headless
-                if decision.view != VIEW_AGENT_EDITOR:
-                    self._memory.emit_pending(always=True)
-                where = str(self.agent.source_path or "the agent's file")
-                self._emit(view_fallback_notice(decision.view, where))
+            self._reports.answer(decision)
             return
         if self._holding():
             self._emit(busy_refusal(waiting=self._admission.waiting))
@@ -234,7 +263,7 @@ class ChatSession:
             await self._run(decision, text)
 
     def _holding(self) -> bool:
-        return self._admission.held or bool(self._turn_task and not self._turn_task.done())
+        return self._admission.held or self._turns.running
 
     async def _run(self, decision: Route, text: str) -> None:
         if decision.action is Action.COMPACT:
@@ -250,55 +279,27 @@ class ChatSession:
             self._emit(ViewRequestEvent(decision.view))
             await self.open_conversation(None)
             return
-        if await self._refuse_if_it_cannot_fit(text):
+        if self._turns.refuse_if_it_cannot_fit(text):
             return
         try:
             await self._settle_ahead()
             self._append(message := user(text))
             self._memory.note_statements(message)
-            await self._await_turn()
+            await self._turns.run()
         except StoreError as exc:  # a full disk: said on the event stream; the session goes on
             store_failure(exc, message, self._messages, decision.accepted, self._emit)
         finally:
             self._memory.emit_pending()
             self._emit(StateEvent("ready"))
-        if self._ahead is not None:
-            self._ahead.start_if_due(self._loop)
+        self._turns.start_ahead_if_due()
 
     async def _settle_ahead(self, *, stop: bool = False) -> None:
         """A compaction running ahead of this turn: waited for (`stop`: stopped first)."""
-        if self._ahead is not None:
-            await (self._ahead.stop() if stop else self._ahead.settle())
-
-    async def _await_turn(self) -> None:
-        """Run the turn as a task that `cancel()` reaches; a cancel ends it quietly."""
-        self._turn_task = asyncio.create_task(self._run_turn())
-        try:
-            await await_quietly_cancelled(self._turn_task)
-        finally:
-            self._turn_task = None
-
-    async def _refuse_if_it_cannot_fit(self, text: str) -> bool:
-        """A message that cannot fit the window even alone is refused (an error event, True)
-        before anything is compacted, stored or sent, once the window is the engine's."""
-        if self._window is None or self._provider is None:
-            return False  # the turn resolves it (and says why when it cannot)
-        if self._window.source in ("assumed", "fallback", "observed"):
-            # A guessed window (Ollama before it loads the model), or one drawn from a single
-            # error, may be far smaller than what the engine serves: its answer decides.
-            return False
-        refusal = oversized_for_loop(text, self._messages, self._agent_loop())
-        if refusal is not None:
-            self._emit(refusal)
-            self._emit(StateEvent("ready"))
-        return refusal is not None
+        await self._turns.settle_ahead(stop=stop)
 
     def cancel(self) -> None:
-        if self._turn_task is not None and not self._turn_task.done():
-            self._turn_task.cancel()
+        self._turns.cancel()
         self._learning.cancel()
-        if self._ahead is not None:
-            self._ahead.cancel()
 
     async def retry(self) -> None:
         """The Retry button: probe the engine again if its window is unknown, then re-run
@@ -310,22 +311,21 @@ class ChatSession:
             try:
                 await self._settle_ahead()
                 if self._window is None:
-                    await self._resolve_window()
-                    if self._window is None:
+                    if not await self._turns.window_known():
                         return
                     self.ledger.emit_report()
                 pending = model_messages(self._messages)
                 last = pending[-1] if pending else None
                 if last is None or not (last.role == "user" or last.meta_value("partial")):
                     return
-                await self._await_turn()
+                await self._turns.run()
             finally:
                 self._emit(StateEvent("ready"))
 
     async def open_conversation(self, conversation_id: str | None) -> None:
         """Switch to a saved conversation of this agent, or (None) start a new one, keeping
         the engine and its loaded model. Refused while a turn runs."""
-        if self._turn_task is not None and not self._turn_task.done():
+        if self._turns.running:
             self._emit(ErrorEvent("busy", "A turn is still running; wait or cancel it first."))
             return
         await self._settle_ahead(stop=True)  # it works on the conversation being left
@@ -336,167 +336,41 @@ class ChatSession:
         except (UnknownConversation, ConversationBusy):
             self._requested_conversation = previous  # still on the conversation it had
             raise
-        self._write_system_prompt()
-        self._loop = None
         self.approver.forget()
-        if self._window is not None:
-            self._emit(
-                WindowEvent(
-                    window=self._window.window,
-                    source=self._window.source,
-                    warnings=[],
-                    conversation=self.conversation_id,
-                )
-            )
-            self._say_tools_are_unavailable(self._window)
-            self._rewire()
-            await self._fold_in_journal()
+        await self._desk.switched()  # the prompt, the window told, the loop wired again
         self.ledger.emit_report()
         self._emit(StateEvent("ready"))
 
     async def compact(self) -> None:
         """`/compact`: compact now through the same path automatic compaction takes."""
-        if self._window is None:
-            await self._resolve_window()
-            if self._window is None:
-                return
-        await self._settle_ahead()
-        await self._summarizer.prepare()
-        loop = self._agent_loop()
-        self._manual_compaction = True  # the chat layer cannot answer for the run's gate
-        try:
-            await loop.compact()
-        except ProviderError as exc:
-            self._emit(ErrorEvent(exc.kind, exc.message, retryable=exc.retryable))
-        finally:
-            self._manual_compaction = False
-            self._emit(StateEvent("ready"))
+        await self._turns.compact()
 
-    # -- the turn and its loop ---------------------------------------------------------
-
-    async def _run_turn(self) -> TurnOutcome | None:
-        assert self._provider is not None
-        if self._window is None:
-            await self._resolve_window()
-            if self._window is None:
-                return None
-        await self._summarizer.prepare()
-        if await self._mcp.prepare():  # MCP listings known, eager servers chosen
-            self._loop = None  # wired again, with the tools of the servers that go eager
-        loop = self._agent_loop()
-        self._memory.begin_run()  # one snapshot of memory per run
-        try:
-            return await loop.run_turn()
-        except asyncio.CancelledError:
-            self._append(notice("Turn cancelled.", "info"), emit=True)
-            raise
-        finally:
-            self.ledger.settle()  # the answer (or its partial) is in: the gauge shows the next
+    # -- the window and the wired loop (engine/session/window_desk.py) -----------------
 
     def _agent_loop(self) -> AgentLoop:
-        """The wired loop (wired when the window became known or the conversation changed)."""
-        if self._loop is None:
-            self._rewire()
-        assert self._loop is not None
-        return self._loop
+        return self._desk.agent_loop()
 
-    def _rewire(self) -> None:
-        """Wire the agent loop for the conversation and window as they are now."""
-        assert self._provider is not None and self._window is not None
-        wired = wire_agent_loop(
-            self.agent,
-            self._provider,
-            self._window,
-            self.conversation,
-            self._memory.memory,
-            setting=LoopSetting(
-                paths=self.paths,
-                workspace=self.workspace,
-                ephemeral=self.ephemeral,
-                approver=self.approver,
-                counter=self._ensure_counter(),
-                summarizer_window=self._summarizer.window,
-                summarizer_shares_cache=self._summarizer.shares_cache,
-                mcp=self._mcp,
-            ),
-            hooks=LoopHooks(
-                sink=self._emit,
-                ladder_sink=self.ledger.on_ladder_event,
-                summarize=self._summarizer.summarize,
-                compact_tool=self._compact_from_tool,
-                before_summarize=self._learning.extract if self._memory.writes else None,
-                on_window=self._window_learned,
-            ),
-        )
-        self._tools = wired.tools
-        self._advise(wired.pin_advice)
-        self._loop = wired.loop
-        self._compactions.shape(wired.loop)
+    async def _resolve_window(self) -> None:
+        await self._desk.resolve()
 
     def _ensure_counter(self) -> TokenCounter:
+        """The counter the loop and memory count with (made here: tests swap `counter_for`)."""
         if self._counter is None:
             assert self._provider is not None
             self._counter = counter_for(self._provider, self.agent.model)
         return self._counter
 
-    def _advise(self, advice: str | None) -> None:
-        if advice and not self.conversation.has_notice(advice):
-            self._append(notice(advice, "warning"), emit=True)
-
-    def _window_learned(self, resolution: WindowResolution) -> None:
-        self._window = resolution  # the engine's real window: reports and next loop use it
-        if self._loop is not None and self._provider is not None:  # the tools, decided again
-            found = (self._ensure_counter(), resolution, self.conversation.messages)
-            self._advise(decide_tool_schemas(self._tools, self.agent, self._provider, *found))
-
-    async def _compact_from_tool(self) -> str:
-        """The summarize_context tool's answer: what the ladder really did, in figures."""
-        assert self._loop is not None
-        return describe_outcome(await self._loop.compact_outcome())
-
-    # -- the window --------------------------------------------------------------------
-
-    async def _resolve_window(self) -> None:
-        assert self._provider is not None
-        resolution = await probe_window_telling(self._provider, self.agent, self._emit, load=True)
-        if resolution is None:
-            return
-        self._window = resolution
-        self._write_system_prompt()
-        self._loop = None
-        if self.ledger.needs_window:
-            # Restored before the window was known: draw it against the window.
-            self.ledger.restore_timeline(self.conversation.store, self.conversation_id)
-        self._emit(
-            WindowEvent(
-                window=resolution.window,
-                source=resolution.source,
-                warnings=list(resolution.warnings),
-                conversation=self.conversation_id,
-            )
+    def _loop_setting(self) -> LoopSetting:
+        return LoopSetting(
+            paths=self.paths,
+            workspace=self.workspace,
+            ephemeral=self.ephemeral,
+            approver=self.approver,
+            counter=self._ensure_counter(),
+            summarizer_window=self._summarizer.window,
+            summarizer_shares_cache=self._summarizer.shares_cache,
+            mcp=self._mcp,
         )
-        # Said once (the window event, or a notice with data); kept for when it is reopened.
-        for message, told in start_notices(resolution, self.conversation.has_notice):
-            self._append(message, emit=told)
-        self._say_tools_are_unavailable(resolution)
-        self._rewire()
-        await self._fold_in_journal()
-
-    async def _fold_in_journal(self) -> None:
-        """A resumed conversation's journal, sized from the window and the history it joins."""
-        if (loop := self._loop) is not None:
-            await fold_in_journal(loop, self.conversation, self._ensure_counter().count_text)
-
-    def _say_tools_are_unavailable(self, resolution: WindowResolution) -> None:
-        """Tools given but withheld (session/tools_offer.py): said once per conversation."""
-        if text := offer.tools_withheld(self.agent, self.workspace, resolution, self.conversation):
-            self._append(text, emit=True)
-
-    def _write_system_prompt(self) -> None:
-        """A new conversation's system message, or a saved one's changed stable prompt."""
-        parts = offer.prompt_parts(self.agent, self.workspace, self._memory.line)
-        if message := offer.system_message_due(self._messages, parts, self._window):
-            self._append(message)
 
     # -- the conversation (engine/session/conversation.py) -----------------------------
 
@@ -527,41 +401,11 @@ class ChatSession:
             log.exception("event sink failed on %s", event.type)
         self.ledger.observe(event)
 
-    # -- what the rail, /context, /usage and /work show (engine/session/reports.py) -----
+    # -- what the rail and /context show (engine/session/report_desk.py) ---------------
 
     def context_report(self) -> ContextReport:
         """The rail's numbers now: windowless before the loop is wired (this never wires it)."""
-        return reports.context_report(
-            loop=self._loop,
-            counter=self._counter,
-            messages=self._messages,
-            tracker=self.ledger.tracker,
-            source=self._window.source if self._window is not None else "",
-            provider=self._provider,
-            workspace=self.workspace,
-            memory_line=self._memory.line,
-            max_iterations=self.agent.max_iterations,
-            mcp=self._mcp,
-            sampling=self.agent.sampling,
-        )
-
-    def _answer_command(self, command: str, argument: str = "") -> None:
-        """`/context`, `/usage`, `/work` answered with their report; `/work clear` forgets
-        the work state and the journal of compactions first; `/compaction` (`show N`)."""
-        if command == "/compaction":
-            self._compactions.answer(argument)
-            return
-        folder = self.conversation.work_folder()
-        if command == "/work clear":
-            reports.clear_work_state(folder)
-        answer = reports.command_answer(
-            command,
-            self.context_report,
-            lambda: reports.usage_report(self.conversation.store, self.conversation_id),
-            lambda: (reports.work_state_text(folder), self._tools is not None),
-        )
-        if answer is not None:
-            self._emit(answer)
+        return self._reports.context_report()
 
     def transcript(self) -> list[Message]:
         """The full record for display, including what compaction replaced."""
@@ -570,10 +414,6 @@ class ChatSession:
     def turn_receipts(self) -> list[Receipt]:
         """This conversation's turn receipts, oldest first, rounded as turn_end rounds them."""
         return self.conversation.turn_receipts()
-
-    def _estimate_now(self) -> int:
-        tools = self._loop.tools if self._loop is not None else self._tools
-        return reports.history_tokens(self._counter, self._messages, tools)
 
     # -- memory (engine/session/memory_link.py) ----------------------------------------
 
