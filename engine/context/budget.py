@@ -49,7 +49,7 @@ def replay_margin(window: int) -> int:
 
 def replay_min_answer(window: int) -> int:
     """The shortest checkpoint answer worth asking for on `window`."""
-    return min(SUMMARY_MIN_TOKENS, window // 8)
+    return min(SUMMARY_MIN_TOKENS, window // 16)
 
 
 def summary_max_tokens(window: int) -> int:
@@ -135,12 +135,19 @@ class ContextBudget:
         return int(self.prompt_space * CONTEXT_CRITICAL_RATIO)
 
     @property
-    def compact_threshold(self) -> int:
+    def _ratio_threshold(self) -> int:
+        """The trigger the agent's ratio or reserve sets (what the budgets are sized from)."""
         if self.reserve_tokens is not None:
-            threshold = max(1, min(self.window - self.reserve_tokens, self.prompt_space))
-        else:
-            threshold = int(self.prompt_space * self.compaction_ratio)
-        if self.compaction_room:  # at 80% of 1,024 the replayed compaction had -73 tokens
+            return max(1, min(self.window - self.reserve_tokens, self.prompt_space))
+        return int(self.prompt_space * self.compaction_ratio)
+
+    @property
+    def compact_threshold(self) -> int:
+        """The trigger: the ratio's, earlier where a compaction on the cached conversation
+        would have no room beside it (at 80% of 1,024 it had -73 tokens), never below half
+        the window. The checkpoint's and the tail's budgets stay the ratio's."""
+        threshold = self._ratio_threshold
+        if self.compaction_room:
             threshold = min(threshold, max(self.window // 2, self.window - self.compaction_room))
         return threshold
 
@@ -151,7 +158,7 @@ class ContextBudget:
     @property
     def free_tokens(self) -> int:
         """What the conversation may fill before compaction, after the fixed prefix."""
-        return max(0, self.compact_threshold - max(0, self.fixed_tokens))
+        return max(0, self._ratio_threshold - max(0, self.fixed_tokens))
 
     @property
     def summary_tokens(self) -> int:
@@ -166,7 +173,9 @@ class ContextBudget:
         """The recent tail kept verbatim by compaction: what keeps the rebuilt request (fixed
         prefix + summary + tail) under POST_COMPACTION_RATIO of the prompt space, within the
         clamps of `recent_tail_tokens`, and never below a fifth of the free space."""
-        room = int(self.prompt_space * POST_COMPACTION_RATIO) - self.fixed_tokens
+        # The rebuild lands under the post-compaction share, and well under an earlier trigger.
+        after = min(int(self.prompt_space * POST_COMPACTION_RATIO), self.compact_threshold * 3 // 4)
+        room = after - self.fixed_tokens
         room -= self.summary_tokens
         floor = max(64, int(self.free_tokens * TAIL_MIN_FREE_SHARE))
         return max(floor, min(recent_tail_tokens(self.prompt_space), room))

@@ -67,7 +67,8 @@ def test_the_turn_after_a_compaction_sends_only_its_message_to_a_warm_engine(tmp
         assert any(t.start == index + 1 for t in turns)  # the next request is the next turn's
         assert following.messages[: len(warm.messages)] == warm.messages
         new = following.prompt_tokens - following.cached_tokens
-        assert new < following.prompt_tokens // 3
+        message = len(engine._tokens([following.messages[-1]], []))  # the new one, framed
+        assert new <= message + 8 < following.prompt_tokens // 2
 
 
 def test_without_compaction_ahead_the_user_waits_for_it_in_the_turn(tmp_path):
