@@ -110,9 +110,14 @@ class CompactionPlan:
         just before the current turn's request (the tail's last user message), so that the
         kept messages ahead of it keep their order in the engine's cache. An engine that
         moves a kept part of its cache to a new place (llama-server's chunk reuse) then
-        reuses them; new text ahead of them, the checkpoint, would end its matching there."""
+        reuses them; new text ahead of them, the checkpoint, would end its matching there.
+        A tail that ends with a finished answer has no current request: the checkpoint goes
+        after all of it, and only the user's next message follows."""
         if not after_kept:
             return 0
+        last = self.tail[-1] if self.tail else None
+        if last is not None and last.role == "assistant" and not last.tool_calls:
+            return len(self.tail)  # an answered turn (a compaction ahead, /compact): after all
         return next((i for i in range(len(self.tail) - 1, -1, -1)
                      if is_turn_start(self.tail[i])), 0)  # fmt: skip
 
