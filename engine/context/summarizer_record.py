@@ -64,6 +64,22 @@ class SummarizerRecord:
             return "mechanical"
         return "guided" if self._n("freeform_refused") >= SKIP_AFTER else "freeform"
 
+    def asks_memory(self) -> bool:
+        """Whether the next compaction asks the model for memory suggestions: not once its
+        extractions have queued nothing `SKIP_AFTER` times and never a fact (the user's own
+        statements still wait from the deterministic pass), every `ASK_AGAIN_EVERY`th anyway."""
+        if self._n("memory_passes") % ASK_AGAIN_EVERY == ASK_AGAIN_EVERY - 1:
+            return True
+        return bool(self._n("memory_queued")) or self._n("memory_empty") < SKIP_AFTER
+
+    def note_memory(self, *, queued: int | None) -> None:
+        """One compaction's extraction: how many facts the model queued (None: not asked)."""
+        self.counts["memory_passes"] = self._n("memory_passes") + 1
+        if queued is not None:
+            name = "memory_queued" if queued > 0 else "memory_empty"
+            self.counts[name] = self._n(name) + 1
+        self._save()
+
     def note(self, *, asked: SummaryAsk, freeform_refused: bool, source: str) -> None:
         """One compaction's outcome: what was asked and what its checkpoint came from."""
         self.counts["compactions"] = self._n("compactions") + 1

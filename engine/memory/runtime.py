@@ -128,6 +128,7 @@ class SessionMemory:
         window: int,
         count_request: CountRequest | None = None,
         replay: ReplayPrefix | None = None,
+        ask_model: bool = True,
     ) -> ScanReport | None:
         """The compaction pass over exactly the messages about to be compressed: the first
         pass over all of them, then one model request (`EXTRACTION_REQUESTS`) that fits
@@ -136,7 +137,8 @@ class SessionMemory:
         can be quoted. Never raises: a failure is logged and compaction goes on."""
         if not self.writes:
             return None
-        meter = Meter(limit=EXTRACTION_REQUESTS)
+        # Without `ask_model` (a model whose passes never queued a fact) the first pass alone.
+        meter = Meter(limit=EXTRACTION_REQUESTS if ask_model else 0)
         try:
             report = await run_scan(
                 ScanInput(

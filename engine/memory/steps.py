@@ -25,6 +25,7 @@ from engine.events import (
     NoticeEvent,
     StateEvent,
 )
+from engine.memory.extractor import ScanReport
 from engine.memory.requests import Complete
 from engine.memory.runtime import SessionMemory
 from engine.memory.service import MemoryService
@@ -76,19 +77,23 @@ async def extract_before_summary(
     emit: EventSink,
     count_request: CountRequest | None = None,
     replay: ReplayPrefix | None = None,
-) -> None:
+    ask_model: bool = True,
+) -> ScanReport | None:
     """The compaction hook: suggest durable facts from the messages about to go, asked on
-    the conversation the engine has cached when compaction replays it (`replay`)."""
+    the conversation the engine has cached when compaction replays it (`replay`); without
+    `ask_model` the deterministic first pass alone."""
     emit(StateEvent("suggesting memories"))
-    await memory.extract(
+    report = await memory.extract(
         plan,
         complete=complete,
         count_text=count_text,
         window=window,
         count_request=count_request,
         replay=replay,
+        ask_model=ask_model,
     )
     emit(StateEvent("compacting"))
+    return report
 
 
 async def learn(

@@ -122,6 +122,7 @@ class ChatSession:
             resolve_window=self._resolve_window,
             store=lambda: self.conversation.store,
             manual_compaction=lambda: self._turns.manual_compaction,
+            record=lambda: self._loop.context.summarizer_record if self._loop else None,
         )
         self._compactions = CompactionDesk(self.conversation, lambda: self._loop, self._emit)
         # Compaction after an answer, when the next turn would (engine/session/ahead.py).

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from engine.context.compaction import CompactionPlan, ReplayPrefix
+from engine.context.summarizer_record import SummarizerRecord
 from engine.session.admission import await_quietly_cancelled
 from engine.session.memory_link import MemoryLink
 from engine.store import Store
@@ -27,12 +28,16 @@ class SessionLearning:
         resolve_window: Callable[[], Awaitable[None]],
         store: Callable[[], Store | None],
         manual_compaction: Callable[[], bool],
+        record: Callable[[], SummarizerRecord | None] = lambda: None,
     ) -> None:
+        """`record`: what the model that summarizes has shown it can write, memory's
+        extraction included (engine/context/summarizer_record.py)."""
         self._memory = memory
         self._window = window
         self._resolve_window = resolve_window
         self._store = store
         self._manual = manual_compaction
+        self._record = record
         self._task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
@@ -63,5 +68,16 @@ class SessionLearning:
     async def extract(self, plan: CompactionPlan, replay: ReplayPrefix | None) -> None:
         """The compaction hook (not `/compact`): facts from what goes, on the cached replay."""
         window = self._window()
-        if not self._manual() and window is not None:
-            await self._memory().extract(plan, window=window.window, replay=replay)
+        if self._manual() or window is None:
+            return
+        record = self._record()
+        ask = record is None or record.asks_memory()
+        report = await self._memory().extract(
+            plan, window=window.window, replay=replay, ask_model=ask
+        )
+        if record is None or report is None:
+            return
+        if not ask:
+            record.note_memory(queued=None)
+        elif report.meter is not None and report.meter.requests:  # asked: did it give a fact?
+            record.note_memory(queued=len(report.queued) - report.statements)

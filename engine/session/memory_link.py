@@ -19,6 +19,7 @@ from engine.context.replay import ReplayPrefix
 from engine.events import EventSink, NoticeEvent
 from engine.memory import Complete, SessionMemory, standing_block
 from engine.memory import steps as memory_steps
+from engine.memory.extractor import ScanReport
 from engine.memory.sizing import counting_with
 from engine.messages import Message, user
 from engine.paths import BrimPaths
@@ -112,13 +113,18 @@ class MemoryLink:
             self._emit(event)
 
     async def extract(
-        self, plan: CompactionPlan, *, window: int, replay: ReplayPrefix | None = None
-    ) -> None:
+        self,
+        plan: CompactionPlan,
+        *,
+        window: int,
+        replay: ReplayPrefix | None = None,
+        ask_model: bool = True,
+    ) -> ScanReport | None:
         """The compaction hook: suggest durable facts from the messages about to go (on
         compaction's replayed conversation, `replay`, where it has one)."""
         if self.memory is None:
-            return
-        await memory_steps.extract_before_summary(
+            return None
+        return await memory_steps.extract_before_summary(
             self.memory,
             plan,
             complete=self._inputs.complete(),
@@ -127,6 +133,7 @@ class MemoryLink:
             window=window,
             emit=self._emit,
             replay=replay,
+            ask_model=ask_model,
         )
 
     def can_learn(self, store: Store | None) -> bool:

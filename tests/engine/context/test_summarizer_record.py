@@ -123,3 +123,34 @@ def test_a_later_conversation_sends_the_model_no_question_it_never_answered(tmp_
     # The checkpoint still carries what the user stated.
     last = engine.requests[-1]
     assert any(FACT in m.content for m in last.messages)
+
+
+def test_memory_stops_asking_a_model_whose_extractions_never_queued_a_fact(tmp_path, monkeypatch):
+    from engine.memory.replayed_scan import is_memory_replay
+
+    monkeypatch.setattr("engine.context.summarizer_record.ASK_AGAIN_EVERY", 1000)
+
+    def memory_request(r: Request) -> bool:
+        first = r.messages[0].content if r.messages[0].role == "system" else ""
+        return is_memory_replay(r.messages[-1].content) or first.startswith("You are Brim's memory")
+
+    engine = InProcessEngine(window=WINDOW)
+    engine.responder = lambda r: Answer(
+        '{"memories": [], "lessons": []}' if memory_request(r) else "Noted."
+    )
+    events: list[Event] = []
+    agent = default_agent().with_changes(name="mem", provider="llamacpp", num_ctx=WINDOW)
+
+    async def go() -> None:
+        paths = BrimPaths.resolve(tmp_path)
+        session = ChatSession(agent, paths, events.append, provider=engine, memory=True)
+        await session.start()
+        for i in range(30):
+            await session.send(_turn(i))
+        await session.close()
+
+    asyncio.run(go())
+    finished = [e for e in events if isinstance(e, CompactionEvent) and e.phase == "finished"]
+    assert len(finished) >= 3  # the premise
+    # Asked once, it queued nothing: later compactions send no extraction request.
+    assert len([r for r in engine.requests if memory_request(r)]) == 1
