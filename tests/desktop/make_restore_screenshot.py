@@ -38,6 +38,10 @@ SAID = [
     "What is one day trip from Lisbon that is worth the train ride?",
     "Which museum would you pick if we only have one afternoon?",
     "Where can we hear fado without paying for a tourist dinner show?",
+    "Is a Lisboa Card worth it for four days of mostly walking?",
+    "Which viewpoint is best at sunset, and how early should we get there?",
+    "What should we pack for May evenings by the river?",
+    "Where can my sister buy tiles to take home that are not mass-produced?",
 ]
 
 ANSWER = (
@@ -85,7 +89,9 @@ def restore_shot(root: Path, out: Path) -> Path:
             f'name = "trips"\nprovider = "llamacpp"\nbase_url = "{fake.url}"\n'
             f'model = "{MODEL}"\nsystem_prompt = "You help plan trips."\n'
         )
-        app = start(paths, root)
+        # No folder: a chat has no file tools, whose schemas would take ~1,700 of the 2K
+        # window on the model's template (SmolLM2's) and leave no history to compact.
+        app = start(paths, None)
         try:
             window = app.window
             for text in SAID:

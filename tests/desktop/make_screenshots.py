@@ -145,7 +145,7 @@ def close(app: DesktopApp) -> None:
     pump_for(0.05)
 
 
-def start(paths: BrimPaths, workspace: Path) -> DesktopApp:
+def start(paths: BrimPaths, workspace: Path | None) -> DesktopApp:
     app = DesktopApp(paths=paths, workspace=workspace, reflect_on_close=False)
     app.window.resize(1280, 800)
     app.window.show()

@@ -25,7 +25,7 @@ from typing import Any
 from engine.messages import Message, to_openai
 from engine.providers.base import Provider
 from engine.tokens import TokenCounter
-from tests.helpers.smollm2_vocab import render_chat, render_message, tokenize
+from tests.helpers import smollm2_vocab
 
 _PROBE = [{"role": "system", "content": "x"}, {"role": "user", "content": "x"}]
 
@@ -35,20 +35,30 @@ def _wrapped(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeTemplateTokenizer:
-    """`SegmentTokenizer` for the fake llama-server's template. `bos`: the engine is asked
-    to add a BOS token to every prompt (llama-server is; SmolLM2's vocabulary adds none)."""
+    """`SegmentTokenizer` for a fake engine's template. `bos`: the engine is asked to add a
+    BOS token to every prompt (llama-server is; SmolLM2's vocabulary adds none). `vocab`:
+    the engine's own vocabulary and template (`tokenize`, `render_chat`, `render_message`),
+    the fake llama-server's by default; an engine lends the counter of what it counts with."""
 
-    def __init__(self, *, bos: bool = True) -> None:
+    def __init__(self, *, bos: bool = True, vocab: Any = smollm2_vocab) -> None:
         self._bos = bos
+        self._vocab = vocab
+
+    def _tokenize(self, text: str, *, add_special: bool = False) -> list[int]:
+        tokens: list[int] = self._vocab.tokenize(text, add_special=add_special)
+        return tokens
 
     def _count(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
-        return len(tokenize(render_chat(messages, tools), add_special=self._bos))
+        return len(self._tokenize(self._vocab.render_chat(messages, tools), add_special=self._bos))
+
+    def _segment(self, message: dict[str, Any]) -> int:
+        return len(self._tokenize(self._vocab.render_message(message)))
 
     def count_message(self, message: Message) -> int:
-        return len(tokenize(render_message(to_openai(message))))
+        return self._segment(to_openai(message))
 
     def count_text(self, text: str) -> int:
-        return len(tokenize(text))
+        return len(self._tokenize(text))
 
     def count_tools(self, tools: list[dict[str, Any]]) -> int:
         """What the schemas add to a request that begins as Brim's do."""
@@ -59,7 +69,7 @@ class FakeTemplateTokenizer:
     def request_overhead(self, has_tools: bool) -> int:
         """What a request costs beyond its messages' segments (BOS, generation prompt);
         the schemas' share is `count_tools`'."""
-        segments = sum(len(tokenize(render_message(m))) for m in _PROBE)
+        segments = sum(self._segment(m) for m in _PROBE)
         return self._count(_PROBE, None) - segments
 
 

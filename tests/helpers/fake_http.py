@@ -418,17 +418,17 @@ def play(
     piece: Callable[[str], bytes],
     error_event: Callable[[], bytes],
     malformed: bytes,
-    stop: Callable[[], bytes | None] | None = None,
+    stop: Callable[[str], bytes | None] | None = None,
 ) -> bool:
     """Stream `pieces` (already started), injecting the reply's mid-stream failure. True when
-    every piece went out and the caller should finish the stream normally. `stop()`, asked
+    every piece went out and the caller should finish the stream normally. `stop(text)`, asked
     before each piece, gives the bytes of an engine's own failure to end the stream with."""
     delay = reply.token_delay if reply.token_delay is not None else server.token_delay
     failing = reply.fail in MIDSTREAM_FAILURES
     for index, text in enumerate(pieces):
         if failing and index == reply.fail_after:
             break
-        ending = stop() if stop is not None else None
+        ending = stop(text) if stop is not None else None
         if ending is not None:
             exchange.write(ending)
             exchange.end_stream()

@@ -38,13 +38,14 @@ class KvPool:
             self.peak_in_flight = max(self.peak_in_flight, len(self._held))
             return self._fits(key)
 
-    def grow(self, key: int) -> bool:
-        """One more token written; False when this request has failed (by its own token or
+    def grow(self, key: int, tokens: int = 1) -> bool:
+        """`tokens` more written (a streamed piece is as many cells as the served model's
+        tokens in it, not one); False when this request has failed (by its own tokens or
         because another's ran the pool dry)."""
         with self._lock:
             if key in self._failed:
                 return False
-            self._held[key] = self._held.get(key, 0) + 1
+            self._held[key] = self._held.get(key, 0) + tokens
             return self._fits(key)
 
     def release(self, key: int) -> None:

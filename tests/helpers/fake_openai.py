@@ -272,8 +272,10 @@ class FakeOpenAIServer(FakeServer):
             piece=lambda text: event(chunk({"content": text})),
             error_event=lambda: self.midstream_error(reply),
             malformed=b'data: {"choices": [\n\n',
-            stop=lambda: (
-                None if self.pool is None or self.pool.grow(key) else self.pool_error_event(req)
+            stop=lambda text: (
+                None
+                if self.pool is None or self.pool.grow(key, self.vocab.count_text(text))
+                else self.pool_error_event(req)
             ),
         ):
             return

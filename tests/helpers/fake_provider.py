@@ -57,6 +57,7 @@ from engine.providers.base import (
     Usage,
 )
 from engine.providers.errors import ContextOverflow, ProviderError
+from tests.helpers import fake_tokenizer
 from tests.helpers.exact_counter import FakeTemplateTokenizer
 from tests.helpers.fake_tokenizer import (
     common_prefix,
@@ -214,7 +215,7 @@ class InProcessEngine(Provider):
     def segment_tokenizer(self, model: str) -> FakeTemplateTokenizer | None:
         """The engine's own count of each message under its template (what `/tokenize` of
         the message as `/apply-template` frames it says); no BOS, as this engine adds none."""
-        return FakeTemplateTokenizer(bos=False) if self.counts else None
+        return FakeTemplateTokenizer(bos=False, vocab=fake_tokenizer) if self.counts else None
 
     def counting_source(self, model: str) -> str:
         return "the in-process engine's tokenizer"

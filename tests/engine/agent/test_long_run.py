@@ -54,14 +54,19 @@ def _workspace(tmp_path: Path, files: int) -> Path:
 
 
 def _responder(counter: dict[str, int]):
+    """A model that reads one file for each turn the user sends, then answers. What follows
+    the file in the request (a compaction's note, a fill-level nudge) does not make it read
+    another: keyed on the last message's role, it read again after every such note, and
+    once each step compacted (every step does near a full window) the turn never ended."""
+
     def respond(request: Any) -> Reply:
         body = request.body
         if _is_summary_request(body):
             counter["summaries"] += 1
             return Reply(text=SUMMARY.replace("{n}", str(counter["summaries"])))
-        last = body["messages"][-1]
-        if last.get("role") == "tool":
+        if counter["read_in"] == counter["turn"]:
             return Reply(text="Noted; that file is fine.")
+        counter["read_in"] = counter["turn"]
         counter["reads"] += 1
         return Reply(
             text="",
@@ -73,7 +78,7 @@ def _responder(counter: dict[str, int]):
 
 def test_forty_turns_of_large_tool_results_never_exceed_the_window(tmp_path: Path):
     events: list[Event] = []
-    counter = {"summaries": 0, "reads": 0}
+    counter = {"summaries": 0, "reads": 0, "turn": 0, "read_in": -1}
     ws = _workspace(tmp_path, 40)
     with FakeLlamaServer(n_ctx=WINDOW, slots=1, n_ctx_train=8192) as fake:
         fake.responder = _responder(counter)
@@ -87,6 +92,7 @@ def test_forty_turns_of_large_tool_results_never_exceed_the_window(tmp_path: Pat
             )
             await session.start()
             for turn in range(42):
+                counter["turn"] = turn
                 await session.send(f"Turn {turn}: read the next file and tell me if it is fine.")
             await session.close()
 

@@ -32,7 +32,7 @@ from engine.session import ChatSession
 from tests.helpers.fake_engines import FakeLlamaServer, Reply
 
 OTHER = "another client's question"
-ANSWER = " ".join(f"part{i}" for i in range(150))  # ~300 tokens, streamed slowly
+ANSWER = " ".join(f"part{i}" for i in range(150))  # ~490 tokens, streamed slowly
 
 
 def _agent(fake: FakeLlamaServer):  # type: ignore[no-untyped-def]
@@ -144,10 +144,10 @@ def test_brims_own_requests_to_one_server_never_overlap(tmp_path: Path):
 
 
 def _long_turn(i: int) -> str:
-    """About 330 tokens on the bundled model's vocabulary (a token a digit): four of them
-    stay under the compaction trigger of a 2,048 window (three do with its room for a
-    compaction), and do not fit beside a tenant."""
-    return f"Note {i}: " + " ".join(f"host-{i}-{j} runs job-{j}" for j in range(30))
+    """About 400 tokens on the bundled model's vocabulary (a token a digit): three of them
+    take more than half of a 2,048 pool and do not fit beside a tenant, yet stay under the
+    compaction trigger that leaves a compaction its room (about 72% of 2,048)."""
+    return f"Note {i}: " + " ".join(f"host-{i}-{j} runs job-{j}" for j in range(38))
 
 
 def test_a_pool_another_client_keeps_full_shrinks_the_request_and_the_turn_is_answered(
