@@ -167,17 +167,9 @@ def request_changes(
         return []
     tokens = count.count_message if count is not None else (lambda m: 0)
     old, new = list(before.messages), list(after.messages)
-    waiting: dict[str, list[int]] = {}
-    for was, message in enumerate(old):
-        waiting.setdefault(message.content_hash, []).append(was)
-    pairs: list[tuple[int, int]] = []
-    unmatched_new: list[int] = []
-    for position, message in enumerate(new):
-        found = waiting.get(message.content_hash)
-        if found:
-            pairs.append((position, found.pop(0)))
-        else:
-            unmatched_new.append(position)
+    pairs = _matched(old, new)
+    matched_new = {position for position, _ in pairs}
+    unmatched_new = [p for p in range(len(new)) if p not in matched_new]
     matched_old = {was for _, was in pairs}
     unmatched_old = {old[w].id: w for w in range(len(old)) if w not in matched_old}
     in_order = _kept_in_order(pairs)
@@ -200,6 +192,35 @@ def request_changes(
     ]
     ordered = [change for _, change in sorted(changes, key=lambda item: item[0])]
     return [*ordered, *removed, *_tool_changes(before.tools, after.tools)]
+
+
+def _matched(old: Sequence[Message], new: Sequence[Message]) -> list[tuple[int, int]]:
+    """(new position, old position) of each message both requests carry: the same message
+    (its id, its content) first, then the same content, the latest such old message (what a
+    compaction keeps is the newest: with every answer "Noted.", the first "Noted." is the
+    one it dropped), in the order of `new`."""
+    by_id = {m.id: w for w, m in enumerate(old)}
+    used: set[int] = set()
+    pairs: dict[int, int] = {}
+    for position, m in enumerate(new):
+        w = by_id.get(m.id)
+        if w is not None and old[w].content_hash == m.content_hash:
+            pairs[position] = w
+            used.add(w)
+    waiting: dict[str, list[int]] = {}
+    for w, m in enumerate(old):
+        if w not in used:
+            waiting.setdefault(m.content_hash, []).append(w)
+    asking: dict[str, list[int]] = {}
+    for position, m in enumerate(new):
+        if position not in pairs:
+            asking.setdefault(m.content_hash, []).append(position)
+    for content, positions in asking.items():
+        found = waiting.get(content, [])
+        latest = found[-len(positions) :] if found else []  # the newest, in their order
+        for position, w in zip(positions[-len(latest) :] if latest else [], latest, strict=True):
+            pairs[position] = w
+    return sorted(pairs.items())
 
 
 def _tool_changes(

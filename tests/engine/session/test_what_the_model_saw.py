@@ -124,6 +124,32 @@ def test_a_message_that_changed_places_is_moved_not_added():
     assert changes[0].id in (a.id, b.id)
 
 
+def test_kept_messages_that_only_slid_up_are_neither_moved_nor_removed():
+    """A compaction drops the oldest turns; the answers all read "Noted.": the kept ones are
+    the same messages, not the first "Noted." the request before carried."""
+    from engine.messages import assistant
+
+    head = system("You help.")
+    turns = [(user(f"q{i}"), assistant("Noted.")) for i in range(4)]
+    before = Replay((head, *[m for t in turns for m in t]), (), 10)
+    new = user("q4")
+    after = Replay((head, *turns[2], *turns[3], new), (), 10)
+    changes = request_changes(before, after)
+    by_kind = {(ch.change, ch.id) for ch in changes}
+    gone = {m.id for t in turns[:2] for m in t}
+    assert by_kind == {("added", new.id), *(("removed", i) for i in gone)}
+    # The same, where the wire carries copies of the answers (new ids, same words).
+    copies = (turns[2][0], assistant("Noted."), turns[3][0], assistant("Noted."), new)
+    changes = request_changes(before, Replay((head, *copies), (), 10))
+    assert sorted(ch.change for ch in changes) == [
+        "added",
+        "removed",
+        "removed",
+        "removed",
+        "removed",
+    ]
+
+
 def test_a_llama_server_request_is_shown_as_its_apply_template_rendered_it(tmp_path: Path):
     events: list[Event] = []
     with FakeLlamaServer(n_ctx=8192) as fake:
