@@ -60,7 +60,9 @@ $(VLLM_STAMP): bench/_vllm_convert.py
 	@rm -f $(VLLM_UNAVAILABLE)
 	test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_BIN)/pip install --quiet --upgrade pip
-	@if ! $(VLLM_BIN)/pip install --quiet --no-index '$(VLLM_TORCH)'; then \
+	@# Only a wheel on disk has the +cpu local version (PyPI has none), so no CUDA build is
+	@# downloaded; its plain dependencies (filelock, ...) come from the index.
+	@if ! $(VLLM_BIN)/pip install --quiet '$(VLLM_TORCH)'; then \
 		echo "$(VLLM_TORCH) is not on this machine (pip's find-links), so no real vLLM runs" \
 			"here: the real-vLLM tests are skipped. Put the CPU torch wheel where pip finds it" \
 			"and run make vllm-setup again." | tee $(VLLM_UNAVAILABLE); \
