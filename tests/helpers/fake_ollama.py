@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tests.helpers import engine_sampling
+from tests.helpers import engine_sampling, smollm2_vocab
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play, within_tokens
 from tests.helpers.fake_tokenizer import common_prefix, split_reply
 from tests.helpers.smollm2_vocab import (
@@ -147,6 +147,7 @@ def _full_name(name: str) -> str:
 
 class FakeOllama(FakeServer):
     name = "fake-ollama"
+    vocab: Any = smollm2_vocab  # the served model's tokens: what its counts and caps count
 
     def __init__(
         self,

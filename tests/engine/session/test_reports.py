@@ -190,9 +190,10 @@ def test_crossing_70_percent_warns_once_in_the_saved_conversation(tmp_path):
 
         async def script(s: ChatSession) -> None:
             # Steps smaller than the way from 70% to the trigger (which leaves a compaction
-            # its room: 72% on this window), so one request lands between them.
-            for i in range(30):
-                await s.send(f"Message {i}: " + "words " * 40)
+            # its room: 1,433 and 1,461 tokens on this window, 28 apart), so one request
+            # lands between them: ~25 tokens a turn with the framing and the answer.
+            for i in range(64):
+                await s.send(f"Message {i}: " + "words " * 8)
             rows.extend(s.transcript())
 
         _drive(_session(fake, tmp_path, events), script)
