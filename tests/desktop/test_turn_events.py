@@ -17,7 +17,7 @@ from engine.events import Event, StateEvent
 ONE_TURN = re.compile(
     r"accepted step state:waiting-for-the-engine state:streaming "
     r"(delta answer_progress context_report )+(delta )?"
-    r"usage context context_report turn_end context_report state:ready "
+    r"usage context context_report last_request turn_end context_report state:ready "
 )
 
 

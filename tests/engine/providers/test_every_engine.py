@@ -212,11 +212,15 @@ async def test_a_malformed_stream_line_is_a_protocol_error(engine, provider):
         await chat(provider, engine.model)
 
 
-@pytest.mark.parametrize("kind", [k for k in KINDS if k != "llamacpp"])
+@pytest.mark.parametrize("kind", [k for k in KINDS if k not in ("llamacpp", "sglang")])
 async def test_an_unknown_model_is_model_not_found(kind, anyio_backend):
+    """On a server with more than one model (a server with one is followed to it, and the
+    user told: engine/providers/served_names.py; SGLang serves one model per process)."""
     from tests.engine.providers.conftest import FAKES
+    from tests.helpers.fake_vllm import FakeVllm
 
-    with FAKES[kind]() as fake:
+    make = (lambda: FakeVllm(also_serves=("other/model",))) if kind == "vllm" else FAKES[kind]
+    with make() as fake:
         provider = Engine(kind, fake, MODELS[kind]).provider()
         try:
             with pytest.raises(ModelNotFound) as on_report:
