@@ -28,31 +28,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.desktop.make_small_model_screenshot import FACTS
+from tests.desktop.make_small_model_screenshot import TRIP as ALL_TRIP
+
 DEFAULT_OUT = Path("docs/screenshots")
 SCREEN = "1920x1080x24"
 SIZE = (1280, 800)
 CUT_SHOT = "model-saw-cut-line.png"
 VIEW_SHOT = "model-saw-view.png"
 
-FACTS = [
-    "I am planning a trip to Lisbon with my sister in May.",
-    "My budget for the whole trip is 1200 euros.",
-    "I am allergic to peanuts, so keep that in mind for restaurants.",
-]
-TRIP = [
-    "Which neighbourhood is good for walking?",
-    "How do we get from the airport to the centre?",
-    "What is one day trip worth taking?",
-    "Which museum should we see first?",
-    "Where can we hear fado?",
-    "What should we pack for May?",
-    "Is the tram worth it?",
-    "What is a good first dinner?",
-    "Which viewpoint has the best sunset?",
-    "How many days are enough?",
-    "Which market is worth a morning?",
-    "Where do locals eat pastries?",
-]
+# The same trip conversation as the small-model screenshot, its first twelve questions.
+TRIP = ALL_TRIP[:12]
 
 FAKE_ANSWER = (
     "Alfama suits you: steep lanes, the castle above it and short walks to the river. "
