@@ -95,7 +95,10 @@ def test_a_missing_resource_is_an_error_that_names_the_file():
 def test_the_prompts_keep_their_placeholders_and_marks():
     headings = "\n".join(SUMMARY_HEADINGS)
     assert "{headings}" in prompt("checkpoint_system") and "{words}" in prompt("checkpoint_system")
-    assert prompt("checkpoint_replay").format(headings=headings, words=100).startswith(REPLAY_MARK)
+    replayed = prompt("checkpoint_replay")
+    assert replayed.format(headings=headings, words=100, around="").startswith(REPLAY_MARK)
+    assert "{around}" in replayed  # "nothing before or after", or "before them" with a rider
+    assert prompt("memory_extractor_rider").format(memory="").startswith(MEMORY_REPLAY_MARK)
     assert REPLAY_QUESTION.startswith(REPLAY_QUESTION_MARK) and REPLAY_QUESTION.endswith(" ")
     assert [section for section, _ in GUIDED_QUESTIONS] == [
         "Goal",
@@ -148,7 +151,7 @@ def test_a_replayed_compaction_ends_with_the_replay_prompt_from_resources():
     )
     assert result.ok
     expected = prompt("checkpoint_replay").format(
-        headings="\n".join(SUMMARY_HEADINGS), words=_words()
+        headings="\n".join(SUMMARY_HEADINGS), words=_words(), around="nothing before or after"
     )
     assert fake.requests[0].messages[-1].content.startswith(expected)
 

@@ -41,10 +41,9 @@ from engine.context.constants import (
     KEEP_REQUEST_TAIL_SHARE,
     MIN_SUMMARIZABLE_TOKENS,
     REASON_PREFLIGHT,
-    SUMMARY_HEADINGS,
     SUMMARY_PROMPT_MARGIN_TOKENS,
 )
-from engine.context.grounding import conversation_ground, hygienic_prior
+from engine.context.grounding import Ground, conversation_ground, hygienic_prior
 from engine.context.guided import guided_checkpoint
 from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
 from engine.context.model_face import render_for_model, summary_message
@@ -52,19 +51,19 @@ from engine.context.progress import extract_run_progress
 from engine.context.replay import (
     Replay,
     ReplayPrefix,
-    fence,
     replay_messages,
     replay_request,
 )
+from engine.context.ride import HookRun, Ride, split_answer
 from engine.context.stated import Stated, StoreText, carry_statements, statement_budget
 from engine.context.stored_progress import cap_keeping_progress
 from engine.context.summarizer import (
     GUIDED_SYSTEM,
-    SUMMARIZER_SYSTEM,
     Summarize,
     SummaryRequest,
     SummaryResult,
 )
+from engine.context.transcript_request import build_summary_request
 from engine.messages import Message
 from engine.resources import prompt
 
@@ -77,10 +76,6 @@ SummarySource = Literal["freeform", "guided", "mechanical"]
 
 # Between the checkpoint and the verbatim tail of a rebuilt history.
 CONTINUATION_TEXT = prompt("continuation")
-
-# Tool-result excerpts in the summarizer's transcript shrink through these caps (chars)
-# until the prompt fits the summarizer's window; then every message is capped at the last.
-TRANSCRIPT_CAPS: tuple[int | None, ...] = (None, 4_000, 1_500, 600, 250)
 
 
 class JournalSink(Protocol):
@@ -223,110 +218,6 @@ def _tail_start(units: list[Unit], tokens: list[int], budget: int) -> int:
     return start
 
 
-def _cut(text: str, cap: int | None) -> str:
-    if cap is None or len(text) <= cap:
-        return text
-    head = cap * 2 // 3
-    tail = cap - head
-    omitted = len(text) - head - tail
-    return f"{text[:head]}\n[… {omitted} characters omitted …]\n{text[-tail:]}"
-
-
-def render_transcript_message(
-    msg: Message, tool_cap: int | None, text_cap: int | None = None
-) -> str:
-    if msg.role == "tool":
-        label = f"[tool result: {msg.name or 'tool'}, call {msg.tool_call_id}]"
-        return f"{label}\n{_cut(msg.content, tool_cap)}"
-    parts = [f"[{msg.role}]"]
-    if msg.content.strip():
-        parts.append(_cut(msg.content, text_cap))
-    for call in msg.tool_calls:
-        parts.append(f"[calls {call.name} {_cut(call.arguments, 500)}, call {call.id}]")
-    return "\n".join(parts)
-
-
-def build_summary_request(
-    plan: CompactionPlan,
-    *,
-    count_message: CountMessage,
-    max_tokens: int,
-    prompt_budget: int,
-    work_state: str | None = None,
-    system_text: str | None = None,
-    closing: str = "Write the checkpoint now.",
-) -> SummaryRequest:
-    """The summarizer's prompt, fitted to `prompt_budget` tokens: tool-result excerpts are
-    shortened first, then every message, then the oldest messages are left out (and the
-    prompt says how many)."""
-    words = max(100, int(max_tokens * 0.6))
-    if system_text is None:
-        system_text = SUMMARIZER_SYSTEM.format(headings="\n".join(SUMMARY_HEADINGS), words=words)
-    intro: list[str] = []
-    if plan.prior_checkpoints:
-        prior = "\n\n".join(plan.prior_checkpoints)
-        intro.append(
-            "The previous checkpoint (merge it into the new one; its Covered So Far "
-            "entries are carried over as they are):\n" + fence("PREVIOUS CHECKPOINT", prior)
-        )
-    if work_state and work_state.strip():
-        intro.append(
-            "The recorded work state (do not restate it; cover what the transcript adds):\n"
-            + fence("WORK STATE", work_state)
-        )
-
-    def assemble(pieces: list[str], omitted: int) -> str:
-        body = "\n\n".join(pieces)
-        if omitted:
-            body = f"[{omitted} older messages left out: they did not fit]\n\n{body}"
-        return "\n\n".join(
-            [
-                *intro,
-                "The transcript of the messages being removed:\n" + fence("TRANSCRIPT", body),
-                closing,
-            ]
-        )
-
-    def cost(text: str) -> int:
-        return count_message(Message(role="user", content=text))
-
-    frame = cost(system_text) + cost(assemble([], 0))
-    room = prompt_budget - frame
-
-    def newest(cap: int | None, text_cap: int | None) -> tuple[list[str], int, bool]:
-        """The newest messages rendered at `cap` that fit the room (at least one), how
-        many older ones are left out, and whether all fit. Rendered newest first, so a
-        history of 20,000 messages costs what fits, not 20,000 renderings per cap."""
-        kept: list[str] = []
-        total = 0
-        for message in reversed(plan.middle):
-            piece = render_transcript_message(message, cap, text_cap)
-            size = cost(piece)
-            if kept and total + size > room:
-                break
-            kept.append(piece)
-            total += size
-        kept.reverse()
-        omitted = len(plan.middle) - len(kept)
-        return kept, omitted, omitted == 0 and total <= room
-
-    pieces: list[str] = []
-    omitted = 0
-    for level, cap in enumerate(TRANSCRIPT_CAPS):
-        text_cap = cap if level == len(TRANSCRIPT_CAPS) - 1 else None
-        pieces, omitted, fits = newest(cap, text_cap)
-        if fits:
-            break
-
-    return SummaryRequest(
-        messages=[
-            Message(role="system", content=system_text),
-            Message(role="user", content=assemble(pieces, omitted)),
-        ],
-        max_tokens=max_tokens,
-    )
-
-
 def _text_tokens(text: str, count_message: CountMessage) -> int:
     """A bare text's tokens in the per-message counter's units (its framing taken off)."""
     return max(
@@ -449,12 +340,63 @@ async def compact(
     if replayed is not None:
         newer = replayed[1]
 
-    if before_summarize is not None:
-        prefix = ReplayPrefix(replay, tuple(newer)) if replay is not None else None
-        try:
-            await before_summarize(plan, prefix)
-        except Exception:
-            log.warning("the pre-summary hook failed; compacting anyway", exc_info=True)
+    # Memory's extraction runs first; on the replayed conversation it rides the free-form
+    # checkpoint request where both answers fit (engine/context/ride.py).
+    asks_model = not (guided_only or mechanical_only)
+    ride = Ride() if replayed is not None and asks_model else None
+    prefix = ReplayPrefix(replay, tuple(newer), ride=ride) if replay is not None else None
+    hook = HookRun(before_summarize(plan, prefix) if before_summarize else None, ride)
+    try:
+        return await _summarize_and_rebuild(
+            hook, plan, original, replayed, newer, replay,
+            window=window, count_message=count_message, summarize=summarize, reason=reason,
+            work_state=work_state, journal=journal, out_tokens=out_tokens,
+            guided_only=guided_only, mechanical_only=mechanical_only,
+            summarizer_window=summarizer_window, store_result=store_result,
+            ahead=ahead, behind=behind, ground=ground, tools_offered=tools_offered,
+        )  # fmt: skip
+    finally:
+        hook.close()
+
+
+async def _summarize_and_rebuild(
+    hook: HookRun,
+    plan: CompactionPlan,
+    original: list[Message],
+    replayed: tuple[SummaryRequest, list[Message]] | None,
+    newer: list[Message],
+    replay: Replay | None,
+    *,
+    window: int,
+    count_message: CountMessage,
+    summarize: Summarize,
+    reason: str,
+    work_state: str | None,
+    journal: JournalSink | None,
+    out_tokens: int,
+    guided_only: bool,
+    mechanical_only: bool,
+    summarizer_window: int | None,
+    store_result: StoreText | None,
+    ahead: list[Message],
+    behind: list[Message],
+    ground: Ground,
+    tools_offered: bool,
+) -> CompactionResult:
+    """`compact`'s summary and rebuild, with memory's hook running beside it (`hook`)."""
+    joined = await hook.joined()
+    if joined is not None and replay is not None:
+        combined = replay_request(
+            replay, window=window, max_tokens=out_tokens, work_state=work_state,
+            count_message=count_message, newer=newer, rider=joined,
+        )  # fmt: skip
+        if combined is None:  # both answers do not fit: memory asks on its own first
+            await hook.finish(None)
+            joined = None
+        else:
+            replayed = combined
+    else:
+        await hook.finish(None)
 
     def face_tokens(checkpoint: str) -> int:
         face = render_for_model(checkpoint, after=bool(ahead), tools=tools_offered)
@@ -481,10 +423,15 @@ async def compact(
             answer = await summarize(request)
         except Exception as exc:
             log.warning("the summarizer failed: %s", exc, exc_info=True)
+            await hook.finish(None)
             detail = f"the summarizer failed: {exc}" if str(exc) else "the summarizer failed"
             return _result(
                 "failed", reason, original, original, count_message, detail=detail, plan=plan
             )
+        if joined is not None:  # the checkpoint, then memory's part
+            text, part = split_answer(answer.text)
+            await hook.finish(part)
+            answer = SummaryResult(text, None if part else answer.finish_reason)
         refusal = summary_refusal(answer, reference)
     text = answer.text
     if refusal is None:

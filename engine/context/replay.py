@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.context.budget import replay_margin, replay_min_answer
 from engine.context.constants import SUMMARY_HEADINGS
 from engine.context.history import CountMessage
+from engine.context.ride import Joined, Ride
 from engine.context.summarizer import SummaryRequest
 from engine.messages import Message, alternating
 from engine.resources import prompt
@@ -48,8 +49,25 @@ class Replay:
 
 
 # The replayed form's instruction, after the conversation as last sent; it starts with
-# REPLAY_MARK. `{headings}` and `{words}` are filled in.
+# REPLAY_MARK. `{headings}`, `{words}` and `{around}` are filled in.
 REPLAY_INSTRUCTION = prompt("checkpoint_replay")
+ALONE = "nothing before or after"
+RIDDEN = "nothing before them"  # another instruction follows (engine/context/ride.py)
+
+
+def checkpoint_instruction(max_tokens: int, work_state: str | None, rider: str = "") -> str:
+    """The checkpoint instruction for an answer of `max_tokens`, then `rider` (another
+    job's instruction, answered after the checkpoint) where one rides along."""
+    words = max(100, int(max_tokens * 0.6))
+    instruction = REPLAY_INSTRUCTION.format(
+        headings="\n".join(SUMMARY_HEADINGS), words=words, around=RIDDEN if rider else ALONE
+    )
+    if work_state and work_state.strip():
+        instruction += (
+            "\n\nThe recorded work state (do not restate it; cover what the conversation "
+            "adds):\n" + fence("WORK STATE", work_state)
+        )
+    return f"{instruction}\n\n{rider}" if rider else instruction
 
 
 def replay_messages(
@@ -68,21 +86,32 @@ def replay_request(
     work_state: str | None,
     count_message: CountMessage,
     newer: Sequence[Message] = (),
+    rider: Joined | None = None,
 ) -> tuple[SummaryRequest, list[Message]] | None:
     """The checkpoint request on the cached conversation and the newer messages it carries,
     or None when the answer would not have room in the window (then the transcript form,
-    which is fitted, is used)."""
-    words = max(100, int(max_tokens * 0.6))
-    instruction = REPLAY_INSTRUCTION.format(headings="\n".join(SUMMARY_HEADINGS), words=words)
-    if work_state and work_state.strip():
-        instruction += (
-            "\n\nThe recorded work state (do not restate it; cover what the conversation "
-            "adds):\n" + fence("WORK STATE", work_state)
-        )
+    which is fitted, is used).
+
+    With `rider` (memory's instruction, engine/context/ride.py) the request asks for both,
+    its answer cap is the checkpoint's plus the rider's, and it carries every newer message
+    (the prefix the rider's own request was built on); None when that does not fit."""
+    instruction = checkpoint_instruction(
+        max_tokens, work_state, rider.instruction if rider is not None else ""
+    )
     cost = count_message(Message(role="user", content=instruction))
     after = sum(count_message(m) for m in newer)
     room = window - replay.tokens - cost - replay_margin(window)
     shortest = min(max_tokens, replay_min_answer(window))
+    if rider is not None:
+        room -= rider.max_tokens
+        if room - after < shortest:
+            return None
+        request = SummaryRequest(
+            messages=replay_messages(replay, instruction, newer),
+            max_tokens=min(max_tokens, room - after) + rider.max_tokens,
+            tools=replay.tools,
+        )
+        return request, list(newer)
     if room - after >= shortest:
         out, kept = min(max_tokens, room - after), list(newer)
     elif room >= shortest:
@@ -106,6 +135,9 @@ class ReplayPrefix:
 
     replay: Replay
     newer: tuple[Message, ...] = ()
+    # Where a request built on the prefix may ride the checkpoint request instead of being
+    # sent on its own (engine/context/ride.py); None: it is sent on its own.
+    ride: Ride | None = field(default=None, compare=False)
 
     @property
     def tools(self) -> tuple[dict[str, Any], ...]:

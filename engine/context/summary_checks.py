@@ -218,7 +218,8 @@ def _instruction_shingles() -> frozenset[tuple[str, ...]]:
     table = prompt_table("guided_questions")
     texts = [
         prompt("checkpoint_system").format(headings="", words=""),
-        prompt("checkpoint_replay").format(headings="", words=""),
+        prompt("checkpoint_replay").format(headings="", words="", around=""),
+        prompt("memory_extractor_rider").format(memory=""),  # it may ride the checkpoint's
         GUIDED_SYSTEM,
         table["replay_preamble"],
         *(item["question"] for item in table["questions"]),

@@ -89,6 +89,7 @@ class ScanReport:
     dropped: int = 0  # messages of the slice left out because they did not fit
     statements: int = 0  # of `queued`, how many the deterministic pass queued
     replayed: bool = False  # the model was asked on the replayed conversation
+    rode: bool = False  # ... in compaction's checkpoint request (engine/context/ride.py)
     meter: Meter | None = None  # the model requests it sent, and what they cost
 
 
@@ -198,17 +199,23 @@ def _memory_index(
 async def _replayed_pass(
     state: MemoryToolState, scan: ReplayedScan, complete: Complete, report: ScanReport
 ) -> None:
-    """The model's scan on the replayed conversation: one request, its JSON answer through
-    the same checks as every write (no source IDs were shown). Tool calls are not run: the
-    conversation's tools are offered only so that its cached prefix matches."""
+    """The model's scan on the replayed conversation: one request, or a part of compaction's
+    checkpoint request where it rides it (engine/context/ride.py); its JSON answer goes
+    through the same checks as every write (no source IDs were shown). Tool calls are not
+    run: the conversation's tools are offered only so that its cached prefix matches."""
     report.replayed = True
     report.steps += 1
-    answer = await complete(scan.messages, scan.tools, scan.max_tokens)
-    if answer.calls:
-        log.info("memory: the replayed extraction called tools; only its text is read")
+    text = await scan.ride.join(scan.rider, scan.max_tokens) if scan.ride is not None else None
+    if text is None:  # not carried by the checkpoint request: asked on its own
+        answer = await complete(scan.messages, scan.tools, scan.max_tokens)
+        if answer.calls:
+            log.info("memory: the replayed extraction called tools; only its text is read")
+        text = answer.text
+    else:
+        report.rode = True
     registry = ToolRegistry(memory_tools(state))
     ctx = ToolContext(workspace=state.service.root)
-    await apply_json_answer(state, answer.text, registry, ctx, sourced=False)
+    await apply_json_answer(state, text, registry, ctx, sourced=False)
 
 
 async def _model_pass(

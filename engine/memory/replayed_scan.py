@@ -10,6 +10,12 @@ in its cache and evaluates the instruction alone, where the transcript form
 request after it shares the same prefix. The conversation's tool schemas are sent as they
 were (the prefix must match), and the answer is JSON only: tool calls are not run.
 
+Where compaction asks for the free-form checkpoint on that prefix, the extraction rides the
+checkpoint request instead of being sent on its own (engine/context/ride.py): one request
+carries the checkpoint instruction, then this one's (resources/prompts/
+memory_extractor_rider.txt), and the answer's part after its "Memory:" line is this
+request's answer. Where both answers do not fit, it is sent on its own as before.
+
 What the model may quote is not widened by what it reads: its answer goes through the same
 checks against the slice being compacted (the scan's `SourceSet`), so only an exact span of
 an authenticated user message of that slice is queued; a tool result, the assistant's text
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.context.replay import ReplayPrefix
+from engine.context.ride import Ride
 from engine.memory.sizing import Room
 from engine.memory.sources import SourceSet
 from engine.messages import Message
@@ -34,6 +41,9 @@ MEMORY_REPLAY_MARK = "[Brim memory]"
 # `{actor}` and `{memory}` (the memory index block, or nothing) are filled in.
 EXTRACTOR_REPLAY = load_prompt("memory_extractor_replay")
 INDEX_SHARE = 0.05  # of the window, at most, for the memory index (evaluated anew each time)
+# The same request riding compaction's checkpoint request (engine/context/ride.py): answered
+# after the checkpoint, under a line "Memory:". `{memory}` is filled in.
+EXTRACTOR_RIDER = load_prompt("memory_extractor_rider")
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,8 @@ class ReplayedScan:
     messages: list[Message]
     tools: list[dict[str, Any]]
     max_tokens: int
+    rider: str = ""  # the instruction where it rides the checkpoint request instead
+    ride: Ride | None = None  # where it may (the prefix's), None: it is sent on its own
 
 
 def replay_instruction(actor: str, index: str = "") -> str:
@@ -50,6 +62,13 @@ def replay_instruction(actor: str, index: str = "") -> str:
     capped) is shown so that nothing saved is suggested again."""
     memory = f"\n\nAlready in memory (do not suggest it again):\n{index}\n" if index else ""
     return EXTRACTOR_REPLAY.format(actor=actor, memory=memory)
+
+
+def rider_instruction(index: str = "") -> str:
+    """The instruction where it rides the checkpoint request: the same facts asked for,
+    answered after the checkpoint."""
+    memory = f"\n\nAlready in memory (do not suggest it again):\n{index}\n" if index else ""
+    return EXTRACTOR_RIDER.format(memory=memory)
 
 
 def is_memory_replay(last: str) -> bool:
@@ -75,5 +94,7 @@ async def replayed_request(
             messages = candidate.messages(replay_instruction(actor, shown))
             max_tokens = await room.output_for(messages, tools)
             if max_tokens:
-                return ReplayedScan(messages, tools, max_tokens)
+                return ReplayedScan(
+                    messages, tools, max_tokens, rider_instruction(shown), candidate.ride
+                )
     return None

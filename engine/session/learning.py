@@ -79,5 +79,5 @@ class SessionLearning:
             return
         if not ask:
             record.note_memory(queued=None)
-        elif report.meter is not None and report.meter.requests:  # asked: did it give a fact?
+        elif report.rode or (report.meter is not None and report.meter.requests):  # asked
             record.note_memory(queued=len(report.queued) - report.statements)

@@ -27,9 +27,9 @@ from engine.context import (
     render_work_state,
 )
 from engine.context.compaction import BeforeSummarize
-from engine.context.constants import SUMMARY_HEADINGS
-from engine.context.replay import REPLAY_INSTRUCTION
+from engine.context.replay import checkpoint_instruction
 from engine.context.summarizer_record import SummarizerRecord
+from engine.context.summarizer_seed import seed_for
 from engine.events import EventSink
 from engine.mcp.hub import McpHub
 from engine.memory import SessionMemory
@@ -143,7 +143,7 @@ def wire_agent_loop(
         # the start); first where it cannot, or was not asked: moving it buys nothing there.
         checkpoint_after_kept=provider.cache_reuse(agent.model).reuses is True,
         tools_offered=tools is not None,
-        summarizer_record=summarizer_record(agent, provider, setting),
+        summarizer_record=summarizer_record(agent, provider, setting, served=window.model),
         instruction_tokens=replay_instruction_tokens(counter),
         on_sent=conversation.last_requests.record,
     )
@@ -217,7 +217,7 @@ def _credentials(agent: AgentConfig, paths: BrimPaths) -> Credentials:
 def replay_instruction_tokens(counter: TokenCounter) -> int:
     """The longest instruction a request on the cached conversation ends with: the
     checkpoint's or the memory extraction's (its memory index aside)."""
-    checkpoint = REPLAY_INSTRUCTION.format(headings="\n".join(SUMMARY_HEADINGS), words=100)
+    checkpoint = checkpoint_instruction(0, None)  # the shortest answer: 100 words
     memory = replay_instruction("the user's assistant")
     return max(counter.count_message(user(text)) for text in (checkpoint, memory))
 
@@ -227,11 +227,15 @@ SUMMARIZER_RECORD_FILE = "summarizers.json"
 
 
 def summarizer_record(
-    agent: AgentConfig, provider: Provider, setting: LoopSetting
+    agent: AgentConfig, provider: Provider, setting: LoopSetting, *, served: str = ""
 ) -> SummarizerRecord:
     """The record of the model that writes this conversation's checkpoints, on this engine;
-    an ephemeral run keeps it in memory only."""
-    model = agent.model if setting.summarizer_shares_cache else agent.summarizer_model
+    an ephemeral run keeps it in memory only. `served`: the id the engine serves the agent's
+    model under (llama-server's GGUF path where the agent names none), by which a model the
+    bench measured is known (engine/context/summarizer_seed.py)."""
+    shares = setting.summarizer_shares_cache
+    model = agent.model if shares else agent.summarizer_model
     key = f"{provider.kind}|{provider.base_url}|{model or 'default'}"
     path = None if setting.ephemeral else setting.paths.data_dir / SUMMARIZER_RECORD_FILE
-    return SummarizerRecord.load(key, path)
+    seed = seed_for(model or "", served) if shares else seed_for(model or "")
+    return SummarizerRecord.load(key, path, seed)

@@ -43,6 +43,18 @@ def test_refusals_move_the_next_ask_from_freeform_to_guided_or_none(tmp_path):
     assert SummarizerRecord.load("llamacpp|x|other", path).ask() == "freeform"
 
 
+def test_guided_questions_that_mostly_give_nothing_stop_being_asked():
+    # One conversation's guided round gave lines, then two gave nothing: the questions
+    # cost every compaction their requests for a checkpoint Brim writes itself anyway.
+    record = SummarizerRecord("k")
+    record.note(asked="freeform", freeform_refused=True, source="guided")
+    assert record.ask() == "guided"
+    record.note(asked="guided", freeform_refused=True, source="mechanical")
+    assert record.ask() == "guided"  # as often of use as not
+    record.note(asked="guided", freeform_refused=True, source="mechanical")
+    assert record.ask() == "mechanical"
+
+
 def test_a_model_that_wrote_one_checkpoint_keeps_being_asked(tmp_path):
     record = SummarizerRecord("k")
     record.note(asked="freeform", freeform_refused=False, source="freeform")

@@ -15,6 +15,7 @@ import pytest
 
 from engine.context.compaction import CompactionResult, compact
 from engine.context.replay import Replay, ReplayPrefix
+from engine.context.summarizer import REPLAY_MARK, SummaryRequest, SummaryResult
 from engine.memory import Completion, MemoryService, SessionMemory
 from engine.memory.extractor import EXTRACTOR_ID
 from engine.memory.replayed_scan import MEMORY_REPLAY_MARK, is_memory_replay
@@ -100,6 +101,8 @@ def _compact(
     msgs: list[Message],
     replay: Replay | None,
     summarizer: FakeSummarizer | None = None,
+    *,
+    guided_only: bool = False,
 ) -> tuple[CompactionResult, SessionMemory, list[ReplayPrefix | None]]:
     """A compaction whose pre-summary hook is the session's memory extraction."""
     memory = SessionMemory(
@@ -118,16 +121,34 @@ def _compact(
             msgs,
             window=WINDOW,
             count_message=count,
-            summarize=summarizer or FakeSummarizer(),
+            summarize=Riding(summarizer or FakeSummarizer(), model),
             tail_tokens=TAIL,
             before_summarize=extract,
             replay=replay,
+            guided_only=guided_only,
         )
     )
     return result, memory, given
 
 
-def test_with_a_replay_the_extraction_extends_the_conversation_as_last_sent_and_queues_the_fact(
+class Riding:
+    """The summarizer, which is the same model as the extractor: a checkpoint request that
+    carries memory's instruction (engine/context/ride.py) is answered with the checkpoint,
+    then a line "Memory:" and the extractor's JSON for the same request."""
+
+    def __init__(self, summarizer: FakeSummarizer, model: JsonModel) -> None:
+        self.summarizer = summarizer
+        self.model = model
+
+    async def __call__(self, request: SummaryRequest) -> SummaryResult:
+        answer = await self.summarizer(request)
+        if not is_memory_replay(request.messages[-1].content):
+            return answer
+        memory = await self.model(request.messages, list(request.tools), request.max_tokens)
+        return SummaryResult(f"{answer.text}\n\nMemory:\n{memory.text}", answer.finish_reason)
+
+
+def test_with_a_replay_the_extraction_rides_the_checkpoint_request_and_queues_the_fact(
     service: MemoryService,
 ):
     msgs = _history()
@@ -136,23 +157,48 @@ def test_with_a_replay_the_extraction_extends_the_conversation_as_last_sent_and_
     summarizer = FakeSummarizer()
     result, memory, _ = _compact(service, model, msgs, replay, summarizer)
     assert result.ok
-    (asked,) = model.requests
+    # One request does both jobs: the checkpoint's instruction, then memory's.
+    (asked,) = summarizer.requests
+    assert model.requests and model.requests[0].messages == asked.messages
     sent = list(replay.messages)
     assert asked.messages[: len(sent)] == sent  # the cached prefix, unchanged
-    assert asked.tools == list(TOOLS)
-    assert asked.messages[-1].content.startswith(MEMORY_REPLAY_MARK)
-    # What came after the last request sits between it and the instruction, as in the
-    # checkpoint request that follows: the two share everything before their instructions.
+    assert list(asked.tools) == list(TOOLS)
+    instruction = asked.messages[-1].content
+    assert instruction.startswith(REPLAY_MARK)
+    assert instruction.index(REPLAY_MARK) < instruction.index(MEMORY_REPLAY_MARK)
+    # What came after the last request sits between it and the instruction.
     between = asked.messages[len(sent) : -1]
     assert [m.content for m in between] == [msgs[SENT].content]
-    (summary,) = summarizer.requests
-    assert summary.messages[:-1] == asked.messages[:-1]
     assert not any("source u" in m.content for m in asked.messages)  # no source IDs
     assert memory.last_scan is not None and memory.last_scan.replayed
     (suggestion,) = by_model(service)
     assert suggestion.quote == PREF and suggestion.by == EXTRACTOR_ID
     assert suggestion.source.startswith("conversation conv message ")
     assert not service.layout.global_scope().folder.exists()  # queued, nothing written
+    # The checkpoint is the answer's first part: memory's JSON is not in it.
+    assert result.checkpoint and '"memories"' not in result.checkpoint
+    assert result.source == "freeform"
+
+
+def test_without_a_free_form_checkpoint_the_extraction_is_its_own_request_on_the_replay(
+    service: MemoryService,
+):
+    # A summarizer seen unable to write the checkpoint is asked only the guided questions:
+    # memory's request goes alone, on the same cached prefix.
+    msgs = _history()
+    replay = _replay(msgs)
+    model = JsonModel(lambda messages: [_write(PREF)])
+    summarizer = FakeSummarizer()
+    result, _, _ = _compact(service, model, msgs, replay, summarizer, guided_only=True)
+    assert result.ok
+    (asked,) = model.requests
+    assert asked.messages[-1].content.startswith(MEMORY_REPLAY_MARK)
+    assert REPLAY_MARK not in asked.messages[-1].content
+    assert asked.messages[: len(replay.messages)] == list(replay.messages)
+    assert all(not is_memory_replay(r.messages[-1].content) for r in summarizer.requests)
+    assert summarizer.requests[0].messages[:-1] == asked.messages[:-1]  # the shared prefix
+    (suggestion,) = by_model(service)
+    assert suggestion.quote == PREF
 
 
 @pytest.mark.parametrize(
@@ -168,7 +214,7 @@ def test_a_quote_the_model_read_outside_the_users_compacted_messages_is_refused(
     model = JsonModel(lambda messages: [_write(quote)])
     result, memory, _ = _compact(service, model, msgs, _replay(msgs, upto))
     assert result.ok
-    (asked,) = model.requests
+    (asked,) = model.requests  # the checkpoint request it rode
     # (A request that ended with the user's message gets the instruction joined to it.)
     assert is_memory_replay(asked.messages[-1].content)
     assert any(quote in m.content for m in asked.messages)  # the model saw it
