@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from tests.helpers import engine_sampling, fake_tokenizer, smollm2_vocab
 from tests.helpers.fake_http import (
@@ -36,6 +36,10 @@ class FakeOpenAIServer(FakeServer):
     not_found = (b'{"detail":"Not Found"}', "application/json")  # FastAPI (vLLM, SGLang)
     # The served model's tokenizer and template: `tokenize`, `render_chat`, `count_text`.
     vocab: Any = fake_tokenizer
+    # The delta of a stream's first chunk, and of the chunk that carries the finish reason
+    # of an answer without tool calls.
+    role_delta: ClassVar[dict[str, Any]] = {"role": "assistant", "content": None}
+    finish_delta: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, model: str, *, token_delay: float = 0.0) -> None:
         super().__init__(token_delay=token_delay)
@@ -101,9 +105,13 @@ class FakeOpenAIServer(FakeServer):
     def model_missing_body(self, model: Any) -> dict[str, Any]:
         return self.error_body(404, f"The model `{model}` does not exist.", "NotFoundError")
 
-    def usage_details(self, cached: int) -> dict[str, Any] | None:
+    def usage_details(self, cached: int, prompt: int) -> dict[str, Any] | None:
         """`prompt_tokens_details` as this engine reports it (None: left out)."""
         return None
+
+    def usage_body(self, usage: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+        """The usage object as this engine writes it in an answer or a stream's last chunk."""
+        return usage
 
     def timings(self, prompt: int, cached: int, completion: int) -> dict[str, Any] | None:
         return None
@@ -220,7 +228,7 @@ class FakeOpenAIServer(FakeServer):
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         }
-        details = self.usage_details(cached)
+        details = self.usage_details(cached, prompt)
         if details is not None:
             usage["prompt_tokens_details"] = details
         timings = self.timings(prompt, cached, completion)
@@ -245,7 +253,7 @@ class FakeOpenAIServer(FakeServer):
                 **base,
                 "object": "chat.completion",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": usage,
+                "usage": self.usage_body(usage, stream=False),
             }
             if timings is not None:
                 answer["timings"] = timings
@@ -263,7 +271,7 @@ class FakeOpenAIServer(FakeServer):
             }
 
         ex.start_stream("text/event-stream")
-        ex.write(event(chunk({"role": "assistant", "content": None})))
+        ex.write(event(chunk(dict(self.role_delta))))
         if not play(
             self,
             ex,
@@ -288,7 +296,7 @@ class FakeOpenAIServer(FakeServer):
             for start in range(0, len(arguments), 7):
                 fragment = {"index": i, "function": {"arguments": arguments[start : start + 7]}}
                 ex.write(event(chunk({"tool_calls": [fragment]})))
-        last = chunk({}, finish)
+        last = chunk({} if calls else dict(self.finish_delta), finish)
         include_usage = (body.get("stream_options") or {}).get("include_usage")
         if not include_usage and timings is not None:
             last["timings"] = timings
@@ -298,7 +306,7 @@ class FakeOpenAIServer(FakeServer):
                 **base,
                 "object": "chat.completion.chunk",
                 "choices": [],
-                "usage": usage,
+                "usage": self.usage_body(usage, stream=True),
             }
             if timings is not None:
                 usage_chunk["timings"] = timings
@@ -431,7 +439,7 @@ class FakeLlamaServer(FakeOpenAIServer):
         """The chat requests it refused as too long."""
         return [r for r in self.chat_requests if r.rejected]
 
-    def usage_details(self, cached: int) -> dict[str, Any] | None:
+    def usage_details(self, cached: int, prompt: int) -> dict[str, Any] | None:
         return {"cached_tokens": cached} if self.cached_details else None
 
     def timings(self, prompt: int, cached: int, completion: int) -> dict[str, Any] | None:

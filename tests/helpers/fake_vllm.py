@@ -9,7 +9,7 @@ they reject a prompt plus its output above it, and the shape of their errors.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from tests.helpers import engine_sampling, fake_llama3
 from tests.helpers.fake_http import Exchange, RecordedRequest, Reply
@@ -33,10 +33,16 @@ class FakeVllm(FakeOpenAIServer):
     test_real_vllm_parity.py): a prompt above the window gets 400 naming the window and "at
     least window + 1" tokens (`param: input_tokens`); `max_tokens` above the window gets 400
     (`param: max_tokens`); a prompt plus `max_tokens` above it is answered, its output lowered
-    to the room left, ending with `finish_reason: "length"`."""
+    to the room left, ending with `finish_reason: "length"`; a prompt of exactly the window
+    leaves 0 to answer with, refused as `max_tokens` (400). The usage's
+    `prompt_tokens_details` has `cached_tokens` and `created_cache_tokens` (whole blocks), a
+    stream starts with `{"role": "assistant", "content": ""}` and its usage chunk leaves
+    out what is null; the cards' `permission` entries and `/health` are the real ones."""
 
     name = "fake-vllm"
     owned_by = "vllm"
+    role_delta: ClassVar[dict[str, Any]] = {"role": "assistant", "content": ""}
+    finish_delta: ClassVar[dict[str, Any]] = {"content": ""}
 
     def __init__(
         self,
@@ -60,6 +66,7 @@ class FakeVllm(FakeOpenAIServer):
         self.block_size = block_size
         self.also_serves = also_serves
         self.route("POST", "/tokenize", self._tokenize)
+        self.route("GET", "/health", self._health)
 
     def knows_model(self, model: Any) -> bool:
         return model == self.model or model in self.lora or model in self.also_serves
@@ -85,11 +92,26 @@ class FakeVllm(FakeOpenAIServer):
     def overflows(self, prompt: int, max_tokens: int | None, window: int) -> bool:
         if self.error_envelope == "flat":
             return prompt > window or (isinstance(max_tokens, int) and prompt + max_tokens > window)
-        # Current builds lower max_tokens to the room left instead (fake_openai's _respond).
-        return prompt > window or (isinstance(max_tokens, int) and max_tokens > window)
+        # Current builds lower max_tokens to the room left instead (fake_openai's _respond),
+        # and refuse the 0 left by a prompt of the whole window.
+        return prompt >= window or (isinstance(max_tokens, int) and max_tokens > window)
 
-    def usage_details(self, cached: int) -> dict[str, Any] | None:
-        return {"cached_tokens": cached} if self.prompt_tokens_details else None
+    def usage_details(self, cached: int, prompt: int) -> dict[str, Any] | None:
+        """With --enable-prompt-tokens-details: what the prefix cache gave (`cached_tokens`)
+        and the whole blocks of the prompt it took in (`created_cache_tokens`, the prompt's
+        cached blocks after its prefill less those it read: `PrefillStats.finalize` in
+        vllm/v1/metrics/stats.py)."""
+        if not self.prompt_tokens_details:
+            return None
+        created = max(prompt // self.block_size * self.block_size - cached, 0)
+        return {"cached_tokens": cached, "created_cache_tokens": created, "multimodal_tokens": None}
+
+    def usage_body(self, usage: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+        """An answer's usage carries every field, `completion_tokens_details` null; a stream's
+        usage chunk leaves out what is null (`exclude_none` in chat_completion/serving.py)."""
+        if not stream:
+            return {**usage, "completion_tokens_details": None}
+        return _without_none(usage)
 
     def tools_refusal(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
         if self.auto_tool_choice or not body.get("tools"):
@@ -125,6 +147,10 @@ class FakeVllm(FakeOpenAIServer):
                 f"Please request fewer output tokens. (parameter=max_tokens, value={max_tokens})"
             )
             param = "max_tokens"
+        elif prompt == window:
+            # max_tokens lowered to the room left, 0, which SamplingParams refuses.
+            message = "max_tokens must be at least 1, got 0. (parameter=max_tokens, value=0)"
+            param = "max_tokens"
         else:
             # vLLM tokenizes the prompt only up to one token past the window.
             message = (
@@ -152,7 +178,7 @@ class FakeVllm(FakeOpenAIServer):
                 "root": name,
                 "parent": None,
                 "max_model_len": self.max_model_len,
-                "permission": [{"id": "modelperm-1", "object": "model_permission"}],
+                "permission": [_permission(1)],
             }
             for name in (self.model, *self.also_serves)
         ]
@@ -165,10 +191,13 @@ class FakeVllm(FakeOpenAIServer):
                     "owned_by": self.owned_by,
                     "root": f"/adapters/{name}",
                     "parent": parent,
-                    "permission": [{"id": "modelperm-2", "object": "model_permission"}],
+                    "permission": [_permission(2)],
                 }
             )
         ex.send_json(200, {"object": "list", "data": cards})
+
+    def _health(self, ex: Exchange, req: RecordedRequest) -> None:
+        ex.send(200, b"")  # an empty 200 once the engine is up
 
     def _tokenize(self, ex: Exchange, req: RecordedRequest) -> None:
         body = req.body if isinstance(req.body, dict) else {}
@@ -194,6 +223,32 @@ class FakeVllm(FakeOpenAIServer):
                 "token_strs": None,
             },
         )
+
+
+def _permission(n: int) -> dict[str, Any]:
+    """A card's `permission` entry, every field vLLM writes (`ModelPermission`)."""
+    return {
+        "id": f"modelperm-{n}",
+        "object": "model_permission",
+        "created": 1755800000,
+        "allow_create_engine": False,
+        "allow_sampling": True,
+        "allow_logprobs": True,
+        "allow_search_indices": False,
+        "allow_view": True,
+        "allow_fine_tuning": False,
+        "organization": "*",
+        "group": None,
+        "is_blocking": False,
+    }
+
+
+def _without_none(value: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: _without_none(item) if isinstance(item, dict) else item
+        for key, item in value.items()
+        if item is not None
+    }
 
 
 class FakeSglang(FakeOpenAIServer):
@@ -239,7 +294,7 @@ class FakeSglang(FakeOpenAIServer):
         # TokenizerManager._validate_one_request: `>=` on both checks.
         return prompt >= window or (isinstance(max_tokens, int) and prompt + max_tokens >= window)
 
-    def usage_details(self, cached: int) -> dict[str, Any] | None:
+    def usage_details(self, cached: int, prompt: int) -> dict[str, Any] | None:
         return {"cached_tokens": cached} if self.cache_report and cached > 0 else None
 
     def error_body(self, status: int, message: str, type_: str) -> dict[str, Any]:

@@ -10,21 +10,36 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bench._vllm_server import RealVllmServer
 from engine.config import AgentConfig, default_agent
 from engine.events import (
+    NOTICE_OVERFLOW,
+    ClearEvent,
     CompactionEvent,
     DeltaEvent,
     ErrorEvent,
     Event,
+    NoticeEvent,
     TurnEndEvent,
     UsageEvent,
 )
+from engine.messages import (
+    Message,
+    ToolCall,
+    assistant,
+    model_messages,
+    to_openai,
+    tool_result,
+    user,
+)
 from engine.paths import BrimPaths
 from engine.session import ChatSession
+from engine.store import Store
 from tests.helpers.cli import run_brim
+from tests.helpers.recording_proxy import RecordingProxy
 from tests.integration.conftest import VLLM_SERVED_NAME
 
 # vLLM on two busy cores: a compaction run of a dozen turns takes a minute or two.
@@ -37,12 +52,17 @@ def vllm_agent(server: RealVllmServer, **changes: object) -> AgentConfig:
     return default_agent().with_changes(provider="vllm", base_url=server.url, **settings)
 
 
-def converse(agent: AgentConfig, turns: list[str], home: Path) -> tuple[list[Event], list[str]]:
-    """Every event of a conversation, and the context report's prompt-cache lines at its end."""
+def converse(
+    agent: AgentConfig, turns: list[str], home: Path, conversation_id: str | None = None
+) -> tuple[list[Event], list[str]]:
+    """Every event of a conversation (a new one, or the saved `conversation_id` reopened),
+    and the context report's prompt-cache lines at its end."""
     events: list[Event] = []
 
     async def go() -> list[str]:
-        session = ChatSession(agent, BrimPaths.resolve(home), events.append)
+        session = ChatSession(
+            agent, BrimPaths.resolve(home), events.append, conversation_id=conversation_id
+        )
         await session.start()
         try:
             for text in turns:
@@ -164,4 +184,81 @@ def test_a_paste_that_takes_the_request_past_the_window_is_compacted_not_failed(
     assert last.counted == last.prompt_tokens
     made_room = [e for e in of_type(events, CompactionEvent) if e.phase == "finished"]
     assert made_room, "the request went out without the ladder making room"
+    assert answers(events)[-1].strip()
+
+
+def _worker_log(worker: int, lines: int) -> str:
+    return "\n".join(
+        f"02:{m:02d}:11 worker-{worker} job batch-{worker * 40 + m} took "
+        f"{(worker * 37 + m * 53) % 900 + 100} ms and wrote {(m + 1) * (worker + 3) * 17} rows "
+        f"to /srv/out/part-{m}.csv"
+        for m in range(lines)
+    )
+
+
+def _log_reads(lines: list[int]) -> list[Message]:
+    """A run that read one worker log per tool call, `lines[i]` lines in the i-th."""
+    messages = [
+        user("Read the worker logs in logs/ one at a time, then tell me which was slowest.")
+    ]
+    for worker, size in enumerate(lines, 1):
+        call = ToolCall(f"call_{worker}", "read_file", json.dumps({"path": f"logs/w{worker}.log"}))
+        messages += [assistant("", (call,)), tool_result(call, _worker_log(worker, size))]
+    return messages
+
+
+def _new_conversation(agent: AgentConfig, home: Path) -> str:
+    """A conversation as Brim opens one (its system message written), saved and closed."""
+
+    async def go() -> str:
+        session = ChatSession(agent, BrimPaths.resolve(home), lambda _event: None)
+        await session.start()
+        await session.close()
+        return session.conversation_id
+
+    return asyncio.run(go())
+
+
+def _vllm_count(server: RealVllmServer, messages: list[Message]) -> int:
+    body = {
+        "model": VLLM_SERVED_NAME,
+        "messages": [to_openai(m) for m in model_messages(messages)],
+        "add_generation_prompt": True,
+    }
+    answer = httpx.post(f"{server.url}/tokenize", json=body, timeout=60, trust_env=False)
+    answer.raise_for_status()
+    count = answer.json()["count"]
+    assert isinstance(count, int)
+    return count
+
+
+def test_a_tool_result_that_takes_the_request_past_the_window_is_made_room_for_not_failed(
+    vllm_server: RealVllmServer, tmp_path: Path
+):
+    """A run read seven logs, two long ones first and a long one last; with the last result
+    the next request is past the window (vLLM would answer 400), without it it fits. The
+    small model calls no tools here, so the run's tool cycles are written into a saved
+    conversation, as the store keeps them, and the conversation is reopened for the next
+    question. Brim clears the old results before sending: every request vLLM sees fits, the
+    count is vLLM's, and the answer comes back."""
+    question = "Which worker was slowest?"
+    home = BrimPaths.resolve(tmp_path)
+    with RecordingProxy(vllm_server.url) as proxy:
+        agent = vllm_agent(vllm_server, max_tokens=24).with_changes(base_url=proxy.url)
+        conversation = _new_conversation(agent, tmp_path)
+        with Store.open(home.db_path) as store:
+            for message in _log_reads([10, 10, 2, 2, 2, 2, 18]):
+                store.append_message(conversation, message)
+            saved = store.messages(conversation)
+        without_last = _vllm_count(vllm_server, [*saved[:-1], user(question)])
+        assert without_last < 2048 < _vllm_count(vllm_server, [*saved, user(question)])
+        events, _ = converse(agent, [question], tmp_path, conversation_id=conversation)
+    assert of_type(events, ErrorEvent) == []
+    assert [chat.status for chat in proxy.chats] == [200] * len(proxy.chats), proxy.refusals
+    assert not [n for n in of_type(events, NoticeEvent) if n.kind == NOTICE_OVERFLOW]
+    cleared = sum(e.results_cleared for e in of_type(events, ClearEvent))
+    assert cleared >= 1, "the request went out without the old tool results cleared"
+    last = of_type(events, UsageEvent)[-1]
+    assert last.prompt_tokens is not None and last.prompt_tokens <= 2048
+    assert last.counted == last.prompt_tokens
     assert answers(events)[-1].strip()
