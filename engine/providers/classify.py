@@ -58,6 +58,9 @@ OVERFLOW_PATTERNS: tuple[str, ...] = (
     # available to the model; ..."), and 0.30+ with truncate:false, which passes
     # llama-server's own body on as its error text (matched above, numbers and all).
     "exceeds the context length",
+    # vLLM 0.32 for a prompt of exactly the window: the room it leaves for the answer is 0
+    # (checked on the real server: even without max_tokens in the request)
+    "max_tokens must be at least 1, got 0",
     "longer than the context length",
     "exceeds the context window",
     "context_length_exceeded",  # OpenAI-compatible error code

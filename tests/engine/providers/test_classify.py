@@ -47,6 +47,13 @@ VLLM_V1 = (
     'tokens.","type":"BadRequestError","code":400}}'
 )
 
+# vLLM 0.32's answer to a prompt of exactly max_model_len (tests/integration/
+# test_real_vllm_parity.py sees it from the real server).
+VLLM_FULL_WINDOW = (
+    '{"error":{"message":"max_tokens must be at least 1, got 0. (parameter=max_tokens, '
+    'value=0)","type":"BadRequestError","param":"max_tokens","code":400}}'
+)
+
 
 @pytest.mark.parametrize(
     ("body", "prompt", "window"),
@@ -57,6 +64,7 @@ VLLM_V1 = (
         (SGLANG, 400013, 262144),
         (VLLM_V1, 5000, 4096),
         ('{"error": "the input length exceeds the context length"}', None, None),
+        (VLLM_FULL_WINDOW, None, None),
     ],
 )
 def test_each_engines_overflow_body_is_a_context_overflow_with_its_numbers(body, prompt, window):
