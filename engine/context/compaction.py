@@ -345,7 +345,9 @@ async def compact(
     asks_model = not (guided_only or mechanical_only)
     ride = Ride() if replayed is not None and asks_model else None
     prefix = ReplayPrefix(replay, tuple(newer), ride=ride) if replay is not None else None
-    hook = HookRun(before_summarize(plan, prefix) if before_summarize else None, ride)
+    hook = HookRun(
+        (lambda: before_summarize(plan, prefix)) if before_summarize is not None else None, ride
+    )
     try:
         return await _summarize_and_rebuild(
             hook, plan, original, replayed, newer, replay,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,9 @@ class HookRun:
     once, met on its `Ride` where it has one, and never failing compaction (its errors are
     logged). `close` stops it where compaction ends first (a cancel, a failure)."""
 
-    def __init__(self, hook: Awaitable[None] | None, ride: Ride | None) -> None:
+    def __init__(self, hook: Callable[[], Awaitable[None]] | None, ride: Ride | None) -> None:
+        """`hook` is called inside the task, so a compaction stopped before the task ran
+        leaves no coroutine that was never awaited."""
         self.ride = ride if hook is not None else None
         self._task = asyncio.ensure_future(_quietly(hook)) if hook is not None else None
 
@@ -117,8 +119,8 @@ class HookRun:
             self._task.cancel()
 
 
-async def _quietly(hook: Awaitable[None]) -> None:
+async def _quietly(hook: Callable[[], Awaitable[None]]) -> None:
     try:
-        await hook
+        await hook()
     except Exception:
         log.warning("the pre-summary hook failed; compacting anyway", exc_info=True)
