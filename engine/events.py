@@ -72,6 +72,27 @@ class DeltaEvent(Event):
 
 
 @dataclass
+class ReasoningEvent(Event):
+    """A piece of the model's reasoning as it streams (a thinking model), apart from the
+    answer's `delta` events: the window shows it in a folded "Thinking" block."""
+
+    type: ClassVar[str] = "reasoning"
+    text: str
+
+
+@dataclass
+class ReasoningEndEvent(Event):
+    """The model finished reasoning for this answer (its first answer token or tool call
+    came, or the answer ended): how long it thought, in the served model's tokens
+    (estimated where the engine does not say) and seconds."""
+
+    type: ClassVar[str] = "reasoning_end"
+    tokens: int
+    seconds: float
+    estimated: bool = True
+
+
+@dataclass
 class UsageEvent(Event):
     type: ClassVar[str] = "usage"
     prompt_tokens: int | None

@@ -60,6 +60,11 @@ class Message:
     created: float = field(default_factory=time.time)
     # Free-form facts the ladder records on a message (e.g. {"cleared": True}).
     meta: tuple[tuple[str, Any], ...] = ()
+    # What a thinking model reasoned before this answer (assistant messages only). Kept with
+    # the message for the user (shown folded, exported, restored), never in `content`, and
+    # not sent back to the model except where its template needs it within a tool-calling
+    # turn (the provider decides). Not part of `content_hash`: it is not what the model reads.
+    reasoning: str = ""
 
     @property
     def is_notice(self) -> bool:
@@ -107,6 +112,7 @@ class Message:
             "tool_call_id": self.tool_call_id,
             "name": self.name,
             "created": self.created,
+            **({"reasoning": self.reasoning} if self.reasoning else {}),
         }
 
 

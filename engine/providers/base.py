@@ -39,6 +39,9 @@ class ModelInfo:
     owned_by: str | None = None
 
 
+ReasoningLevel = Literal["off", "on", "low", "medium", "high"]
+REASONING_LEVELS: tuple[str, ...] = ("off", "on", "low", "medium", "high")
+
 WindowRule = Literal["per-request", "slot", "allocated", "served-limit"]
 
 
@@ -97,6 +100,11 @@ class ChatOptions:
     # Sent in full with every request, so no engine's own default applies
     # (engine/providers/sampling.py): the agent's settings, or Brim's defaults.
     sampling: Sampling = field(default_factory=Sampling)
+    # Whether and how hard a thinking model reasons: None leaves it to the engine and the
+    # model (Ollama thinks by default for a model with the `thinking` capability); "off",
+    # "on", "low", "medium", "high" are mapped to each engine by its provider. Brim's own side
+    # requests (checkpoint, memory, guided questions) send "off".
+    reasoning: ReasoningLevel | None = None
 
     def sampled(self) -> Sampling:
         """The settings this request is sent with."""
@@ -129,6 +137,16 @@ class TextDelta:
 
 
 @dataclass
+class ReasoningDelta:
+    """A piece of what a thinking model reasons before (or between) its answer: Ollama's
+    `message.thinking`, llama-server's and SGLang's `reasoning_content`, vLLM's `reasoning`,
+    or the inside of a `<think>…</think>` block a server left in the content. Never part of
+    the answer's text."""
+
+    text: str
+
+
+@dataclass
 class ToolCallsReady:
     """The complete tool calls of one answer, assembled from the engine's deltas."""
 
@@ -141,7 +159,7 @@ class StreamDone:
     finish_reason: str | None = None  # "stop" | "length" | "tool_calls" | None
 
 
-StreamItem = TextDelta | ToolCallsReady | StreamDone
+StreamItem = TextDelta | ReasoningDelta | ToolCallsReady | StreamDone
 
 
 @dataclass(frozen=True)
