@@ -40,6 +40,7 @@ class AnswerDraft:
         self._parts: list[str] = []
         self._written_at = 0.0
         self._dirty = False
+        self._answering = False  # within one answer's text (a thought midway keeps it)
 
     def _path(self) -> Path:
         return self._folder() / DRAFT_FILE
@@ -47,8 +48,12 @@ class AnswerDraft:
     def observe(self, event: Event) -> None:
         """Follow the session's events: an answer's first token starts a new draft, each
         delta grows it. Never raises (a draft that cannot be written costs only itself)."""
-        if isinstance(event, StateEvent) and event.state == "streaming":
-            self._parts = []
+        if isinstance(event, StateEvent):
+            # A model that thinks midway goes back to "streaming" within the same answer.
+            if event.state == "streaming" and not self._answering:
+                self._parts = []
+            if event.state != "thinking":
+                self._answering = event.state == "streaming"
         elif isinstance(event, DeltaEvent):
             self._parts.append(event.text)
             self._dirty = True

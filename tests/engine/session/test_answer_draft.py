@@ -42,7 +42,11 @@ def test_a_thinking_models_reasoning_stays_out_of_the_draft(tmp_path):
     draft.observe(StateEvent("thinking"))
     draft.observe(ReasoningEvent("Let me think about the answer."))
     draft.observe(StateEvent("streaming"))
-    draft.observe(DeltaEvent("The answer."))
+    draft.observe(DeltaEvent("The answer"))
+    draft.observe(StateEvent("thinking"))  # a model that thinks midway
+    draft.observe(ReasoningEvent("(thinks again midway)"))
+    draft.observe(StateEvent("streaming"))
+    draft.observe(DeltaEvent(" goes on."))
     recovered = draft.recover([user("Q?")])
-    assert recovered[0].content == "The answer."
+    assert recovered[0].content == "The answer goes on."
     assert "think" not in recovered[0].content
