@@ -13,7 +13,7 @@ import contextlib
 import time
 
 from engine.agent.answer_calls import take_calls
-from engine.agent.reasoning import Thinking, reported_reasoning_tokens
+from engine.agent.reasoning import Thinking
 from engine.agent.shared_pool import keep_partial
 from engine.agent.types import FINISH_LENGTH, FINISH_REPETITION, Answer, Conversation
 from engine.events import AnswerProgressEvent, DeltaEvent, EventSink, StateEvent
@@ -153,6 +153,7 @@ async def stream_answer(
             overran=True,
             reasoning=reasoning,
             reasoning_tokens=thinking.tokens,
+            reasoning_s=thinking.seconds,
         )
     taken = take_calls(calls)
     return Answer(
@@ -163,5 +164,7 @@ async def stream_answer(
         first_token,
         calls_not_run=taken.not_run,
         reasoning=reasoning,
-        reasoning_tokens=reported_reasoning_tokens(usage) or thinking.tokens,
+        reasoning_tokens=thinking.exact if thinking.exact is not None else thinking.tokens,
+        reasoning_s=thinking.seconds,
+        reasoning_exact=thinking.exact is not None,
     )

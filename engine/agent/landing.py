@@ -71,6 +71,12 @@ class Landing:
         (the user can ask for more) or stopped by the repetition guard."""
         # A thinking model's reasoning goes with the message, never into its text.
         message = assistant(answer.text, answer.calls, reasoning=answer.reasoning)
+        if answer.reasoning:  # the figures its folded block shows when the conversation reopens
+            message = message.with_meta(
+                reasoning_tokens=answer.reasoning_tokens,
+                reasoning_s=answer.reasoning_s,
+                reasoning_estimated=not answer.reasoning_exact,
+            )
         if answer.repetition is not None:
             if answer.looped_in_reasoning:
                 if answer.text.strip():  # what it answered before it looped is kept

@@ -38,6 +38,7 @@ class Thinking:
         self._seconds = 0.0
         self.open = False  # a stretch of thinking is under way
         self.loop: Repetition | None = None
+        self._exact: int | None = None
 
     @property
     def text(self) -> str:
@@ -47,6 +48,16 @@ class Thinking:
     def tokens(self) -> int:
         """Brim's count of the reasoning so far (the served model's counter)."""
         return self._count.tokens if self._parts else 0
+
+    @property
+    def seconds(self) -> float:
+        """How long the model thought, over its stretches of thinking closed so far."""
+        return round(self._seconds, 2)
+
+    @property
+    def exact(self) -> int | None:
+        """The engine's own count of the reasoning, where its usage said it."""
+        return self._exact
 
     @property
     def settled(self) -> int:
@@ -81,6 +92,7 @@ class Thinking:
         if not self._parts:
             return
         self.close()
+        self._exact = exact
         if exact is not None:
             self._sink(ReasoningEndEvent(exact, round(self._seconds, 2), estimated=False))
 

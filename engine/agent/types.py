@@ -76,6 +76,8 @@ class Answer:
     # and its tokens by Brim's count.
     reasoning: str = ""
     reasoning_tokens: int = 0
+    reasoning_s: float = 0.0  # how long it thought
+    reasoning_exact: bool = False  # reasoning_tokens is the engine's count, not Brim's
     # The repetition guard stopped the reasoning (not the answer's text).
     looped_in_reasoning: bool = False
 
