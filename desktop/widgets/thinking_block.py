@@ -25,7 +25,11 @@ def preview(text: str) -> str:
     """The last line of reasoning so far, its end kept where it is long."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     last = lines[-1] if lines else ""
-    return last if len(last) <= PREVIEW_CHARS else "…" + last[-(PREVIEW_CHARS - 1) :]
+    if len(last) <= PREVIEW_CHARS:
+        return last
+    tail = last[-(PREVIEW_CHARS - 1) :]
+    space = tail.find(" ")  # from a word's start, not the middle of one
+    return "…" + (tail[space + 1 :] if 0 <= space < 30 else tail)
 
 
 def fill_thinking(cursor: QTextCursor, row: Row) -> None:

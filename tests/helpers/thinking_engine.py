@@ -11,6 +11,7 @@ the model can reason (`thinks`).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -23,12 +24,13 @@ class ThinkingEngine(InProcessEngine):
     def __init__(self, *, thinks: bool | None = None, **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
         self.thinks = thinks
-        self._thoughts: list[list[str]] = []
+        self._thoughts: list[tuple[list[str], float]] = []
         self.options: list[ChatOptions] = []  # every request's options, in order
 
-    def think(self, pieces: list[str]) -> None:
-        """The next answer's reasoning, streamed as these pieces before its text."""
-        self._thoughts.append(list(pieces))
+    def think(self, pieces: list[str], *, delay_s: float = 0.0) -> None:
+        """The next answer's reasoning, streamed as these pieces before its text (a pause
+        of `delay_s` before each, as a model thinking at its own pace)."""
+        self._thoughts.append((list(pieces), delay_s))
 
     async def report(self, model: str) -> EngineReport:
         report = await super().report(model)
@@ -45,11 +47,10 @@ class ThinkingEngine(InProcessEngine):
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> AsyncIterator[StreamItem]:
         self.options.append(options)
-        pieces = self._thoughts.pop(0) if self._thoughts else []
-        first = True
+        pieces, delay_s = self._thoughts.pop(0) if self._thoughts else ([], 0.0)
+        for piece in pieces:  # it thinks first (a request too long is refused after)
+            if delay_s:
+                await asyncio.sleep(delay_s)
+            yield ReasoningDelta(piece)
         async for item in super().stream_chat(model, messages, options):
-            if first:  # the request was taken (not refused as too long): it thinks first
-                first = False
-                for piece in pieces:
-                    yield ReasoningDelta(piece)
             yield item
