@@ -75,3 +75,20 @@ def test_a_reopened_conversation_shows_the_thinking_folded(qtbot: Any, open_desk
     assert block.title == "Thought for 4.2 s · ~31 tokens"
     shown = _text(view)
     assert "Sydney" not in shown and shown.index(block.title) < shown.index(ANSWER)
+
+
+def test_a_cap_spent_thinking_shows_its_notice_with_continue_and_no_empty_answer(
+    qtbot: Any, open_desktop: Any
+):
+    engine = ThinkingEngine(window=8192)
+    engine.think(["Hmm, let me weigh every option once more. "] * 10)
+    engine.script("", finish_reason="length", completion_tokens=64)
+    d = open_desktop(engine=engine, max_tokens=64)
+    chat_and_wait(qtbot, d, "Plan my week.")
+    view: TranscriptView = d.window.transcript
+    rows = view.rows()
+    assert not any(r.kind == "assistant" for r in rows)  # nothing shown as an empty answer
+    notice = next(r for r in rows if r.kind == "notice" and "thinking" in r.text)
+    assert "spent its whole answer budget of 64 tokens thinking" in notice.text
+    assert "▶ Continue" in _text(view)
+    assert next(r for r in rows if r.kind == "thinking").complete
