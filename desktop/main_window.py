@@ -111,6 +111,7 @@ class MainWindow(EventRendering, QMainWindow):
         self.send_button = SendButton()
         self.hint = StateHint()
         self.stream = StreamBuffer(parent=self)
+        self.thought = StreamBuffer(parent=self)  # a thinking model's reasoning, apart
         self.sidebar = Sidebar()
         self.sidebar.setMinimumWidth(200)
         self.rail = ContextRail()
@@ -171,6 +172,7 @@ class MainWindow(EventRendering, QMainWindow):
         self.composer.textChanged.connect(self.draft_edited)
         self.send_button.clicked.connect(self._on_send_button)
         self.stream.flushed.connect(self.transcript.append_stream)
+        self.thought.flushed.connect(self.transcript.append_thinking)
         self.transcript.compaction_requested.connect(self.show_compaction)
         self.transcript.continue_requested.connect(lambda: self._on_submitted(CONTINUE_TEXT))
         self.transcript.pin_requested.connect(self.lower_pin)
@@ -268,6 +270,7 @@ class MainWindow(EventRendering, QMainWindow):
     def prepare_for_conversation(self) -> None:
         """Another conversation is about to be shown: clear what belongs to this one."""
         self.stream.flush()
+        self.thought.flush()
         self.transcript.clear_rows()
         self.banner.hide()
         self._turns = 0

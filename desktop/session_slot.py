@@ -31,6 +31,7 @@ from engine.api import (
     EventSink,
     LearnProgressEvent,
     Message,
+    ReasoningEvent,
     Receipt,
     RequestViewEvent,
     SessionControl,
@@ -150,6 +151,18 @@ def message_of(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+class Batch(list[str]):
+    """Consecutive streamed pieces of one kind, crossing as one: the answer's text or, with
+    `reasoning`, a thinking model's reasoning."""
+
+    def __init__(self, first: str, *, reasoning: bool = False) -> None:
+        super().__init__([first])
+        self.reasoning = reasoning
+
+
+Streamed = DeltaEvent | ReasoningEvent
+
+
 class SessionSlot:
     """One session and everything the bridge keeps for it."""
 
@@ -160,7 +173,7 @@ class SessionSlot:
         self.forwarding.set()
         self.coalesce_deltas = True
         self._batch_lock = threading.Lock()
-        self._batch: list[str] | None = None
+        self._batch: Batch | None = None
         # Engine-loop state.
         self.session: SessionControl | None = None
         self.started: asyncio.Future[bool] | None = None
@@ -197,13 +210,14 @@ class SessionSlot:
         keeps every event in the order the engine emitted it."""
         if not self.forwarding.is_set():
             return
-        if isinstance(event, DeltaEvent) and self.coalesce_deltas:
+        if isinstance(event, (DeltaEvent, ReasoningEvent)) and self.coalesce_deltas:
+            reasoning = isinstance(event, ReasoningEvent)
             with self._batch_lock:
                 batch = self._batch
-                if batch is not None:
+                if batch is not None and batch.reasoning == reasoning:
                     batch.append(event.text)
                     return
-                batch = self._batch = [event.text]
+                batch = self._batch = Batch(event.text, reasoning=reasoning)
             self._emit(self.key, batch)
             return
         self.post(event)
@@ -215,11 +229,14 @@ class SessionSlot:
         if self.forwarding.is_set():
             self._emit(self.key, item)
 
-    def unbatch(self, batch: list[str]) -> DeltaEvent:
-        """A batch of streamed text as it reaches the GUI thread: one delta."""
+    def unbatch(self, batch: list[str]) -> Streamed:
+        """A batch of streamed text as it reaches the GUI thread: one delta (or one piece of
+        reasoning)."""
         with self._batch_lock:
             if self._batch is batch:
                 self._batch = None  # later deltas start a new batch
+            if isinstance(batch, Batch) and batch.reasoning:
+                return ReasoningEvent("".join(batch))
             return DeltaEvent("".join(batch))
 
     # -- GUI side: what coming back draws -----------------------------------------------------
@@ -230,9 +247,11 @@ class SessionSlot:
             return
         if isinstance(event, STANDING):
             self.standing[type(event)] = event
-        if isinstance(event, DeltaEvent) and self.log and isinstance(self.log[-1], DeltaEvent):
-            self.log[-1] = DeltaEvent(self.log[-1].text + event.text)
-            return
+        if isinstance(event, (DeltaEvent, ReasoningEvent)) and self.log:
+            last = self.log[-1]
+            if type(last) is type(event):
+                self.log[-1] = type(event)(last.text + event.text)  # type: ignore[attr-defined]
+                return
         self.log.append(event)
 
     def rebuilt_from(self, info: SessionInfo) -> None:

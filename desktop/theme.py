@@ -52,6 +52,7 @@ MARKER_COLOURS: Final[dict[str, str]] = {
 # The state pill: background and text colour per state word; unknown states are neutral.
 STATE_COLOURS: Final[dict[str, tuple[str, str]]] = {
     "ready": ("#dff3e6", "#1e6b3c"),
+    "thinking": ("#e6ecf7", "#3b5a8c"),
     "streaming": ("#dde9fb", "#1f5fbf"),
     "waiting for the engine": ("#e8ebf0", "#36465c"),
     "unreachable": (ERROR_BG, ERROR_TEXT),

@@ -40,6 +40,8 @@ from engine.api import (
     LastRequestEvent,
     LoadProgressEvent,
     NoticeEvent,
+    ReasoningEndEvent,
+    ReasoningEvent,
     RequestViewEvent,
     StateEvent,
     StepEvent,
@@ -66,6 +68,7 @@ class EventRendering:
     send_button: SendButton
     hint: StateHint
     stream: StreamBuffer
+    thought: StreamBuffer
     rail: ContextRail
     overlay: Overlay
     learn_started: Signal
@@ -104,10 +107,18 @@ class EventRendering:
     @Slot(object)
     def on_event(self, event: Event) -> None:
         if isinstance(event, DeltaEvent):
+            self.thought.flush()  # the reasoning before it stays above it
             self.stream.append(event.text)
             return
+        if isinstance(event, ReasoningEvent):
+            self.stream.flush()
+            self.thought.append(event.text)
+            return
+        self.thought.flush()
         self.stream.flush()  # whatever streamed before this event is shown before it
         match event:
+            case ReasoningEndEvent():
+                self.transcript.end_thinking(event.tokens, event.seconds, event.estimated)
             case WindowEvent():
                 self.header.set_window(event.window, event.source, event.warnings)
                 for warning in event.warnings:
@@ -235,7 +246,7 @@ class EventRendering:
         self.hint.show_state(state)
         if state == "loading model":
             self.load_progress.show_loading()
-        elif state in ("ready", "streaming", "waiting for the engine", "not started"):
+        elif state in ("ready", "thinking", "streaming", "waiting for the engine", "not started"):
             self.load_progress.hide()
 
     def _on_accepted(self, event: AcceptedEvent) -> None:
@@ -262,6 +273,7 @@ class EventRendering:
 
     @Slot()
     def _on_turn_finished(self) -> None:
+        self.thought.flush()
         self.stream.flush()
         self.transcript.finish_stream()
         if self.banner.isVisible() and self.banner.kind == "busy":

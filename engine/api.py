@@ -18,6 +18,7 @@ from engine.paths import BrimPaths
 from engine.events import (
     AcceptedEvent,
     NOTICE_ANSWER_CUT,
+    NOTICE_THINKING_CUT,
     NOTICE_COMPACTED,
     NOTICE_REPETITION,
     NOTICE_RESTORED,
@@ -149,6 +150,7 @@ __all__ = [
     # events
     "CONTINUE_TEXT",
     "NOTICE_ANSWER_CUT",
+    "NOTICE_THINKING_CUT",
     "NOTICE_COMPACTED",
     "NOTICE_REPETITION",
     "NOTICE_RESTORED",

@@ -122,8 +122,9 @@ class AnswerProgressEvent(Event):
 
     type: ClassVar[str] = "answer_progress"
     prompt_tokens: int
-    completion_tokens: int
+    completion_tokens: int  # the reasoning's tokens included: the window holds both
     window: int
+    reasoning_tokens: int = 0  # of completion_tokens: reasoning, held only while the turn runs
 
 
 NoticeLevel = Literal["info", "warning"]
@@ -133,9 +134,11 @@ NoticeLevel = Literal["info", "warning"]
 NoticeKind = Literal[
     "",
     "answer_cut",
+    "thinking_cut",
     "repetition",
     "tool_calls_capped",
     "tools_unavailable",
+    "reasoning_unavailable",
     "auto_compacting",
     "compacted",
     "trimmed",
@@ -186,6 +189,8 @@ class NoticeEvent(Event):
 
 
 NOTICE_ANSWER_CUT: Final = "answer_cut"
+# The cap went on reasoning, no answer (Continue offered): as answer_cut, plus reasoning_tokens
+NOTICE_THINKING_CUT: Final = "thinking_cut"
 NOTICE_REPETITION: Final = "repetition"
 # More tool calls in one answer than run (engine/agent/answer_calls.py): calls, run, not_run.
 NOTICE_CALLS_CAPPED: Final = "tool_calls_capped"
@@ -193,6 +198,8 @@ NOTICE_CALLS_CAPPED: Final = "tool_calls_capped"
 # cannot call tools, so its engine reports; the engine refused them; or, for an agent with
 # MCP servers, no folder: `withheld` is "files", the MCP tools still go out).
 NOTICE_TOOLS_UNAVAILABLE: Final = "tools_unavailable"
+# The agent's reasoning setting is not sent: the model cannot reason (asked, model).
+NOTICE_REASONING_UNAVAILABLE: Final = "reasoning_unavailable"
 TOOLS_REASON_MODEL = "model_cannot_call_tools"
 TOOLS_REASON_ENGINE = "engine_refused"
 TOOLS_REASON_NO_FOLDER = "no_folder"
@@ -314,6 +321,7 @@ AgentState = Literal[
     "ready",
     "loading model",
     "waiting for the engine",
+    "thinking",
     "streaming",
     "compacting",
     "waiting for approval",

@@ -19,7 +19,6 @@ from PySide6.QtGui import (
     QBrush,
     QColor,
     QFont,
-    QGuiApplication,
     QKeyEvent,
     QTextBlockFormat,
     QTextCharFormat,
@@ -32,6 +31,18 @@ from PySide6.QtWidgets import QTextBrowser, QWidget
 from desktop import theme
 from desktop.markdown import MarkdownRenderer
 from desktop.widgets.follow import EndFollower
+from desktop.widgets.thinking_block import fill_thinking, thought_label
+from desktop.widgets.transcript_format import (
+    MONO_FAMILY,
+    TOGGLE_SCHEME,
+)
+from desktop.widgets.transcript_format import anchor as _anchor
+from desktop.widgets.transcript_format import block as _block
+from desktop.widgets.transcript_format import char as _char
+from desktop.widgets.transcript_format import gap_block as _gap_block
+from desktop.widgets.transcript_format import link as _link
+from desktop.widgets.transcript_format import notice_background as _notice_background
+from desktop.widgets.transcript_format import notice_look as _notice_look
 from desktop.widgets.transcript_rows import (
     ACTION_CONTINUE,
     CUT_LABEL,
@@ -62,14 +73,12 @@ __all__ = [
 ]
 
 ROW_GAP = 6  # pixels between rows
-TOGGLE_SCHEME = "toggle"
 COMPACTION_SCHEME = "compaction"  # a compaction row's Show / Restore: compaction:<id>
 CONTINUE_SCHEME = "continue"  # a cut answer's Continue: continue:<row id>
 PIN_SCHEME = "lowerpin"  # a spill_choice's Lower the pin: lowerpin:<window>
 KEEP_SCHEME = "keeppin"  # its Keep: keeppin:<row id>
 KEEP_LABEL = "Keep the pin"
 CONTINUE_LABEL = "▶ Continue"
-MONO_FAMILY = "DejaVu Sans Mono"
 
 
 class TranscriptView(QTextBrowser):
@@ -89,6 +98,7 @@ class TranscriptView(QTextBrowser):
         self._frames: dict[int, QTextFrame] = {}
         self._ids = itertools.count(1)
         self._stream_frame: QTextFrame | None = None
+        self._thinking: Row | None = None  # the thinking block being written
         self._assistant_name = "Assistant"
         self._markdown = MarkdownRenderer()
         self.follower = EndFollower(self)
@@ -113,6 +123,7 @@ class TranscriptView(QTextBrowser):
     def clear_rows(self) -> None:
         """Another conversation is about to be shown."""
         self._rows = []
+        self._thinking = None
         self.cut_at = 0
         self._rebuild()
 
@@ -204,17 +215,45 @@ class TranscriptView(QTextBrowser):
 
     def toggle(self, row_id: int) -> None:
         for row in self._rows:
-            if row.id == row_id and row.kind in ("tool", "summary"):
+            if row.id == row_id and row.kind in ("tool", "summary", "thinking"):
                 row.expanded = not row.expanded
                 self._refill(row)
                 self.toggled.emit(row_id)
                 return
+
+    def append_thinking(self, text: str) -> None:
+        """Add reasoning to the Thinking block being written (opening one above the answer
+        to come); its live line shows the last of it."""
+        if not text:
+            return
+        if self._thinking is None:
+            self.finish_stream()  # a model that thinks again midway: a block of its own
+            self._thinking = Row("thinking", "", complete=False)
+            self._append(self._thinking)
+        self._thinking.text += text
+        self._refill(self._thinking)
+
+    def end_thinking(self, tokens: int, seconds: float, estimated: bool = True) -> None:
+        """The model stopped thinking: its block folds to how long and how much (told again
+        with the engine's exact count, only the figures change)."""
+        row = self._thinking
+        if row is None:
+            row = next((r for r in reversed(self._rows) if r.kind == "thinking"), None)
+            if row is None or (not estimated and row.status == "exact"):
+                return
+        else:
+            row.complete, row.expanded = True, False
+        self._thinking = None
+        row.title = thought_label(tokens, seconds, estimated)
+        row.status = "" if estimated else "exact"
+        self._refill(row)
 
     def append_stream(self, text: str) -> None:
         """Add streamed text to the assistant row being written (opening one if needed)."""
         if not text:
             return
         if self._stream_frame is None:
+            self.finish_stream()  # no end was told: the answer ends the thinking
             self._append(Row("assistant", "", complete=False))
         row = self._rows[self._stream_row_index()]
         row.text += text
@@ -224,7 +263,12 @@ class TranscriptView(QTextBrowser):
         self.follower.content_added()
 
     def finish_stream(self) -> None:
-        """The message is complete: render it as Markdown and stop growing it."""
+        """The message is complete: render it as Markdown and stop growing it (a Thinking
+        block the turn left open, stopped or failed, stops saying it thinks)."""
+        if self._thinking is not None:
+            self._thinking.complete = True
+            self._refill(self._thinking)
+            self._thinking = None
         if self._stream_frame is None:
             return
         row = self._rows[self._stream_row_index()]
@@ -390,6 +434,8 @@ class TranscriptView(QTextBrowser):
             self._fill_tool(cursor, row)
         elif row.kind == "summary":
             self._fill_summary(cursor, row)
+        elif row.kind == "thinking":
+            fill_thinking(cursor, row)
         elif row.kind == "cut":
             cursor.setBlockFormat(_block())
             cursor.insertText(f"─────  {row.text}  ─────", _char(theme.COMPACT_TEXT, scale=0.85))
@@ -461,7 +507,7 @@ class TranscriptView(QTextBrowser):
             fmt.setBorder(1)
             fmt.setBorderBrush(QBrush(QColor(theme.ERROR_BORDER)))
             fmt.setPadding(6)
-        elif row.kind in ("tool", "summary"):
+        elif row.kind in ("tool", "summary", "thinking"):
             fmt.setBackground(QBrush(QColor(theme.TOOL_BG)))
             fmt.setBorder(1)
             fmt.setBorderBrush(QBrush(QColor(theme.BORDER)))
@@ -496,68 +542,3 @@ class TranscriptView(QTextBrowser):
                 self.toggle(int(url.path() or url.host()))
             except ValueError:
                 return
-
-
-def _notice_look(row: Row) -> tuple[str, str]:
-    if row.marker == "compaction":
-        return theme.COMPACT_TEXT, "⇊"
-    if row.level == "warning":
-        return theme.WARNING_TEXT, "⚠"
-    return theme.MUTED, "ℹ"
-
-
-def _notice_background(row: Row) -> str:
-    if row.marker == "compaction":
-        return theme.COMPACT_BG
-    return theme.WARNING_BG if row.level == "warning" else theme.INFO_BG
-
-
-def _anchor(href: str, colour: str) -> QTextCharFormat:
-    fmt = _char(colour, scale=0.92)
-    fmt.setAnchor(True)
-    fmt.setAnchorHref(href)
-    fmt.setFontUnderline(True)
-    return fmt
-
-
-def _link(row_id: int, colour: str, *, mono: bool = False) -> QTextCharFormat:
-    fmt = _char(colour, scale=0.92)
-    fmt.setAnchor(True)
-    fmt.setAnchorHref(f"{TOGGLE_SCHEME}:{row_id}")
-    if mono:
-        fmt.setFontFamilies([MONO_FAMILY, "monospace"])
-    return fmt
-
-
-def _gap_block(height: float) -> QTextBlockFormat:
-    fmt = QTextBlockFormat()
-    fmt.setLineHeight(height, QTextBlockFormat.LineHeightTypes.FixedHeight.value)
-    return fmt
-
-
-def _char(
-    colour: str, *, bold: bool = False, italic: bool = False, scale: float = 1.0
-) -> QTextCharFormat:
-    fmt = QTextCharFormat()
-    fmt.setForeground(QBrush(QColor(colour)))
-    if bold:
-        fmt.setFontWeight(QFont.Weight.DemiBold)
-    if italic:
-        fmt.setFontItalic(True)
-    if scale != 1.0:
-        fmt.setFontPointSize(_base_point_size() * scale)
-    return fmt
-
-
-def _block(*, bottom: float = 0, top: float = 0, indent: float = 0) -> QTextBlockFormat:
-    fmt = QTextBlockFormat()
-    fmt.setBottomMargin(bottom)
-    fmt.setTopMargin(top)
-    if indent:
-        fmt.setLeftMargin(indent)
-    return fmt
-
-
-def _base_point_size() -> float:
-    size = QGuiApplication.font().pointSizeF()
-    return size if size > 0 else 10.0

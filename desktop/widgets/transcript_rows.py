@@ -10,21 +10,31 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from desktop.format import format_receipt
-from engine.api import NOTICE_ANSWER_CUT, NOTICE_RESTORED, NOTICE_SPILL_CHOICE, Message, Receipt
+from engine.api import (
+    NOTICE_ANSWER_CUT,
+    NOTICE_RESTORED,
+    NOTICE_SPILL_CHOICE,
+    NOTICE_THINKING_CUT,
+    Message,
+    Receipt,
+)
 
 MARKER_COMPACTION = "compaction"
 ACTION_CONTINUE = "continue"  # a cut answer's notice: Continue asks for the rest
 # A spill_choice notice (on_spill = "ask"): "lower_pin:<window>" offers Lower the pin / Keep it.
 ACTION_LOWER_PIN = "lower_pin"
+# The notices whose Continue asks for more: an answer cut at its cap, a cap spent thinking.
+CONTINUED_KINDS = frozenset({NOTICE_ANSWER_CUT, NOTICE_THINKING_CUT})
 
 
 @dataclass
 class Row:
     """One visible row.
 
-    kind: user | assistant | notice | error | receipt | tool | summary. A tool row's `title`
-    is the call, `detail` its arguments, `text` what the tool returned (a preview), `status`
-    how it ended ("" while it runs)."""
+    kind: user | assistant | notice | error | receipt | tool | summary | thinking. A tool
+    row's `title` is the call, `detail` its arguments, `text` what the tool returned (a
+    preview), `status` how it ended ("" while it runs). A thinking row's `text` is the
+    model's reasoning, `title` its folded line (desktop/widgets/thinking_block.py)."""
 
     kind: str
     text: str
@@ -94,8 +104,29 @@ def notice_row(message: Message) -> Row:
         level=str(message.meta_value("level", "info")),
         marker=marker,
         ref=ref,
-        action=ACTION_CONTINUE if message.meta_value("notice_kind") == NOTICE_ANSWER_CUT else "",
+        action=ACTION_CONTINUE if message.meta_value("notice_kind") in CONTINUED_KINDS else "",
     )
+
+
+def thinking_row(message: Message) -> Row:
+    """A saved answer's reasoning, folded, with the figures its message kept."""
+    tokens = message.meta_value("reasoning_tokens", 0)
+    seconds = message.meta_value("reasoning_s")
+    tokens = tokens if isinstance(tokens, int) else 0
+    seconds = float(seconds) if isinstance(seconds, (int, float)) else None
+    estimated = message.meta_value("reasoning_estimated", True) is not False
+    title = thought_label(tokens, seconds, estimated)
+    return Row("thinking", message.reasoning, title=title, message_id=message.id)
+
+
+def thought_label(tokens: int, seconds: float | None, estimated: bool = True) -> str:
+    """A Thinking block's folded line: how long the model thought and in how many tokens
+    (~: by Brim's count, not the engine's)."""
+    about = "~" if estimated else ""
+    figures = f"{about}{tokens:,} tokens" if tokens else ""
+    if seconds is None:
+        return f"Thought · {figures}" if figures else "Thought"
+    return f"Thought for {seconds:.1f} s" + (f" · {figures}" if figures else "")
 
 
 def notice_action(kind: str, details: Mapping[str, object] | None = None) -> str:
@@ -103,7 +134,7 @@ def notice_action(kind: str, details: Mapping[str, object] | None = None) -> str
     if kind == NOTICE_SPILL_CHOICE:
         fits = (details or {}).get("fits")
         return f"{ACTION_LOWER_PIN}:{fits}" if isinstance(fits, int) and fits > 0 else ""
-    return ACTION_CONTINUE if kind == NOTICE_ANSWER_CUT else ""
+    return ACTION_CONTINUE if kind in CONTINUED_KINDS else ""
 
 
 def lowered_pin(action: str) -> int | None:
@@ -212,6 +243,8 @@ def rows_for(messages: list[Message], receipts: Sequence[Receipt] = ()) -> list[
             if message.kind == "summary":
                 rows.append(Row("summary", message.content, message_id=message.id))
                 continue
+            if message.reasoning.strip():  # folded above its answer
+                rows.append(thinking_row(message))
             if message.content.strip():
                 rows.append(Row("assistant", message.content, message_id=message.id))
             for call in message.tool_calls:

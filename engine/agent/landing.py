@@ -9,7 +9,13 @@ from typing import Any
 
 from engine.agent.records import record_usage
 from engine.agent.telling import Teller
-from engine.agent.texts import answer_cut_text, repetition_notice, silent_cut_text
+from engine.agent.texts import (
+    answer_cut_text,
+    repetition_notice,
+    silent_cut_text,
+    thinking_cut_text,
+    thinking_loop_notice,
+)
 from engine.agent.types import FINISH_LENGTH, FINISH_REPETITION, Answer, Conversation, Totals
 from engine.agent.window import WindowWatch
 from engine.config import AgentConfig
@@ -17,6 +23,7 @@ from engine.context import ContextManager
 from engine.events import (
     NOTICE_ANSWER_CUT,
     NOTICE_REPETITION,
+    NOTICE_THINKING_CUT,
     ContextEvent,
     EventSink,
     UsageEvent,
@@ -62,8 +69,21 @@ class Landing:
     def keep(self, answer: Answer, cap: OutputCap) -> None:
         """Save the answer, and mark one that did not end on its own: cut at its output cap
         (the user can ask for more) or stopped by the repetition guard."""
-        message = assistant(answer.text, answer.calls)
+        # A thinking model's reasoning goes with the message, never into its text.
+        message = assistant(answer.text, answer.calls, reasoning=answer.reasoning)
+        if answer.reasoning:  # the figures its folded block shows when the conversation reopens
+            message = message.with_meta(
+                reasoning_tokens=answer.reasoning_tokens,
+                reasoning_s=answer.reasoning_s,
+                reasoning_estimated=not answer.reasoning_exact,
+            )
         if answer.repetition is not None:
+            if answer.looped_in_reasoning:
+                if answer.text.strip():  # what it answered before it looped is kept
+                    self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
+                text, details = thinking_loop_notice(answer.repetition)
+                self.tell.mark(NOTICE_REPETITION, text, details, level="warning")
+                return
             self.conversation.append(message.with_meta(stopped=FINISH_REPETITION))
             self.tell.mark(
                 NOTICE_REPETITION, *repetition_notice(answer.repetition), level="warning"
@@ -75,10 +95,24 @@ class Landing:
         written = answer.usage.completion_tokens or cap.tokens
         limit = cap.limit if written >= cap.tokens else "engine"
         limit = LIMIT_IGNORED if answer.overran else limit
+        window = self.context.budget.window
+        if answer.thought_only:  # the cap went on thinking: no empty answer is saved
+            self.tell.mark(
+                NOTICE_THINKING_CUT,
+                thinking_cut_text(cap.tokens, limit, window),
+                {
+                    "max_tokens": cap.tokens,
+                    "completion_tokens": written,
+                    "reasoning_tokens": answer.reasoning_tokens,
+                    "limit": limit,
+                },
+                level="warning",
+            )
+            return
         self.conversation.append(message.with_meta(cut_at=written))
         self.tell.mark(
             NOTICE_ANSWER_CUT,
-            answer_cut_text(written, limit, self.context.budget.window),
+            answer_cut_text(written, limit, window),
             {"max_tokens": cap.tokens, "completion_tokens": written, "limit": limit},
         )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from engine.agent.answer_stream import stream_answer
 from engine.agent.landing import Landing
+from engine.agent.reasoning import reasoning_level, reasoning_refused_text, refused_reasoning
 from engine.agent.records import record_receipt, turn_end_event
 from engine.agent.shared_pool import PoolContended, SharedPoolWatch, pool_shrink_text
 from engine.agent.telling import Teller
@@ -32,6 +33,7 @@ from engine.config import AgentConfig
 from engine.context import ContextManager, IterationPressure, LadderOutcome, PreparedRequest
 from engine.context.constants import REASON_MANUAL, REASON_SESSION_BUDGET
 from engine.events import (
+    NOTICE_REASONING_UNAVAILABLE,
     NOTICE_TOOLS_UNAVAILABLE,
     TOOLS_REASON_ENGINE,
     ClearEvent,
@@ -41,7 +43,7 @@ from engine.events import (
     StepEvent,
 )
 from engine.messages import Message, alternating, model_messages
-from engine.providers.base import ChatOptions, Provider
+from engine.providers.base import ChatOptions, Provider, ReasoningLevel
 from engine.providers.errors import ContextOverflow, ProviderError, ToolsUnsupported
 from engine.store import Store
 from engine.tokens import TokenCounter
@@ -135,7 +137,31 @@ class AgentLoop:
 
     def _options(self, max_tokens: int | None) -> ChatOptions:
         return ChatOptions(
-            max_tokens=max_tokens, sampling=self.agent.sampling, tools=self._schemas()
+            max_tokens=max_tokens,
+            sampling=self.agent.sampling,
+            tools=self._schemas(),
+            reasoning=self.reasoning,
+        )
+
+    @property
+    def reasoning(self) -> ReasoningLevel | None:
+        """The agent's reasoning setting as its requests carry it (None: left to the model)."""
+        return reasoning_level(self.agent.reasoning, self.window.thinks)
+
+    def _tell_reasoning_refused(self) -> None:
+        """The agent asks for reasoning its model cannot do: said once in a conversation."""
+        if not refused_reasoning(self.agent.reasoning, self.window.thinks):
+            return
+        if any(
+            m.meta_value("notice_kind") == NOTICE_REASONING_UNAVAILABLE
+            for m in self.conversation.live()
+        ):
+            return
+        self._mark(
+            NOTICE_REASONING_UNAVAILABLE,
+            reasoning_refused_text(self.agent.reasoning, self.agent.model),
+            {"asked": self.agent.reasoning, "model": self.agent.model},
+            level="warning",
         )
 
     def overhead_tokens(self) -> int:
@@ -176,6 +202,7 @@ class AgentLoop:
         # Each turn is a run of its own (iterations count from 0): its ramp warns afresh,
         # also after the user typed 'continue' at the cap.
         self.pressure.reset()
+        self._tell_reasoning_refused()
         while True:
             if cap is not None and iterations >= cap:
                 self._notice(iteration_limit_text(iterations, cap), "warning")

@@ -102,10 +102,13 @@ def pool_shrink_text(exc: PoolContended) -> str:
     )
 
 
-def keep_partial(conversation: Conversation, text: str, exc: BaseException) -> None:
-    """An answer the engine or the user cut short is saved, marked partial; one the shared
-    pool cut waits on the exception, kept only if no retry replaces it."""
-    kept = assistant(text).with_meta(partial=True) if text else None
+def keep_partial(
+    conversation: Conversation, text: str, exc: BaseException, *, reasoning: str = ""
+) -> None:
+    """An answer the engine or the user cut short is saved, marked partial (with what the
+    model reasoned before it, apart); one the shared pool cut waits on the exception, kept
+    only if no retry replaces it. Reasoning alone, with no answer text, is not an answer."""
+    kept = assistant(text, reasoning=reasoning).with_meta(partial=True) if text else None
     if isinstance(exc, KvPoolFull):
         exc.partial = kept
     elif kept is not None:

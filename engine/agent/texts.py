@@ -96,3 +96,30 @@ def repetition_notice(loop: Repetition) -> tuple[str, dict[str, int | str]]:
         "dropped_chars": loop.dropped_chars,
     }
     return text, details
+
+
+def thinking_cut_text(max_tokens: int, limit: str, window: int) -> str:
+    """The output cap was spent on reasoning and no answer came: said in so many words."""
+    reason = cut_reason(limit, window)
+    return (
+        f"The model spent its whole answer budget of {max_tokens:,} tokens thinking and wrote "
+        f"no answer ({reason}). Type '{CONTINUE_TEXT}' to ask again (its thinking is not sent "
+        "back, so it starts over), or give it room: raise the agent's max_tokens or set its "
+        "reasoning lower."
+    )
+
+
+def thinking_loop_notice(loop: Repetition) -> tuple[str, dict[str, int | str]]:
+    """The notice for reasoning the repetition guard stopped, and its figures."""
+    text = (
+        f"Stopped the model's thinking: it kept repeating the same {loop.block_chars:,}-"
+        f"character passage ({loop.repeats:,} times in a row), and no answer was written. "
+        "Ask again or rephrase."
+    )
+    details: dict[str, int | str] = {
+        "block_chars": loop.block_chars,
+        "repeats": loop.repeats,
+        "dropped_chars": loop.dropped_chars,
+        "in": "reasoning",
+    }
+    return text, details

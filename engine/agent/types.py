@@ -72,6 +72,19 @@ class Answer:
     # Calls past the cap on calls per answer; the last of `calls` stands for them.
     calls_not_run: int = 0
     ended: float | None = None  # monotonic time the stream ended (generation's end)
+    # What a thinking model reasoned before the answer (kept with the message, not its text),
+    # and its tokens by Brim's count.
+    reasoning: str = ""
+    reasoning_tokens: int = 0
+    reasoning_s: float = 0.0  # how long it thought
+    reasoning_exact: bool = False  # reasoning_tokens is the engine's count, not Brim's
+    # The repetition guard stopped the reasoning (not the answer's text).
+    looped_in_reasoning: bool = False
+
+    @property
+    def thought_only(self) -> bool:
+        """The model reasoned and wrote no answer: no text (or only blanks), no calls."""
+        return bool(self.reasoning.strip()) and not self.text.strip() and not self.calls
 
 
 @dataclass

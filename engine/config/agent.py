@@ -46,6 +46,7 @@ class AgentConfig:
     compaction_reserve_tokens: int | None = _default("compaction_reserve_tokens")
     max_iterations: int | None = _default("max_iterations")
     max_tokens: int | None = _default("max_tokens")
+    reasoning: str = _default("reasoning")
     temperature: float = _default("temperature")
     top_p: float = _default("top_p")
     top_k: int = _default("top_k")

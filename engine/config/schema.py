@@ -24,6 +24,9 @@ FLASH_ATTN_MODES = ("auto", "on", "off")
 KV_CACHE_TYPES = ("f16", "q8_0", "q4_0")  # the types engine/fit/kv.py counts
 # What Brim does when the pin does not stay on the GPU (engine/window/fit_policy.py).
 SPILL_POLICIES = ("warn", "shrink", "ask")
+# Whether a thinking model reasons: "default" leaves it to the model and its engine; the
+# others are mapped to each engine by its provider (ChatOptions.reasoning).
+REASONING_CHOICES = ("default", "off", "on", "low", "medium", "high")
 
 # The agent's own instructions unless its file says otherwise (resources/prompts/system.txt).
 DEFAULT_SYSTEM_PROMPT = prompt("system")
@@ -287,6 +290,20 @@ AGENT_FIELDS: tuple[FieldSpec, ...] = (
         description=(
             "The most tokens the model may generate in one response; an answer cut there is "
             "marked, and 'continue' gets the rest. 0: no cap but the room the window has left."
+        ),
+    ),
+    FieldSpec(
+        "reasoning",
+        "choice",
+        default="default",
+        choices=REASONING_CHOICES,
+        group="run",
+        label="Reasoning",
+        description=(
+            "Whether a thinking model reasons before it answers: default (as the model and "
+            "its engine do), off, on, or low / medium / high effort where the model takes "
+            "it. Its thinking counts against the output cap and is shown folded, apart from "
+            "the answer."
         ),
     ),
     *sampling_fields(),  # temperature, top_p, top_k, min_p, repeat_penalty, seed

@@ -54,7 +54,9 @@ def provider_complete(
     async def complete(
         messages: list[Message], tools: list[dict[str, Any]], max_tokens: int
     ) -> Completion:
-        options = ChatOptions(max_tokens=max_tokens, temperature=0.1, tools=tools)
+        # Brim's own request: no thinking (its reasoning, where an engine sends some
+        # anyway, is not read: only the answer's text and calls are).
+        options = ChatOptions(max_tokens=max_tokens, temperature=0.1, tools=tools, reasoning="off")
         parts: list[str] = []
         calls: tuple[ToolCall, ...] = ()
         done: StreamDone | None = None

@@ -65,7 +65,9 @@ async def warm(loop: AgentLoop) -> None:
     """Have the engine evaluate the history as the next request will start (its tools and
     sampling included, so the cached prefix matches). Best effort: a failure is logged."""
     schemas = loop.tools.schemas() if loop.tools is not None else []
-    options = ChatOptions(max_tokens=1, sampling=loop.agent.sampling, tools=schemas)
+    options = ChatOptions(
+        max_tokens=1, sampling=loop.agent.sampling, tools=schemas, reasoning=loop.reasoning
+    )
     request = alternating(model_messages(loop.conversation.live()))  # as the wire joins it
     try:
         await loop.provider.warm(loop.agent.model, request, options)

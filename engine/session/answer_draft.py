@@ -40,6 +40,8 @@ class AnswerDraft:
         self._parts: list[str] = []
         self._written_at = 0.0
         self._dirty = False
+        self._answering = False  # within one answer's text (a thought midway keeps it)
+        self._state = ""
 
     def _path(self) -> Path:
         return self._folder() / DRAFT_FILE
@@ -47,8 +49,14 @@ class AnswerDraft:
     def observe(self, event: Event) -> None:
         """Follow the session's events: an answer's first token starts a new draft, each
         delta grows it. Never raises (a draft that cannot be written costs only itself)."""
-        if isinstance(event, StateEvent) and event.state == "streaming":
-            self._parts = []
+        if isinstance(event, StateEvent):
+            # A model that thinks midway goes back to "streaming" within the same answer.
+            midway = self._answering and self._state == "thinking"
+            if event.state == "streaming" and not midway:
+                self._parts = []
+            if event.state != "thinking":
+                self._answering = event.state == "streaming"
+            self._state = event.state
         elif isinstance(event, DeltaEvent):
             self._parts.append(event.text)
             self._dirty = True
@@ -70,6 +78,7 @@ class AnswerDraft:
         """The answer is stored (whole or partial): its draft has no more use."""
         self._parts = []
         self._dirty = False
+        self._answering = False
         try:
             self._path().unlink(missing_ok=True)
         except OSError:

@@ -228,6 +228,7 @@ async def summarize(
         sampling=agent.sampling,  # the agent's cuts and penalty, at the summary's temperature
         stop=list(request.stop),
         tools=list(request.tools),
+        reasoning="off",  # a summary is checked as written: no thinking to strip or wait on
     )
 
     async def attempt() -> SummaryResult:

@@ -41,6 +41,7 @@ from engine.report.context_report import (
     MARKER_CLEAR,
     MARKER_COMPACTION,
     MARKER_TRIM,
+    Category,
     ContextReport,
     FillWarnings,
     RequestTracker,
@@ -51,6 +52,10 @@ from engine.report.context_report import (
 from engine.store import Store
 
 log = logging.getLogger(__name__)
+
+# The rail's part for what a thinking model reasons while its answer streams: in the window
+# until the turn ends, never sent back.
+CATEGORY_REASONING = "Reasoning (this answer)"
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,7 @@ class ContextLedger:
         self.last_report: ContextReport | None = None  # what a streaming update builds on
         self._compacting_from: int | None = None  # context before a running compaction
         self._compaction_row: str | None = None  # replaces the ladder's "Compacted" line
+        self._reasoning = 0  # tokens the streaming answer reasoned so far
 
     # -- a conversation opens --------------------------------------------------------------
 
@@ -126,6 +132,7 @@ class ContextLedger:
         send the rail its report. A streaming answer moves the gauge as it grows."""
         if isinstance(event, AnswerProgressEvent):
             self.tracker.on_stream(event.prompt_tokens, event.completion_tokens)
+            self._reasoning = event.reasoning_tokens
             self._emit_stream_report()
         elif isinstance(event, UsageEvent):
             self.tracker.on_usage(event.prompt_tokens, event.cached_tokens)
@@ -219,15 +226,26 @@ class ContextLedger:
             self.emit_report()
             return
         used = sum(self.tracker.streaming)
+        categories = base.categories
+        if self._reasoning:
+            categories = (*categories, Category(CATEGORY_REASONING, self._reasoning))
         self._emit(
             ContextReportEvent(
-                replace(base, used=used, estimated=True, describes="next request", streaming=True)
+                replace(
+                    base,
+                    used=used,
+                    estimated=True,
+                    describes="next request",
+                    streaming=True,
+                    categories=categories,
+                )
             )
         )
 
     def settle(self) -> None:
         """A run ended (answered, cancelled or failed): the gauge shows the next request."""
         self.tracker.settle()
+        self._reasoning = 0  # the reasoning is released: the next request does not carry it
         self.emit_report()
 
 

@@ -14,7 +14,8 @@ from engine.store.text import decoded_column, repair_surrogates
 
 TITLE_CHARS = 60
 MESSAGE_COLUMNS = (
-    "seq, id, role, kind, content, tool_calls, tool_call_id, name, meta, created, archived_at"
+    "seq, id, role, kind, content, tool_calls, tool_call_id, name, meta, created, archived_at,"
+    " reasoning"
 )
 INFO_SQL = (
     "SELECT c.id, c.title, c.agent, c.workspace, c.created, c.updated, c.deleted,"
@@ -78,6 +79,7 @@ def message_from(row: sqlite3.Row) -> Message:
         id=row["id"],
         created=row["created"],
         meta=meta,
+        reasoning=text_out(row["reasoning"]) or "",
     )
 
 

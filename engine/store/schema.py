@@ -109,6 +109,9 @@ MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE receipts ADD COLUMN cached_tokens INTEGER",
         "ALTER TABLE receipts ADD COLUMN cache_reported INTEGER",
     ),
+    # 5: what a thinking model reasoned before an answer (Message.reasoning), kept apart from
+    # its content; NULL: none.
+    ("ALTER TABLE messages ADD COLUMN reasoning TEXT",),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -167,11 +167,17 @@ class Store(UsageLedger, CompactionLog):
         for message in messages:
             seq += 1
             try:
+                # A thinking model's reasoning, where there is some, in its own column.
+                extra, values = (
+                    (", reasoning", (text_in(message.reasoning),))
+                    if message.reasoning
+                    else ("", ())
+                )
                 conn.execute(
                     "INSERT INTO messages (conversation_id, seq, id, role, kind, content,"
-                    " tool_calls, tool_call_id, name, meta, created)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (conversation_id, seq, *message_row(message)),
+                    f" tool_calls, tool_call_id, name, meta, created{extra})"
+                    f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?{', ?' * len(values)})",
+                    (conversation_id, seq, *message_row(message), *values),
                 )
             except sqlite3.IntegrityError:
                 raise DuplicateMessage(conversation_id, message.id) from None

@@ -76,6 +76,8 @@ class WindowResolution:
         False  # llama-server's slots draw on one KV pool (engine/agent/shared_pool.py)
     )
     tool_calls: bool | None = None  # from the engine's report; None: not known
+    # Whether the model can reason (the report's `thinks`, read by name); None: not known.
+    thinks: bool | None = None
     notices: list[EngineNotice] = field(default_factory=list)  # the report's, with data
 
     def to_probe_json(self) -> dict[str, Any]:
@@ -151,6 +153,7 @@ def resolve_window(
         warnings=warnings,
         shared_pool=report.unified_pool,
         tool_calls=report.tool_calls,
+        thinks=getattr(report, "thinks", None),
         notices=list(report.notices),
     )
 

@@ -70,6 +70,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         compaction_reserve_tokens = 4000
         max_iterations = 12
         max_tokens = 2048
+        reasoning = "low"
         temperature = 0.3
         top_p = 0.8
         top_k = 20
@@ -108,6 +109,7 @@ def test_a_complete_agent_file_loads_every_setting(agents):
         "compaction_reserve_tokens": 4000,
         "max_iterations": 12,
         "max_tokens": 2048,
+        "reasoning": "low",
         "temperature": 0.3,
         "top_p": 0.8,
         "top_k": 20,

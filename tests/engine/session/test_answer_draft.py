@@ -33,3 +33,20 @@ def test_each_answer_of_a_turn_starts_its_own_draft(tmp_path: Path):
     recovered = draft.recover([user("Read it"), assistant("I will read the file.")])
     assert recovered[0].content == "The file says hello"
     assert recovered[0].meta_value("partial") and recovered[1].is_notice
+
+
+def test_a_thinking_models_reasoning_stays_out_of_the_draft(tmp_path):
+    from engine.events import ReasoningEvent
+
+    draft = AnswerDraft(lambda: tmp_path, every_s=0.0)
+    draft.observe(StateEvent("thinking"))
+    draft.observe(ReasoningEvent("Let me think about the answer."))
+    draft.observe(StateEvent("streaming"))
+    draft.observe(DeltaEvent("The answer"))
+    draft.observe(StateEvent("thinking"))  # a model that thinks midway
+    draft.observe(ReasoningEvent("(thinks again midway)"))
+    draft.observe(StateEvent("streaming"))
+    draft.observe(DeltaEvent(" goes on."))
+    recovered = draft.recover([user("Q?")])
+    assert recovered[0].content == "The answer goes on."
+    assert "think" not in recovered[0].content

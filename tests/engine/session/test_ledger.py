@@ -197,3 +197,23 @@ def test_the_70_percent_warning_never_promises_room_the_rail_says_is_gone():
     rail.ledger.settle()  # the turn ended: the rail shows the history with its answer
     report = [e for e in rail.events if isinstance(e, ContextReportEvent)][-1].report
     assert report.headroom_line().startswith("Past auto-compact")
+
+
+def test_the_reasoning_is_its_own_part_of_the_rail_while_the_answer_streams_then_released():
+    from engine.events import AnswerProgressEvent
+    from engine.session.ledger import CATEGORY_REASONING
+
+    rail = Rail(estimate=3_000)
+    rail.emit(_landed(3_000))
+    rail.emit(AnswerProgressEvent(prompt_tokens=3_000, completion_tokens=420, window=WINDOW,
+                                  reasoning_tokens=400))  # fmt: skip
+    streaming = [e for e in rail.events if isinstance(e, ContextReportEvent)][-1].report
+    assert streaming.streaming and streaming.used == 3_420
+    parts = {c.name: c.tokens for c in streaming.categories}
+    assert parts[CATEGORY_REASONING] == 400
+    rail.ledger.settle()  # the turn ended: the reasoning is not sent back
+    after = [e for e in rail.events if isinstance(e, ContextReportEvent)][-1].report
+    assert CATEGORY_REASONING not in {c.name for c in after.categories}
+    rail.emit(AnswerProgressEvent(prompt_tokens=3_100, completion_tokens=20, window=WINDOW))
+    plain = [e for e in rail.events if isinstance(e, ContextReportEvent)][-1].report
+    assert CATEGORY_REASONING not in {c.name for c in plain.categories}
