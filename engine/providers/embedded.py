@@ -58,6 +58,9 @@ from engine.providers.errors import (
     ServerError,
 )
 from engine.providers.gguf_tokenizer import GgufTokenizer
+from engine.providers.model_sampling import file_sampling
+from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import SamplingPlan, plan
 
 DEFAULT_MODEL_PACKAGE = SMOLLM2.package
 DEFAULT_MODEL_FILE = SMOLLM2.file
@@ -320,6 +323,13 @@ class EmbeddedProvider(Provider):
         child = self._child
         return child.pid if child is not None and child.alive else None
 
+    def sampling_plan(self, model: str, sampling: Sampling) -> SamplingPlan:
+        """The GGUF's own `general.sampling.*` (read once), Brim's for the rest."""
+        path = self.model_path
+        if (learned := self.model_sampling.get(path)) is None:
+            learned = self.model_sampling[path] = file_sampling(path)
+        return plan(sampling, learned, self.kind, bundled=named(Path(path).name) is not None)
+
     def _check_model(self, model: str | None) -> None:
         refuse_base_model(self._model_arg)
         refuse_base_model(model)
@@ -476,7 +486,9 @@ class EmbeddedProvider(Provider):
                         "messages": template_messages(messages),
                         "tools": list(options.tools) or None,
                         "max_tokens": options.max_tokens,
-                        "sampling": dataclasses.asdict(options.sampled()),
+                        "sampling": dataclasses.asdict(
+                            self.sampling_plan(model, options.sampled()).send
+                        ),
                         "stop": list(options.stop),
                     }
                 )
