@@ -41,6 +41,13 @@ def test_the_agents_own_value_is_sent_and_the_rest_stays_the_models():
     assert (got.settings["top_k"].value, got.settings["top_k"].source) == (20, "model")
 
 
+@pytest.mark.parametrize("engine", ["embedded", "vllm"])
+def test_the_agents_own_value_wins_over_brims_and_the_models(engine):
+    got = plan(Sampling(temperature=0.7, seed=5), QWEN, engine, bundled=True)
+    assert (got.send.temperature, got.send.seed, got.send.top_k) == (0.7, 5, 40)
+    assert got.settings["temperature"].source == "agent"
+
+
 def test_the_embedded_engine_is_sent_the_models_values_and_brims_for_the_rest():
     """Brim's own child applies nothing by itself: the GGUF's values travel in the request."""
     got = plan(Sampling(), QWEN, "embedded", bundled=False)
