@@ -15,6 +15,7 @@ from engine.providers.base import ChatOptions
 from engine.providers.embedded import EmbeddedProvider, default_model_path
 from engine.providers.sampling import BRIM_DEFAULTS, Sampling
 from engine.session import provider_for
+from engine.session.engine_calls import probe_window
 from tests.engine.providers.conftest import chat
 from tests.helpers.fake_engines import FakeOllama, FakeVllm
 from tests.helpers.fake_ollama import OllamaModel
@@ -119,3 +120,21 @@ def test_the_bundled_model_is_sent_the_same_sampling_as_before():
     provider = provider_for(agent)
     sent = provider.sampling_plan(agent.model, agent.sampling).send
     assert sent == Sampling(temperature=0.0, top_p=0.9, top_k=40, min_p=0.05, repeat_penalty=1.05)
+
+
+async def test_a_thinking_model_made_greedy_is_warned_about_at_the_start(anyio_backend):
+    model = OllamaModel(QWEN, parameters=MODELFILE, capabilities=("completion", "thinking"))
+    with FakeOllama([model]) as fake:
+        warned = {}
+        for temperature in (0.0, None):
+            agent = AgentConfig(
+                name="a", provider="ollama", base_url=fake.url, model=QWEN, temperature=temperature
+            )
+            provider = provider_for(agent)
+            try:
+                resolution = await probe_window(provider, agent)
+            finally:
+                await provider.aclose()
+            warned[temperature] = [w for w in resolution.warnings if "thinks" in w]
+    assert len(warned[0.0]) == 1 and "never to decode them greedily" in warned[0.0][0]
+    assert warned[None] == []  # the Modelfile's 0.6
