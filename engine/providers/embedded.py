@@ -58,7 +58,7 @@ from engine.providers.errors import (
     ServerError,
 )
 from engine.providers.gguf_tokenizer import GgufTokenizer
-from engine.providers.model_sampling import file_sampling
+from engine.providers.model_sampling import file_plan
 from engine.providers.sampling import Sampling
 from engine.providers.sampling_source import SamplingPlan, plan
 
@@ -325,10 +325,9 @@ class EmbeddedProvider(Provider):
 
     def sampling_plan(self, model: str, sampling: Sampling) -> SamplingPlan:
         """The GGUF's own `general.sampling.*` (read once), Brim's for the rest."""
-        path = self.model_path
-        if (learned := self.model_sampling.get(path)) is None:
-            learned = self.model_sampling[path] = file_sampling(path)
-        return plan(sampling, learned, self.kind, bundled=named(Path(path).name) is not None)
+        with contextlib.suppress(ModelNotFound):  # no file names nothing: Brim's
+            return file_plan(self.model_sampling, self.model_path, sampling, self.kind)
+        return plan(sampling, None, self.kind, bundled=False)
 
     def _check_model(self, model: str | None) -> None:
         refuse_base_model(self._model_arg)

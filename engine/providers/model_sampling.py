@@ -26,7 +26,9 @@ from typing import Any
 from gguf import Keys
 
 from engine.fit.header import read_header
-from engine.providers.sampling_source import ModelSampling
+from engine.providers.bundled_models import named
+from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import ModelSampling, SamplingPlan, plan
 
 _GGUF_KEYS = {
     Keys.General.SAMPLING_TEMP: "temperature",
@@ -89,6 +91,16 @@ def file_sampling(path: str | Path) -> ModelSampling:
     """What a GGUF on this machine names (nothing where it cannot be read)."""
     read = read_gguf(path)
     return ModelSampling(named=read[0], thinks=read[1]) if read else ModelSampling()
+
+
+def file_plan(
+    learned: dict[str, ModelSampling], path: str, sampling: Sampling, engine: str
+) -> SamplingPlan:
+    """The plan for a GGUF on this machine (the embedded engine's): what it names, read once
+    into `learned`; Brim's measured defaults where it is a bundled model's file."""
+    if (found := learned.get(path)) is None:
+        found = learned[path] = file_sampling(path)
+    return plan(sampling, found, engine, bundled=named(Path(path).name) is not None)
 
 
 def server_params(params: Any) -> dict[str, float]:
