@@ -21,6 +21,7 @@ from engine.providers.base import ChatOptions
 from engine.providers.embedded import default_model_path
 from engine.providers.registry import make_provider
 from engine.providers.sampling import BRIM_DEFAULTS, Sampling
+from tests.helpers.cli import run_brim
 from tests.helpers.gguf_sampling import copy_with_sampling
 from tests.helpers.recording_proxy import RecordingProxy
 
@@ -111,3 +112,26 @@ def test_the_bundled_model_still_gets_brims_defaults(llama_server: RealLlamaServ
         "repeat_penalty": BRIM_DEFAULTS.repeat_penalty,
     }
     assert described.startswith("temperature 0 (Brim)")
+
+
+def test_context_in_a_headless_chat_names_the_models_values(
+    makers_server: RealLlamaServer, tmp_path: Path
+):
+    agents = tmp_path / "config" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "makers.toml").write_text(
+        f'name = "makers"\nprovider = "llamacpp"\nbase_url = "{makers_server.url}"\n'
+        "max_tokens = 8\ntop_k = 30\n",
+        encoding="utf-8",
+    )
+    run = run_brim(
+        ["chat", "--headless", "--agent", "makers", "--no-memory", "--ephemeral"],
+        data_dir=tmp_path,
+        stdin="Name a colour.\n/context\n",
+    )
+    assert run.returncode == 0, run.stderr
+    (snapshot,) = [r for r in run.of_type("context_report") if r["snapshot"]]
+    assert (
+        "Sampling: temperature 0.6 (model) · top_p 0.95 (model) · top_k 30 (agent) · "
+        "min_p 0.05 (engine) · repeat_penalty 1 (engine) · seed new each answer"
+    ) in snapshot["lines"]
