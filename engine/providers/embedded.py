@@ -444,6 +444,7 @@ class EmbeddedProvider(Provider):
             child = await self._ensure_child()
         info = child.info or {}
         served, model_max = info.get("n_ctx"), info.get("model_max")
+        await asyncio.to_thread(self.sampling_plan, model, Sampling())  # its header, read now
         warnings: list[str] = []
         if not info.get("has_template", True):
             stand_in = info.get("template_stand_in") or "ChatML"
