@@ -70,7 +70,7 @@ async def test_ollama_an_agents_own_value_is_sent_and_the_rest_left_to_the_model
     assert len(plan.warnings()) == 1
 
 
-async def vllm_turn(folder: Path) -> tuple[dict[str, object], str]:
+async def vllm_turn(folder: Path) -> tuple[dict[str, object], str, dict[str, object]]:
     with FakeVllm(str(folder)) as fake:
         agent = AgentConfig(name="v", provider="vllm", base_url=fake.url, model=str(folder))
         provider = provider_for(agent)
@@ -83,11 +83,11 @@ async def vllm_turn(folder: Path) -> tuple[dict[str, object], str]:
         finally:
             await provider.aclose()
         (request,) = fake.chat_requests
-        return request.body, described
+        return request.body, described, request.sampling
 
 
 async def test_vllm_a_folder_naming_nothing_is_sent_brims_defaults(tmp_path, anyio_backend):
-    body, described = await vllm_turn(tmp_path)
+    body, described, _ = await vllm_turn(tmp_path)
     assert body["temperature"] == BRIM_DEFAULTS.temperature  # not vLLM's own 1.0
     assert body["repetition_penalty"] == BRIM_DEFAULTS.repeat_penalty
     assert described.startswith("temperature 0 (Brim)")
@@ -96,8 +96,13 @@ async def test_vllm_a_folder_naming_nothing_is_sent_brims_defaults(tmp_path, any
 async def test_vllm_a_folder_with_a_generation_config_is_left_to_it(tmp_path, anyio_backend):
     config = {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "bos_token_id": 1}
     (tmp_path / "generation_config.json").write_text(json.dumps(config), encoding="utf-8")
-    body, described = await vllm_turn(tmp_path)
+    body, described, applied = await vllm_turn(tmp_path)
     assert not SAMPLING_KEYS & set(body) and "repetition_penalty" not in body
+    assert {k: applied[k] for k in ("temperature", "top_p", "top_k")} == {
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "top_k": 20,
+    }
     assert described.startswith("temperature 0.6 (model) · top_p 0.95 (model) · top_k 20")
 
 
