@@ -18,9 +18,12 @@ engine and whether the model is one Brim bundles:
 - llama-server applies a GGUF's `general.sampling.*` as its defaults, Ollama a Modelfile's
   PARAMETER lines; where the model names nothing they fall back on 0.8 / 40 / 0.95 (or 0.9),
   the defaults most models are published for. Left to them either way.
-- vLLM and SGLang apply the model folder's `generation_config.json` to every field a request
-  leaves out; a folder without one samples at temperature 1.0 with no cut, which no model is
-  published for: Brim's defaults then. Brim knows the folder only when the server's
+- vLLM (`--generation-config auto`, its default) and SGLang (`--sampling-defaults model`, its
+  default) apply the model folder's `generation_config.json` (repetition_penalty, temperature,
+  top_k, top_p, min_p) to every field a request leaves out; a folder without one samples at
+  temperature 1.0 with no cut, which no model is published for: Brim's defaults then. A server
+  started with `--generation-config vllm` or `--sampling-defaults openai` ignores the folder,
+  which Brim cannot see from outside. Brim knows the folder only when the server's
   `/v1/models` root is a folder on this machine; otherwise it cannot tell whether the model
   names its own, and leaves the settings to the server, which may apply the model's.
 
