@@ -48,7 +48,7 @@ from engine.config import default_agent
 from engine.events import DeltaEvent, Event
 from engine.paths import BrimPaths
 from engine.providers.embedded import EmbeddedProvider
-from engine.providers.sampling import Sampling
+from engine.providers.sampling import BRIM_DEFAULTS, Sampling
 from engine.session import ChatSession
 
 MAX_TOKENS = 48
@@ -67,7 +67,7 @@ QUESTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("What is frozen water called?", ("ice",)),
 )
 CANDIDATES: dict[str, Sampling] = {
-    "Brim default": Sampling(),
+    "Brim default": BRIM_DEFAULTS,
     "greedy": Sampling(temperature=0.0, top_p=1.0, top_k=0, min_p=0.0, repeat_penalty=1.0),
     "greedy, penalty": Sampling(temperature=0.0, top_p=1.0, top_k=0, min_p=0.0, repeat_penalty=1.1),
     "0.2, penalty": Sampling(temperature=0.2, top_p=0.9, top_k=40, min_p=0.05, repeat_penalty=1.1),

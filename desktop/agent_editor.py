@@ -354,6 +354,11 @@ class AgentEditorDialog(QDialog):
     def show_comparison(self, result: ProbeComparison | ProbeFailure) -> None:
         self.comparison = result
         self.probe_panel.show_comparison(result)
+        blank = result.blank_sampling if isinstance(result, ProbeComparison) else None
+        for name in blank.settings if blank is not None else ():
+            line = self._fields[name].widget  # the sampling settings, by their field names
+            if isinstance(line, QLineEdit) and blank is not None:  # a blank, on this engine
+                line.setPlaceholderText(f"blank: {blank.blank_text(name)}")
 
     def warning_texts(self) -> list[str]:
         """The warnings the probe shows now."""

@@ -28,7 +28,10 @@ from engine.mcp.listing_cache import ListingCache
 from engine.mcp.probe import ServerTest, check_mcp_server, tool_calling_warnings
 from engine.providers import bundled_models
 from engine.providers.base import EngineReport, ModelInfo, Provider
+from engine.providers.embedded import EmbeddedProvider
 from engine.providers.errors import ProviderError
+from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import SamplingPlan
 from engine.session import provider_for
 from engine.tokens import counter_for
 from engine.window.resolution import WindowResolution, resolve_window
@@ -71,6 +74,9 @@ class ProbeComparison:
     loaded: bool | None  # Ollama: the model is in memory now; None where it does not say
     setting_warnings: tuple[str, ...] = ()  # valid settings that will not do what they seem
     notes: tuple[str, ...] = ()  # how the figures were obtained, when not simply asked
+    # What each sampling setting left blank would be, and whose (the model's, the engine's,
+    # Brim's); None where the engine was not asked.
+    blank_sampling: SamplingPlan | None = None
 
     @property
     def window(self) -> int:
@@ -162,10 +168,13 @@ def compare(
     saved: AgentConfig | None = None,
     *,
     notes: tuple[str, ...] = (),
+    engine: Provider | None = None,
 ) -> ProbeComparison:
-    """Lay one engine report out for the edited agent and (same engine) the saved one."""
+    """Lay one engine report out for the edited agent and (same engine) the saved one;
+    `engine`, the provider that made the report, says whose sampling applies."""
     resolution = resolve_for(report, edited)
     mcp = tool_calling_warnings(edited.mcp, resolution.tool_calls)
+    sampled = engine.sampling_plan(edited.model, edited.sampling) if engine else None
     return ProbeComparison(
         provider=edited.provider,
         base_url=edited.effective_base_url,
@@ -174,8 +183,9 @@ def compare(
         if saved is not None and same_engine(saved, edited)
         else None,
         loaded=report.loaded,
-        setting_warnings=(*edited.warnings(), *mcp),
+        setting_warnings=(*edited.warnings(), *mcp, *(sampled.warnings() if sampled else ())),
         notes=notes,
+        blank_sampling=engine.sampling_plan(edited.model, Sampling()) if engine else None,
     )
 
 
@@ -200,15 +210,20 @@ async def probe_agent(
     fault. `provider`: talk through this one (left open) instead of a fresh one (closed
     after). `live`: the running conversation's resolution, used for the embedded engine."""
     if edited.provider == "embedded":
-        return compare(_embedded_report(edited, live), edited, saved, notes=(EMBEDDED_NOT_PROBED,))
+        report = _embedded_report(edited, live)
+        try:  # the GGUF's own sampling is read from its header, no model loaded
+            embedded: Provider | None = EmbeddedProvider(model_path=edited.model or None)
+        except Exception:
+            embedded = None
+        return compare(report, edited, saved, notes=(EMBEDDED_NOT_PROBED,), engine=embedded)
 
-    async def ask(p: Provider) -> EngineReport:
-        return await p.report(edited.model)
+    async def ask(p: Provider) -> tuple[EngineReport, Provider]:
+        return await p.report(edited.model), p
 
     result = await _with_engine(edited, provider, ask, deadline_s)
     if isinstance(result, ProbeFailure):
         return result
-    return compare(result, edited, saved)
+    return compare(result[0], edited, saved, engine=result[1])
 
 
 async def list_agent_models(

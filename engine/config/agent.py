@@ -47,11 +47,11 @@ class AgentConfig:
     max_iterations: int | None = _default("max_iterations")
     max_tokens: int | None = _default("max_tokens")
     reasoning: str = _default("reasoning")
-    temperature: float = _default("temperature")
-    top_p: float = _default("top_p")
-    top_k: int = _default("top_k")
-    min_p: float = _default("min_p")
-    repeat_penalty: float = _default("repeat_penalty")
+    temperature: float | None = _default("temperature")
+    top_p: float | None = _default("top_p")
+    top_k: int | None = _default("top_k")
+    min_p: float | None = _default("min_p")
+    repeat_penalty: float | None = _default("repeat_penalty")
     seed: int | None = _default("seed")
     budget_max_tokens: int | None = _default("budget_max_tokens")
     system_prompt: str = _default("system_prompt")
@@ -115,7 +115,8 @@ class AgentConfig:
 
     @property
     def sampling(self) -> Sampling:
-        """The sampler settings every request of this agent carries."""
+        """The sampler settings this agent sets (None: left to the model; which ones a
+        request then carries is engine/providers/sampling_source.py's rule)."""
         return Sampling(
             temperature=self.temperature,
             top_p=self.top_p,

@@ -45,7 +45,7 @@ from engine.config.agent import AgentConfig
 from engine.config.errors import AgentConfigError, AgentFileChanged, DuplicateAgentName, Problem
 from engine.config.field_spec import FieldProblem, FieldSpec, suggest_key
 from engine.config.mcp_servers import McpServer
-from engine.config.sampling_fields import WRITTEN_OUT
+from engine.config.sampling_fields import drop_old_written_defaults
 from engine.config.schema import AGENT_FIELDS, FIELDS_BY_KEY, TABLES
 from engine.paths import BrimPaths, safe_component
 from engine.resources import default_agent_file
@@ -133,7 +133,7 @@ def _collect(data: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
             problems.append(Problem(key, _unknown_key_message(key, raw)))
     if "name" not in values and not any(p.field == "name" for p in problems):
         problems.insert(0, Problem("name", "missing: every agent file needs a name"))
-    return values, problems
+    return drop_old_written_defaults(values), problems
 
 
 def _unknown_key_message(key: str, raw: Any) -> str:
@@ -250,7 +250,7 @@ def _assignment(key: str, value: Any) -> str:
 def render_agent(config: AgentConfig) -> str:
     """A new agent file: every setting listed with its description; the ones that differ
     from the default (and name, provider, model) written out, the rest commented out."""
-    always = {"name", "provider", "model", *WRITTEN_OUT}
+    always = {"name", "provider", "model"}
     out = [
         f"# Brim agent: {config.name}",
         "#",

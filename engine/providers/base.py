@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 from engine.messages import Message, ToolCall
 from engine.providers.cache_reuse import NOT_PROBED, NOT_YET_PROBED, CacheReuse
 from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import ModelSampling, SamplingPlan, plan
 
 if TYPE_CHECKING:
     from engine.events import NoticeKind
@@ -97,8 +98,8 @@ class ChatOptions:
     temperature: float | None = None
     stop: list[str] = field(default_factory=list)  # generation ends at the first of these
     tools: list[dict[str, Any]] = field(default_factory=list)  # OpenAI function schemas
-    # Sent in full with every request, so no engine's own default applies
-    # (engine/providers/sampling.py): the agent's settings, or Brim's defaults.
+    # The agent's settings (None: unset); what a request carries of them, and what fills in
+    # the rest, is the provider's `sampling_plan` (engine/providers/sampling_source.py).
     sampling: Sampling = field(default_factory=Sampling)
     # Whether and how hard a thinking model reasons: None leaves it to the engine and the
     # model (Ollama thinks by default for a model with the `thinking` capability); "off",
@@ -204,6 +205,19 @@ class Provider(ABC):
         self.base_url = url.removesuffix("/v1")
         # What the cache-reuse probe found, per model of this one server (`learn_cache_reuse`).
         self.reuse_found: dict[str, CacheReuse] = {}
+        # What each model names for its own sampling, as `report` found it (absent: not known).
+        self.model_sampling: dict[str, ModelSampling] = {}
+
+    def serves_bundled(self, model: str) -> bool:
+        """Whether `model` is one Brim bundles (its measured defaults then fill in)."""
+        return False
+
+    def sampling_plan(self, model: str, sampling: Sampling) -> SamplingPlan:
+        """What a request for `model` sends of `sampling`, and where each setting comes from
+        (engine/providers/sampling_source.py)."""
+        return plan(
+            sampling, self.model_sampling.get(model), self.kind, bundled=self.serves_bundled(model)
+        )
 
     @abstractmethod
     async def list_models(self) -> list[ModelInfo]: ...

@@ -58,6 +58,9 @@ from engine.providers.errors import (
     ServerError,
 )
 from engine.providers.gguf_tokenizer import GgufTokenizer
+from engine.providers.model_sampling import file_plan
+from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import SamplingPlan, plan
 
 DEFAULT_MODEL_PACKAGE = SMOLLM2.package
 DEFAULT_MODEL_FILE = SMOLLM2.file
@@ -320,6 +323,12 @@ class EmbeddedProvider(Provider):
         child = self._child
         return child.pid if child is not None and child.alive else None
 
+    def sampling_plan(self, model: str, sampling: Sampling) -> SamplingPlan:
+        """The GGUF's own `general.sampling.*` (read once), Brim's for the rest."""
+        with contextlib.suppress(ModelNotFound):  # no file names nothing: Brim's
+            return file_plan(self.model_sampling, self.model_path, sampling, self.kind)
+        return plan(sampling, None, self.kind, bundled=False)
+
     def _check_model(self, model: str | None) -> None:
         refuse_base_model(self._model_arg)
         refuse_base_model(model)
@@ -435,6 +444,7 @@ class EmbeddedProvider(Provider):
             child = await self._ensure_child()
         info = child.info or {}
         served, model_max = info.get("n_ctx"), info.get("model_max")
+        await asyncio.to_thread(self.sampling_plan, model, Sampling())  # its header, read now
         warnings: list[str] = []
         if not info.get("has_template", True):
             stand_in = info.get("template_stand_in") or "ChatML"
@@ -476,7 +486,9 @@ class EmbeddedProvider(Provider):
                         "messages": template_messages(messages),
                         "tools": list(options.tools) or None,
                         "max_tokens": options.max_tokens,
-                        "sampling": dataclasses.asdict(options.sampled()),
+                        "sampling": dataclasses.asdict(
+                            self.sampling_plan(model, options.sampled()).send
+                        ),
                         "stop": list(options.stop),
                     }
                 )

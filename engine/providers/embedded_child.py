@@ -38,7 +38,7 @@ from engine.providers.embedded_protocol import (
     read_message,
     write_message,
 )
-from engine.providers.sampling import Sampling
+from engine.providers.sampling import BRIM_DEFAULTS
 from engine.providers.tool_call_text import ToolCallText
 
 Send = Callable[[dict[str, Any]], None]
@@ -58,7 +58,7 @@ def sampler_args(request: dict[str, Any]) -> tuple[SamplerArgs, int | None]:
     """`Llama.generate`'s keywords and the seed for one chat request (its `sampling`, a
     `Sampling` as a dict; Brim's defaults for what it leaves out)."""
     given = request.get("sampling") or {}
-    default = Sampling()
+    default = BRIM_DEFAULTS
 
     def pick(name: str) -> Any:
         value = given.get(name)

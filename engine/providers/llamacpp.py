@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any
 
 from engine.messages import Message, model_messages, to_openai
@@ -22,12 +23,17 @@ from engine.providers.base import (
     StreamItem,
     Usage,
 )
+from engine.providers.bundled_models import named
 from engine.providers.cache_reuse import CacheReuse
 from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
 from engine.providers.http_base import as_int, as_window
 from engine.providers.llamacpp_reuse_probe import probe_llama_server
+from engine.providers.model_sampling import read_gguf, server_params, template_thinks
+from engine.providers.ollama_answers import runs_here
 from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
+from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import ModelSampling, SamplingPlan, plan
 from engine.providers.server_gate import ServerGate
 from engine.window.pin_check import (
     PIN_NOT_HONOURED,
@@ -70,6 +76,8 @@ class LlamaCppProvider(OpenAICompatProvider):
         # their own (an explicit --parallel N, N > 1) serve two conversations at once.
         self.gate = ServerGate(self.base_url)
         self.serialised = True
+        self._bundled = False  # from /props `model_path`, at report()
+        self._served: ModelSampling | None = None  # the one model it serves, at report()
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
@@ -215,6 +223,7 @@ class LlamaCppProvider(OpenAICompatProvider):
         # One slot queues a second request inside the server ("no slot available, defer
         # task"), where its timeout runs and it evicts the first one's prompt: one at a time.
         self.serialised = slots is None or slots < 2 or unified
+        self.model_sampling[model] = self._served = self._learn_sampling(props, settings)
         caps = props.get("chat_template_caps")
         tools = caps.get("supports_tools") if isinstance(caps, dict) else None
         served_model = model or str(card.get("id") or "") if card else model
@@ -231,6 +240,28 @@ class LlamaCppProvider(OpenAICompatProvider):
             warnings=warnings,
             notices=self._pin_notices(served_model, per_slot, slots, unified, model_max),
         )
+
+    def _learn_sampling(self, props: dict[str, Any], settings: dict[str, Any]) -> ModelSampling:
+        """What the served GGUF names (its own header, where the file is on this machine),
+        and what the server samples an omitted setting with (`/props`)."""
+        path = props.get("model_path")
+        self._bundled = isinstance(path, str) and named(Path(path).name) is not None
+        here = isinstance(path, str) and bool(path) and runs_here(self.base_url)
+        read = read_gguf(str(path)) if here else None
+        return ModelSampling(
+            named=read[0] if read is not None else {},
+            engine=server_params(settings.get("params")),
+            thinks=template_thinks(props.get("chat_template")),
+        )
+
+    def serves_bundled(self, model: str) -> bool:
+        """The server's `model_path` is a bundled model's file (SmolLM2's, by its name)."""
+        return self._bundled
+
+    def sampling_plan(self, model: str, sampling: Sampling) -> SamplingPlan:
+        """One server serves one model, whatever name a request gives it."""
+        learned = self.model_sampling.get(model) or self._served
+        return plan(sampling, learned, self.kind, bundled=self._bundled)
 
     def _pin_notices(
         self,

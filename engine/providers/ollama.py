@@ -15,6 +15,7 @@ vocabulary for counting (engine/providers/ollama_vocabulary.py), the share off t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
@@ -53,8 +54,10 @@ from engine.providers.ollama_answers import (
     expiry,
     modelfile_blob,
     modelfile_num_ctx,
+    modelfile_sampling,
     running_entry,
     runs_here,
+    thinks,
     training_length,
 )
 from engine.providers.ollama_chat import ChatReader, chat_body
@@ -67,6 +70,7 @@ from engine.providers.ollama_version import (
     version_text,
 )
 from engine.providers.ollama_vocabulary import Vocabularies
+from engine.providers.sampling_source import ModelSampling
 from engine.providers.wire import WireError, guard_hooks
 
 # What reading the official client's stream raises on a line of a shape nobody expected.
@@ -247,6 +251,12 @@ class OllamaProvider(HttpProvider):
         if not isinstance(show, dict):
             raise self._protocol_error("an /api/show answer that is not a JSON object")
         self._blobs[model] = modelfile_blob(show.get("modelfile"))
+        # What the Modelfile names: Ollama applies it to what a request leaves out, its own
+        # defaults (api/types.go DefaultOptions) to the rest; those are not reported.
+        self.model_sampling[model] = ModelSampling(
+            named=modelfile_sampling(show.get("parameters")),
+            thinks=thinks(show.get("capabilities")),
+        )
         await self.vocabularies.prepare(model, self._blobs[model])
         # Raw JSON too: the client's ProcessResponse fails whole on one entry it cannot
         # read (another model's context_length as text), and one bad entry is not fatal.
@@ -323,7 +333,11 @@ class OllamaProvider(HttpProvider):
         self, model: str, messages: list[Message], options: ChatOptions
     ) -> dict[str, Any]:
         """The one `/api/chat` body (engine/providers/ollama_chat.py) with this provider's
-        pin, and `truncate: false` where the server takes it."""
+        pin, and `truncate: false` where the server takes it. The sampling is what the plan
+        sends (engine/providers/sampling_source.py): a Modelfile's PARAMETER lines decide
+        what the agent leaves unset."""
+        sent = self.sampling_plan(model, options.sampled()).send
+        options = dataclasses.replace(options, sampling=sent, temperature=None)
         return chat_body(
             model, messages, options, num_ctx=self.num_ctx, refuses_cuts=self.refuses_cuts
         )

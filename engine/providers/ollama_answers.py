@@ -49,6 +49,44 @@ def modelfile_num_ctx(parameters: Any) -> int | None:
     return as_window(match.group(1)) if match else None
 
 
+# A Modelfile's PARAMETER names for the settings Brim knows (Ollama's api/types.go Options,
+# the same names as Brim's).
+_SAMPLING_PARAMETERS = {
+    "temperature": float,
+    "top_p": float,
+    "top_k": int,
+    "min_p": float,
+    "repeat_penalty": float,
+    "seed": int,
+}
+
+
+def modelfile_sampling(parameters: Any) -> dict[str, float]:
+    """The sampler settings a Modelfile names, from `/api/show`'s `parameters` text (one
+    `name value` per line, as Ollama writes them); a value it cannot read is passed over."""
+    if not isinstance(parameters, str):
+        return {}
+    out: dict[str, float] = {}
+    for line in parameters.splitlines():
+        name, _, value = line.strip().partition(" ")
+        kind = _SAMPLING_PARAMETERS.get(name)
+        if kind is None:
+            continue
+        try:
+            out[name] = kind(value.strip().strip('"'))
+        except ValueError:
+            continue
+    return out
+
+
+def thinks(capabilities: Any) -> bool | None:
+    """`capabilities` of /api/show lists `thinking` for a model that reasons (Ollama then
+    thinks by default); None where the server sends no list."""
+    if not isinstance(capabilities, list) or not capabilities:
+        return None
+    return "thinking" in capabilities
+
+
 def training_length(model_info: Any) -> int | None:
     """`model_info["<arch>.context_length"]`, `<arch>` from `general.architecture`."""
     if not isinstance(model_info, dict):

@@ -47,8 +47,8 @@ def request_options(options: ChatOptions, num_ctx: int | None) -> dict[str, Any]
     (`num_ctx`) is the provider's, the same on every request, whoever asks (the agent,
     the summarizer, memory): a request with another runner option reloads the model.
     What a request may set for itself (output cap, sampling, stops) only samples: the
-    sampler settings go in full (engine/providers/sampling.py), so neither Ollama's
-    defaults nor a Modelfile's PARAMETER lines decide them."""
+    sampler settings `options` carries are sent, the rest left to the Modelfile's PARAMETER
+    lines or Ollama's defaults (the provider's plan, engine/providers/sampling_source.py)."""
     out: dict[str, Any] = {}
     if num_ctx is not None:
         out["num_ctx"] = num_ctx

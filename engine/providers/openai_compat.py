@@ -39,8 +39,11 @@ from engine.providers.classify import (
 from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ModelNotFound, ProviderError, ServerError
 from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
+from engine.providers.model_sampling import generation_config
+from engine.providers.ollama_answers import runs_here
 from engine.providers.ollama_version import parse_version
 from engine.providers.sampling import Dialect
+from engine.providers.sampling_source import ModelSampling
 from engine.providers.served_names import ServedNames, renamed_notice
 from engine.providers.sse import SseEvent, iter_sse
 from engine.providers.wire import CallBytes, WireError
@@ -319,6 +322,10 @@ class OpenAICompatProvider(HttpProvider):
                 f"not {self.owned_by!r}: check the agent's provider"
             )
         behind = await self.ollama_behind()
+        if (folder := self._folder_sampling(card)) is not None:
+            self.model_sampling[model] = folder
+        else:
+            self.model_sampling.pop(model, None)
         return EngineReport(
             provider=self.kind,
             model=str(card["id"]),
@@ -326,6 +333,17 @@ class OpenAICompatProvider(HttpProvider):
             warnings=warnings,
             notices=[*notices, *([behind] if behind is not None else [])],
         )
+
+    def _folder_sampling(self, card: dict[str, Any]) -> ModelSampling | None:
+        """What the served model folder's generation_config.json names, which vLLM and SGLang
+        apply to what a request leaves out. The card's `root` is the server's `--model`: a
+        folder Brim can read only when the server runs here and it is a path (not a Hub id);
+        otherwise None (not known: the model may name its own, and is left to the server)."""
+        root = card.get("root")
+        if not isinstance(root, str) or not root or not runs_here(self.base_url):
+            return None
+        named = generation_config(root)
+        return ModelSampling(named=named) if named is not None else None
 
     # -- chat -----------------------------------------------------------------------------
 
@@ -340,7 +358,7 @@ class OpenAICompatProvider(HttpProvider):
         }
         if options.max_tokens is not None:
             body["max_tokens"] = options.max_tokens
-        body.update(options.sampled().fields(self.sampling_dialect))
+        body.update(self.sampling_plan(model, options.sampled()).send.fields(self.sampling_dialect))
         if options.stop:
             body["stop"] = list(options.stop)
         if options.tools:

@@ -1,12 +1,14 @@
 """How the model picks its next token, and how each engine is told.
 
-An engine left to its own sampling uses its own defaults, and they differ: vLLM and SGLang
-sample at temperature 1.0 with no top-p, top-k or penalty when the model folder names
-nothing (a small model then answers nonsense from the first turn); Ollama uses 0.8 / 40 /
-0.9; llama-server 0.8 / 40 / 0.95 / min-p 0.05. So every request Brim sends carries every
-setting below, the agent's or Brim's default, and no engine default ever applies. The seed
-is the one exception: unset, each engine draws a fresh one per answer, which is what unset
-means.
+A setting the agent leaves unset (None) is not sent: the engine then applies what the model's
+maker named (a GGUF's `general.sampling.*`, an Ollama Modelfile's PARAMETER lines, a vLLM or
+SGLang model folder's `generation_config.json`) or its own default. Which unset settings Brim
+fills in with its own measured defaults (the bundled model; a model that names nothing on an
+engine whose own fallback is bad) is decided in one place: engine/providers/sampling_source.py.
+The engines' own defaults differ: vLLM and SGLang sample at temperature 1.0 with no top-p,
+top-k or penalty when the model folder names nothing (a small model then answers nonsense from
+the first turn); Ollama uses 0.8 / 40 / 0.9; llama-server 0.8 / 40 / 0.95 / min-p 0.05. The
+seed unset means a fresh one per answer on every engine.
 
 Each engine has its own names for them (read in the engines' sources):
 
@@ -51,14 +53,24 @@ Dialect = Literal["llamacpp", "openai", "ollama"]
 
 @dataclass(frozen=True)
 class Sampling:
-    """The sampler settings of one request, in Brim's names (engine-neutral)."""
+    """The sampler settings of one request, in Brim's names (engine-neutral). None: not set,
+    so not sent (the model's or the engine's own value applies)."""
 
-    temperature: float = DEFAULT_TEMPERATURE
-    top_p: float = DEFAULT_TOP_P
-    top_k: int = DEFAULT_TOP_K  # 0: no top-k cut
-    min_p: float = DEFAULT_MIN_P  # 0: no min-p cut
-    repeat_penalty: float = DEFAULT_REPEAT_PENALTY  # 1: no penalty
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None  # 0: no top-k cut
+    min_p: float | None = None  # 0: no min-p cut
+    repeat_penalty: float | None = None  # 1: no penalty
     seed: int | None = None  # None: a fresh seed for every answer
+
+    def unset(self) -> tuple[str, ...]:
+        """The settings left to the model or the engine, in SETTINGS' order."""
+        return tuple(name for name in SETTINGS if getattr(self, name) is None)
+
+    def filled(self, values: Sampling) -> Sampling:
+        """These settings, each unset one taken from `values`."""
+        taken = {n: getattr(values, n) for n in self.unset() if getattr(values, n) is not None}
+        return dataclasses.replace(self, **taken) if taken else self
 
     def with_temperature(self, temperature: float | None) -> Sampling:
         """The same settings at another temperature (a side request's own); None: as is."""
@@ -69,32 +81,37 @@ class Sampling:
     def fields(self, dialect: Dialect) -> dict[str, Any]:
         """The request fields that carry these settings to an engine of `dialect`:
         "llamacpp" (llama-server's chat body), "openai" (vLLM's and SGLang's chat body),
-        "ollama" (the `options` of Ollama's /api/chat)."""
-        out: dict[str, Any] = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "min_p": self.min_p,
-        }
-        if dialect == "openai":
-            out["top_k"] = self.top_k if self.top_k > 0 else -1
-            out["repetition_penalty"] = self.repeat_penalty
-        else:
-            out["top_k"] = self.top_k
-            out["repeat_penalty"] = self.repeat_penalty
+        "ollama" (the `options` of Ollama's /api/chat). Unset settings are left out."""
+        out: dict[str, Any] = {}
+        for name in ("temperature", "top_p", "min_p"):
+            if (value := getattr(self, name)) is not None:
+                out[name] = value
+        if self.top_k is not None:
+            out["top_k"] = self.top_k if self.top_k > 0 or dialect != "openai" else -1
+        if self.repeat_penalty is not None:
+            penalty = "repetition_penalty" if dialect == "openai" else "repeat_penalty"
+            out[penalty] = self.repeat_penalty
         if self.seed is not None:
             out["seed"] = self.seed
         return out
 
-    def describe(self) -> str:
-        """One line for `/context`: every setting sent with each answer."""
-        seed = str(self.seed) if self.seed is not None else "new each answer"
-        top_k = str(self.top_k) if self.top_k > 0 else "off"
-        return (
-            f"temperature {_num(self.temperature)} · top_p {_num(self.top_p)} · "
-            f"top_k {top_k} · min_p {_num(self.min_p)} · "
-            f"repeat_penalty {_num(self.repeat_penalty)} · seed {seed}"
-        )
+
+SETTINGS = ("temperature", "top_p", "top_k", "min_p", "repeat_penalty", "seed")
+
+# Brim's measured defaults (above), as one value: what the bundled model is sampled with.
+BRIM_DEFAULTS = Sampling(
+    temperature=DEFAULT_TEMPERATURE,
+    top_p=DEFAULT_TOP_P,
+    top_k=DEFAULT_TOP_K,
+    min_p=DEFAULT_MIN_P,
+    repeat_penalty=DEFAULT_REPEAT_PENALTY,
+)
 
 
-def _num(x: float) -> str:
-    return f"{x:g}"
+def show_value(name: str, value: float | None) -> str:
+    """One setting's value as `/context` and the editor write it."""
+    if value is None:
+        return "new each answer" if name == "seed" else "?"
+    if name == "top_k" and value <= 0:
+        return "off"
+    return f"{value:g}"

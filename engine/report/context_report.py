@@ -21,7 +21,7 @@ from engine.context.notices import MECHANICAL_PHRASE, compaction_reason_line
 from engine.messages import Message
 from engine.prompt import ProjectInstructions, project_block
 from engine.providers.cache_reuse import reuse_line
-from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import SamplingPlan
 from engine.report.cache_share import CacheShare
 from engine.report.figures import format_tokens
 from engine.report.mcp_rows import McpToolsReport
@@ -98,8 +98,9 @@ class ContextReport:
     # an answer streams and whenever the agent is at rest).
     describes: str = "next request"
     streaming: bool = False  # `used` includes an answer still streaming
-    # The sampler settings every answer is sent with (None: no agent behind this report).
-    sampling: Sampling | None = None
+    # The sampler settings each answer is sampled with, and whose each is (the agent's, the
+    # model's, the engine's, Brim's); None: no agent or engine behind this report.
+    sampling: SamplingPlan | None = None
     # Whether the engine moves cached chunks to new positions, as its probe found (None: not
     # probed): where a compaction puts the checkpoint (engine/providers/cache_reuse.py).
     moved_cache_reuse: bool | None = None
@@ -147,8 +148,11 @@ class ContextReport:
         return f"{self.headroom:,} tokens available before auto-compact"
 
     def sampling_line(self) -> str:
-        """The sampling in force, as sent with each answer ("" without an agent)."""
-        return f"Sampling: {self.sampling.describe()}" if self.sampling is not None else ""
+        """The sampling in force and whose each setting is ("" without an agent); a thinking
+        model sampled greedily is warned about on the same line."""
+        if self.sampling is None:
+            return ""
+        return " ".join([f"Sampling: {self.sampling.describe()}", *self.sampling.warnings()])
 
     def reuse_line(self) -> str:
         return reuse_line(self.moved_cache_reuse)
@@ -469,7 +473,7 @@ def build_context_report(
     compact_tools: bool = False,
     exact_estimate: bool = False,
     mcp: McpToolsReport | None = None,
-    sampling: Sampling | None = None,
+    sampling: SamplingPlan | None = None,
     moved_cache_reuse: bool | None = None,
 ) -> ContextReport:
     """The report for the current history. `estimate` is Brim's count of the request the

@@ -131,6 +131,8 @@ async def probe_window(
         report = await load_to_learn(provider, agent, report, load)
     if reuse:
         await provider.learn_cache_reuse(agent.model)
+    # A thinking model sampled greedily loops: said at the start, with the window's warnings.
+    report.warnings.extend(provider.sampling_plan(agent.model, agent.sampling).warnings())
     return resolve_window(
         report,
         pinned=agent.num_ctx,

@@ -74,18 +74,21 @@ class ReportDesk:
     def context_report(self) -> ContextReport:
         """The rail's numbers now: windowless before the loop is wired (this never wires it)."""
         window = self._desk.window
+        provider = self._provider()
+        agent = self._agent
+        plan = provider.sampling_plan(agent.model, agent.sampling) if provider else None
         return reports.context_report(
             loop=self._desk.loop,
             counter=self._counter(),
             messages=self._conversation.messages,
             tracker=self._ledger.tracker,
             source=window.source if window is not None else "",
-            provider=self._provider(),
+            provider=provider,
             workspace=self._workspace,
             memory_line=self._memory().line,
             max_iterations=self._agent.max_iterations,
             mcp=self._mcp,
-            sampling=self._agent.sampling,
+            sampling=plan,
         )
 
     def answer_command(self, command: str, argument: str = "") -> None:

@@ -19,7 +19,7 @@ from engine.memory import standing_for
 from engine.messages import Message, alternating, model_messages
 from engine.prompt import project_instructions
 from engine.providers.base import Provider
-from engine.providers.sampling import Sampling
+from engine.providers.sampling_source import SamplingPlan
 from engine.report.context_report import (
     ContextReport,
     RequestTracker,
@@ -44,7 +44,7 @@ def context_report(
     memory_line: str,
     max_iterations: int | None,
     mcp: McpHub | None = None,
-    sampling: Sampling | None = None,
+    sampling: SamplingPlan | None = None,
 ) -> ContextReport:
     """The rail's numbers now (engine/report/context_report.py); every message count is cached.
     Without a wired loop (the window is not known yet) only the tracker's figures. `provider`

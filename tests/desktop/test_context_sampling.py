@@ -1,4 +1,5 @@
-"""The window's `/context` overlay says what every answer is sampled with."""
+"""The window's `/context` overlay says what every answer is sampled with, and whose each
+value is (the agent's here: the file sets every one)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,6 @@ def test_the_context_overlay_lists_the_sampling_in_force(qtbot: Any, real_deskto
         view = d.window.overlay.context_view
         assert view is not None and view.sampling.isVisibleTo(d.window.overlay)
         assert (
-            "Sampling: temperature 0.4 · top_p 0.85 · top_k off · min_p 0.02 · "
-            "repeat_penalty 1.15 · seed 3"
+            "Sampling: temperature 0.4 (agent) · top_p 0.85 (agent) · top_k off (agent) · "
+            "min_p 0.02 (agent) · repeat_penalty 1.15 (agent) · seed 3 (agent)"
         ) in d.window.overlay.text()

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -110,6 +110,10 @@ class OllamaModel:
     # Loaded with at most this num_ctx, all of it is on the GPU (None: `size_vram` at any):
     # a smaller window's KV cache leaves room for the layers that spilled.
     on_gpu_up_to: int | None = None
+    # Sampler settings its Modelfile names (PARAMETER temperature 0.6, ...): shown in
+    # /api/show `parameters` and applied under a request's `options`, as Ollama does
+    # (server/routes.go: the model's Options over DefaultOptions, the request's over both).
+    parameters: dict[str, float | int] = field(default_factory=dict)
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -365,6 +369,10 @@ class FakeOllama(FakeServer):
         if m.modelfile_num_ctx:
             parameters = f"num_ctx                        {m.modelfile_num_ctx}\n" + parameters
             modelfile += f"PARAMETER num_ctx {m.modelfile_num_ctx}\n"
+        for key, value in m.parameters.items():  # Go's "%-30s %#v": 0.6, 20
+            shown = format(value, "g") if isinstance(value, float) else str(value)
+            parameters += f"\n{key:<30} {shown}"
+            modelfile += f"PARAMETER {key} {shown}\n"
         ex.send_json(
             200,
             {
@@ -441,7 +449,8 @@ class FakeOllama(FakeServer):
         if not messages:  # a load without an answer: one JSON object, streamed or not
             ex.send_json(200, self._bare_answer(body["model"], "load"))
             return
-        req.sampling = engine_sampling.ollama(options if isinstance(options, dict) else {})
+        given = options if isinstance(options, dict) else {}
+        req.sampling = engine_sampling.ollama({**m.parameters, **given})
         tools = body.get("tools") or None
         sent = count_chat(messages, tools)
         evaluated = sent

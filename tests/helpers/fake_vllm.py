@@ -9,6 +9,7 @@ they reject a prompt plus its output above it, and the shape of their errors.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from tests.helpers import engine_sampling, fake_llama3
@@ -20,6 +21,9 @@ from tests.helpers.fake_tokenizer import (
 )
 
 ErrorEnvelope = Literal["new", "flat"]
+
+
+_GENERATION_FIELDS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
 
 
 class FakeVllm(FakeOpenAIServer):
@@ -82,7 +86,14 @@ class FakeVllm(FakeOpenAIServer):
         return self.max_model_len
 
     def applied_sampling(self, body: dict[str, Any]) -> dict[str, Any] | str | None:
-        return engine_sampling.vllm(body)
+        """vLLM's `--generation-config auto` (its default): the model folder's
+        generation_config.json fills every sampling field the request leaves out
+        (ModelConfig.get_diff_sampling_param: repetition_penalty, temperature, top_k, top_p,
+        min_p), where the served model is a folder with one."""
+        config = Path(self.model) / "generation_config.json"
+        folder: dict[str, Any] = json.loads(config.read_text()) if config.is_file() else {}
+        named = {k: folder[k] for k in _GENERATION_FIELDS if folder.get(k) is not None}
+        return engine_sampling.vllm({**named, **{k: v for k, v in body.items() if v is not None}})
 
     def cached_tokens(self, tokens: list[int], body: dict[str, Any]) -> int:
         # vLLM reuses whole KV blocks, and never the prompt's last token.

@@ -47,7 +47,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.vllm, pytest.mark.timeout(900)]
 
 
 def vllm_agent(server: RealVllmServer, **changes: object) -> AgentConfig:
-    """The default agent (Brim's sampling: temperature 0) pointed at the server."""
+    """The default agent (no sampling of its own) pointed at the server, which samples the
+    converted SmolLM2 at Brim's temperature 0: from the folder's generation_config.json, or
+    sent by Brim where an older conversion names nothing (engine/providers/sampling_source.py)."""
     settings: dict[str, object] = {"model": VLLM_SERVED_NAME, **changes}
     return default_agent().with_changes(provider="vllm", base_url=server.url, **settings)
 
@@ -113,7 +115,7 @@ def test_probe_reports_the_window_vllm_serves_and_where_it_came_from(
 def test_the_default_agent_answers_plain_questions_with_sentences_about_them(
     vllm_server: RealVllmServer, tmp_path: Path
 ):
-    """Brim sends its sampling (temperature 0): without it vLLM samples at 1.0 and the small
+    """Sampled at Brim's temperature 0 (the folder's or sent): at vLLM's own 1.0 the small
     model answered nonsense from the first turn."""
     questions = {
         "What is the capital of France?": "paris",

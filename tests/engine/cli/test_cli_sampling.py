@@ -42,17 +42,20 @@ def test_the_agents_sampling_reaches_vllm_and_context_lists_it(tmp_path: Path):
         }
     ]
     (snapshot,) = [r for r in run.of_type("context_report") if r["snapshot"]]
-    assert snapshot["sampling"] == {
-        "temperature": 0.3,
-        "top_p": 0.8,
-        "top_k": 20,
-        "min_p": 0.1,
-        "repeat_penalty": 1.05,
-        "seed": 7,
+    assert snapshot["sampling"]["settings"] == {
+        name: {"value": value, "source": "agent"}
+        for name, value in {
+            "temperature": 0.3,
+            "top_p": 0.8,
+            "top_k": 20,
+            "min_p": 0.1,
+            "repeat_penalty": 1.05,
+            "seed": 7,
+        }.items()
     }
     assert (
-        "Sampling: temperature 0.3 · top_p 0.8 · top_k 20 · min_p 0.1 · repeat_penalty 1.05 "
-        "· seed 7"
+        "Sampling: temperature 0.3 (agent) · top_p 0.8 (agent) · top_k 20 (agent) · "
+        "min_p 0.1 (agent) · repeat_penalty 1.05 (agent) · seed 7 (agent)"
     ) in snapshot["lines"]
 
 

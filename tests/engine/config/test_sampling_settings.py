@@ -48,26 +48,49 @@ def test_bad_sampling_values_each_name_their_field_and_range_and_the_file_is_kep
     assert good.exists()
 
 
-def test_an_agent_file_without_sampling_takes_brims_measured_defaults(tmp_path):
+def test_an_agent_file_without_sampling_leaves_every_setting_to_the_model(tmp_path):
     path = write(tmp_path / "plain.toml", 'name = "plain"\nprovider = "vllm"\n')
     assert load_agent(path).sampling == Sampling()
-    assert Sampling().temperature is not None  # sent, so vLLM's 1.0 never applies
+    assert Sampling().unset() == (
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "repeat_penalty",
+        "seed",
+    )
 
 
-def test_the_default_agent_file_carries_its_sampling_written_out(tmp_path):
+def test_the_default_agent_file_writes_no_sampling_value_out(tmp_path):
     from engine.resources import default_agent_file
 
     text = default_agent_file()
-    default = Sampling()
-    for line in (
-        f"temperature = {default.temperature}",
-        f"top_p = {default.top_p}",
-        f"top_k = {default.top_k}",
-        f"min_p = {default.min_p}",
-        f"repeat_penalty = {default.repeat_penalty}",
-        "# seed = 42",
-    ):
-        assert f"\n{line}\n" in text
+    for name in ("temperature", "top_p", "top_k", "min_p", "repeat_penalty"):
+        assert f"\n# {name} = ...\n" in text
+    assert "# seed = 42" in text
+    assert load_agent(write(tmp_path / "d.toml", text)).sampling == Sampling()
+
+
+OLD_BLOCK = "temperature = 0.0\ntop_p = 0.9\ntop_k = 40\nmin_p = 0.05\nrepeat_penalty = 1.05\n"
+
+
+def test_the_block_brim_wrote_into_older_files_is_read_as_unset(tmp_path):
+    """Every file Brim wrote before carried its five defaults: that untouched block is
+    Brim's writing, not a choice, and leaves the settings to the model."""
+    path = write(tmp_path / "old.toml", 'name = "old"\nprovider = "ollama"\n' + OLD_BLOCK)
+    assert load_agent(path).sampling == Sampling()
+    seeded = write(tmp_path / "s.toml", 'name = "s"\n' + OLD_BLOCK + "seed = 3\n")
+    assert load_agent(seeded).sampling == Sampling(seed=3)
+
+
+def test_an_edited_block_in_an_older_file_is_kept_whole_as_the_agents(tmp_path):
+    edited = OLD_BLOCK.replace("temperature = 0.0", "temperature = 0.7")
+    path = write(tmp_path / "old.toml", 'name = "old"\n' + edited)
+    assert load_agent(path).sampling == Sampling(
+        temperature=0.7, top_p=0.9, top_k=40, min_p=0.05, repeat_penalty=1.05
+    )
+    partial = write(tmp_path / "p.toml", 'name = "p"\ntemperature = 0.0\n')
+    assert load_agent(partial).sampling == Sampling(temperature=0.0)  # one line is a choice
 
 
 def test_a_saved_sampling_change_rewrites_only_that_key(tmp_path):

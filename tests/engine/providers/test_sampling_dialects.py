@@ -1,5 +1,5 @@
-"""Every engine samples with the agent's settings, told in its own names; none falls back on
-its own defaults (vLLM's temperature 1.0) because Brim left a setting out.
+"""Every engine samples with the agent's settings, told in its own names; what the agent leaves
+unset is not sent (engine/providers/sampling_source.py decides when Brim's fill in).
 
 The doubles read the request as each engine does (tests/helpers/engine_sampling.py): a field
 under another engine's name is dropped there, and what an engine refuses is a 400."""
@@ -10,7 +10,6 @@ import pytest
 
 from engine.config import AgentConfig
 from engine.providers.base import ChatOptions
-from engine.providers.sampling import Sampling
 from engine.session import provider_for
 from tests.engine.providers.conftest import FAKES, MODELS, chat
 from tests.helpers.engine_sampling import SGLANG_TOP_K_ALL
@@ -83,22 +82,24 @@ async def test_sglang_gets_the_repeat_penalty_and_the_seed_in_its_own_names(anyi
     }
 
 
+# What each engine's double applies to a request that leaves every setting out.
+ENGINE_OWN = {
+    "ollama": {"temperature": 0.8, "top_k": 40, "top_p": 0.9, "min_p": 0.0, "repeat_penalty": 1.0},
+    "llamacpp": {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05},
+    "vllm": {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0},
+    "sglang": {"temperature": 1.0, "top_p": 1.0, "min_p": 0.0},
+}
+
+
 @pytest.mark.parametrize("kind", ["ollama", "llamacpp", "vllm", "sglang"])
-async def test_an_agent_that_names_no_sampling_is_sampled_with_brims_defaults(kind, anyio_backend):
+async def test_an_agent_that_sets_nothing_leaves_the_sampling_to_a_model_that_may_name_its_own(
+    kind, anyio_backend
+):
+    """Nothing learned about the model (no report; a vLLM or SGLang model folder Brim cannot
+    read): no setting is sent, so the model's own (a Modelfile, a GGUF, a
+    generation_config.json) applies, else the engine's."""
     got = await applied(kind, {})
-    default = Sampling()
-    penalty = "repeat_penalty" if kind in ("ollama", "llamacpp") else "repetition_penalty"
-    temperature, top_k = default.temperature, default.top_k
-    if kind == "sglang" and default.temperature == 0:
-        temperature, top_k = 1.0, 1  # SGLang samples "temperature 0" as top_k 1
-    assert got["temperature"] == temperature  # not vLLM's 1.0, nor Ollama's 0.8
-    assert (got["top_p"], got["top_k"], got["min_p"], got[penalty]) == (
-        default.top_p,
-        top_k,
-        default.min_p,
-        default.repeat_penalty,
-    )
-    # No seed set: the engine draws a fresh one per answer.
+    assert {k: got[k] for k in ENGINE_OWN[kind]} == ENGINE_OWN[kind]
     assert got.get("seed", got.get("sampling_seed")) in (None, -1, 0xFFFFFFFF)
 
 
