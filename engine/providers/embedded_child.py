@@ -31,6 +31,7 @@ from engine.providers.embedded_load_log import (
     gpu_offload_supported,
     placement,
 )
+from engine.providers.embedded_penalty import generate as penalised_generate
 from engine.providers.embedded_protocol import (
     LOAD_ID,
     ChildConfig,
@@ -283,7 +284,7 @@ class Engine:
         # Seeded per answer: unset, llama.cpp's "default seed" draws a fresh one; set, the
         # same prompt gets the same answer.
         self.llm.set_seed(seed if seed is not None else self._native.LLAMA_DEFAULT_SEED)
-        generator = self.llm.generate(tokens, **sampler)
+        generator = penalised_generate(self.llm, tokens, **sampler)
         try:
             for token in generator:
                 if first is None:
