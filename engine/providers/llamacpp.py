@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from engine.messages import Message, model_messages, to_openai
+from engine.messages import Message
 from engine.providers.base import (
     ChatOptions,
     EngineNotice,
@@ -27,7 +27,11 @@ from engine.providers.engine_segments import EngineSegments
 from engine.providers.errors import EngineUnreachable, ProviderError, ServerError
 from engine.providers.http_base import as_int, as_window
 from engine.providers.llamacpp_reuse_probe import probe_llama_server
-from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
+from engine.providers.openai_compat import (
+    OpenAICompatProvider,
+    cached_from_usage,
+    reasoning_from_usage,
+)
 from engine.providers.server_gate import ServerGate
 from engine.window.pin_check import (
     PIN_NOT_HONOURED,
@@ -61,6 +65,7 @@ class LlamaCppProvider(OpenAICompatProvider):
     owned_by = "llamacpp"
     sampling_dialect = "llamacpp"  # repeat_penalty, top_k 0 for none (tools/server)
     renders_prompts = True  # POST /apply-template
+    effort_in_kwargs = True  # its template reads `reasoning_effort` (reasoning_wire.py)
 
     def __init__(self, base_url: str | None = None, **kw: Any) -> None:
         super().__init__(base_url, **kw)
@@ -70,6 +75,9 @@ class LlamaCppProvider(OpenAICompatProvider):
         # their own (an explicit --parallel N, N > 1) serve two conversations at once.
         self.gate = ServerGate(self.base_url)
         self.serialised = True
+        # /props `chat_template_caps.supports_preserve_reasoning`, read at report(): the
+        # template renders an assistant message's `reasoning_content` sent back.
+        self.preserves_reasoning: bool | None = None
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
@@ -85,6 +93,11 @@ class LlamaCppProvider(OpenAICompatProvider):
         body = super().request_body(model, messages, options)
         body["n_cache_reuse"] = CACHE_REUSE_CHUNK
         return body
+
+    def reasoning_key(self) -> str | None:
+        """`reasoning_content`, where /props said the template renders it (and only for the
+        tool-calling turn still running: reasoning_wire.py)."""
+        return "reasoning_content" if self.preserves_reasoning else None
 
     async def probe_cache_reuse(self, model: str) -> CacheReuse:
         """Two short completions in one slot, read by their `timings.cache_n`
@@ -215,8 +228,16 @@ class LlamaCppProvider(OpenAICompatProvider):
         # One slot queues a second request inside the server ("no slot available, defer
         # task"), where its timeout runs and it evicts the first one's prompt: one at a time.
         self.serialised = slots is None or slots < 2 or unified
-        caps = props.get("chat_template_caps")
-        tools = caps.get("supports_tools") if isinstance(caps, dict) else None
+        caps = found if isinstance(found := props.get("chat_template_caps"), dict) else {}
+        tools = caps.get("supports_tools")
+        preserves = caps.get("supports_preserve_reasoning")
+        self.preserves_reasoning = preserves if isinstance(preserves, bool) else None
+        # No cap says "this model thinks" on the builds seen (common/jinja/caps.h); a build
+        # that says `supports_thinking` is believed, and a template that renders earlier
+        # reasoning is a thinking model's.
+        thinks = caps.get("supports_thinking")
+        if not isinstance(thinks, bool):
+            thinks = True if preserves is True else None
         served_model = model or str(card.get("id") or "") if card else model
         return EngineReport(
             provider=self.kind,
@@ -228,6 +249,8 @@ class LlamaCppProvider(OpenAICompatProvider):
             unified_pool=unified,
             # What the model's chat template can render (newer builds); absent: not known.
             tool_calls=tools if isinstance(tools, bool) else None,
+            thinks=thinks,
+            preserves_reasoning=self.preserves_reasoning,
             warnings=warnings,
             notices=self._pin_notices(served_model, per_slot, slots, unified, model_max),
         )
@@ -274,6 +297,7 @@ class LlamaCppProvider(OpenAICompatProvider):
             prompt_tokens=prompt,
             completion_tokens=completion,
             cached_tokens=cached,
+            reasoning_tokens=reasoning_from_usage(usage),
             prompt_eval_s=_ms_to_s(timings.get("prompt_ms")),
             eval_s=_ms_to_s(timings.get("predicted_ms")),
         )
@@ -321,7 +345,7 @@ class LlamaCppProvider(OpenAICompatProvider):
         self, messages: list[Message], tools: list[dict[str, Any]]
     ) -> str | None:
         """The server's own chat template applied to the request (its prompt text)."""
-        body: dict[str, Any] = {"messages": [to_openai(m) for m in model_messages(messages)]}
+        body: dict[str, Any] = {"messages": self.wire_messages(messages)}
         if tools:
             body["tools"] = tools
         rendered = await self._post_json("/apply-template", body)
