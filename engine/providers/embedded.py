@@ -36,7 +36,6 @@ from engine.providers.base import (
     Provider,
     StreamDone,
     StreamItem,
-    TextDelta,
     ToolCallsReady,
     Usage,
 )
@@ -58,6 +57,7 @@ from engine.providers.errors import (
     ServerError,
 )
 from engine.providers.gguf_tokenizer import GgufTokenizer
+from engine.providers.think_split import ThinkSplitter
 
 DEFAULT_MODEL_PACKAGE = SMOLLM2.package
 DEFAULT_MODEL_FILE = SMOLLM2.file
@@ -292,6 +292,7 @@ class EmbeddedProvider(Provider):
         self._child: _Child | None = None
         self._tokenizer: GgufTokenizer | None = None
         self._tokenizer_lock = threading.Lock()
+        self._opens_block: bool | None = None  # the template opens a <think> block itself
         self._busy: asyncio.Lock | None = None
         self._busy_loop: asyncio.AbstractEventLoop | None = None
 
@@ -468,6 +469,7 @@ class EmbeddedProvider(Provider):
             route = child.subscribe(request_id)
             finished = False
             text = StreamText()  # the child's text is ours, but it is the model's bytes
+            split = ThinkSplitter(opened=self._opens_think_block(model))  # reasoning apart
             try:
                 child.send(
                     {
@@ -484,16 +486,14 @@ class EmbeddedProvider(Provider):
                     message = await route.get()
                     kind = message["type"]
                     if kind == "delta":
-                        piece = text.feed(message["text"])
-                        if piece:
-                            yield TextDelta(piece)
+                        for item in split.feed(text.feed(message["text"])):
+                            yield item
                     elif kind == "done":
                         finished = True
                         if message.get("finish_reason") == "cancelled":  # not by this caller
                             raise ServerError(SHUT_DOWN)
-                        tail = text.flush()
-                        if tail:
-                            yield TextDelta(tail)
+                        for item in [*split.feed(text.flush()), *split.flush()]:
+                            yield item
                         calls = tuple(
                             ToolCall(
                                 id=f"call_{uuid.uuid4().hex[:12]}",
@@ -519,6 +519,13 @@ class EmbeddedProvider(Provider):
                 child.unsubscribe(request_id)
                 if not finished:
                     child.cancel(request_id)
+
+    def _opens_think_block(self, model: str) -> bool:
+        """Whether the template opens `<think>` itself (chat_template.py); once."""
+        if self._opens_block is None:
+            tokenizer = self.segment_tokenizer(model)
+            self._opens_block = tokenizer is not None and tokenizer.template.opens_thinking()
+        return self._opens_block
 
     async def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         """The engine's own tokens for `text` (no BOS), asked of the child."""

@@ -88,3 +88,21 @@ def test_what_the_block_holds_never_reaches_the_answer(thought, answer):
     reasoning, shown, _ = _split([f"<think>\n{thought}\n</think>\n\n{answer}"])
     assert reasoning == thought.strip()
     assert shown == answer.lstrip()
+
+
+_TURNS = "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}\n{% endfor %}"
+
+
+def test_the_embedded_engines_template_is_asked_whether_it_opens_the_block():
+    from engine.providers.chat_template import ChatTemplate
+
+    opening = ChatTemplate(
+        _TURNS + "{% if add_generation_prompt %}<|assistant|>\n<think>\n{% endif %}"
+    )
+    closed = ChatTemplate(
+        _TURNS + "{% if add_generation_prompt %}<|assistant|>\n<think>\n\n</think>\n\n{% endif %}"
+    )
+    plain = ChatTemplate(_TURNS + "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
+    assert opening.opens_thinking()
+    assert not closed.opens_thinking()
+    assert not plain.opens_thinking()
