@@ -253,3 +253,17 @@ def test_reasoning_tokens_are_read_where_the_usage_counts_them_apart():
         provider.usage_from({"prompt_tokens": 1, "completion_tokens": 2}, None).reasoning_tokens
         is None
     )
+
+
+async def test_an_ollama_cap_spent_thinking_ends_with_length_and_no_answer(anyio_backend):
+    with _ollama() as fake:
+        fake.script_reply(ANSWER, reasoning=THOUGHT)
+        provider = OllamaProvider(fake.url, timeout=10.0)
+        try:
+            answer = await chat(provider, QWEN, options=ChatOptions(max_tokens=4))
+        finally:
+            await provider.aclose()
+    assert answer.done.finish_reason == "length"
+    assert answer.text == ""
+    assert THOUGHT.startswith(_reasoning(answer)) and _reasoning(answer)
+    assert answer.done.usage.completion_tokens == 4
