@@ -258,6 +258,7 @@ ErrorKind = Literal[
     "model_not_found",
     "context_overflow",
     "tools_unsupported",
+    "thinking_unsupported",
     "server_error",
     "kv_pool_full",
     "protocol_error",

@@ -68,6 +68,14 @@ class EngineReport:
     # Whether the model can call tools at all (the embedded engine reads its chat template);
     # None: the engine does not say, and Brim sends the tools and lets it answer.
     tool_calls: bool | None = None
+    # Whether the model can think (reason before it answers): Ollama's /api/show
+    # `capabilities` ("thinking"), llama-server's /props `chat_template_caps.supports_thinking`.
+    # None: the engine does not say. A request asking a model that cannot think to think is
+    # not sent as such (Ollama answers it 400 "does not support thinking").
+    thinks: bool | None = None
+    # Whether the model's chat template renders an assistant message's reasoning when it is
+    # sent back (llama-server's `chat_template_caps.supports_preserve_reasoning`); None: not said.
+    preserves_reasoning: bool | None = None
     warnings: list[str] = field(default_factory=list)
     notices: list[EngineNotice] = field(default_factory=list)  # told once, with their data
 
@@ -117,6 +125,9 @@ class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None  # None: not reported by this engine
+    # Of `completion_tokens`, those spent reasoning, where the engine counts them apart
+    # (`usage.completion_tokens_details.reasoning_tokens`); None: not reported.
+    reasoning_tokens: int | None = None
     prompt_eval_s: float | None = None  # time the engine spent evaluating the prompt
     eval_s: float | None = None  # time spent generating
     load_s: float | None = None  # time before the engine could start (Ollama's load_duration)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engine.messages import Message
+from engine.providers.think_split import opens_thinking
 from engine.resources import resource_text
 
 if TYPE_CHECKING:
@@ -128,6 +129,19 @@ class ChatTemplate:
             messages=messages, tools=template_tools(tools) if self.supports_tools else None
         )
         return result.prompt, not result.added_special
+
+    def opens_thinking(self) -> bool:
+        """Whether the generation prompt ends inside a `<think>` block the template opened
+        itself (the model's answer then starts with its reasoning, and only `</think>`
+        comes): a one-message conversation, rendered. A template that cannot render it
+        says no."""
+        if "<think>" not in self.source:
+            return False
+        try:
+            prompt, _ = self.render([{"role": "user", "content": "Hi"}])
+        except Exception:
+            return False
+        return opens_thinking(prompt)
 
 
 def prompt_tokens(llm: Llama, prompt: str, add_bos: bool) -> list[int]:

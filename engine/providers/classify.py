@@ -25,6 +25,7 @@ from engine.providers.errors import (
     ProtocolError,
     ProviderError,
     ServerError,
+    ThinkingUnsupported,
     ToolsUnsupported,
 )
 from engine.redaction import redacted
@@ -343,6 +344,15 @@ def classify_payload(
             return ToolsUnsupported(
                 f"{where} will not take tools for this model ({message})", hint=hint, status=status
             )
+    # Ollama, asked to think by a model without the `thinking` capability (server/routes.go
+    # ChatHandler: `"<model>" does not support thinking`).
+    if "does not support thinking" in lowered and (status is None or 400 <= status < 500):
+        name = repr(model) if model else "this model"
+        return ThinkingUnsupported(
+            f"{name} cannot think: {where} refused to have it reason before answering "
+            f"({message}). Set the agent's reasoning to off, or leave it unset.",
+            status=status,
+        )
     mentions_model = "model" in lowered and any(p in lowered for p in MODEL_MISSING_PATTERNS)
     if status == 404 or (mentions_model and status in (None, 200, 400, 422)):
         name = f" {model!r}" if model else ""

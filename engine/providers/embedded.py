@@ -17,15 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import os
-import signal
-import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from engine.messages import Message, ToolCall
 from engine.providers.base import (
@@ -36,7 +32,6 @@ from engine.providers.base import (
     Provider,
     StreamDone,
     StreamItem,
-    TextDelta,
     ToolCallsReady,
     Usage,
 )
@@ -48,24 +43,25 @@ from engine.providers.bundled_models import (
     named,
 )
 from engine.providers.chat_template import template_messages
-from engine.providers.embedded_protocol import LOAD_ID, ChildConfig, read_message, write_message
+from engine.providers.embedded_pipe import (
+    CHILD_EXIT_GRACE_S as CHILD_EXIT_GRACE_S,
+)
+from engine.providers.embedded_pipe import EngineChild, error_from
+from engine.providers.embedded_protocol import LOAD_ID, ChildConfig
 from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import (
-    ContextOverflow,
     ModelNotFound,
-    ProtocolError,
-    ProviderError,
     ServerError,
 )
 from engine.providers.gguf_tokenizer import GgufTokenizer
 from engine.providers.model_sampling import file_plan
 from engine.providers.sampling import Sampling
 from engine.providers.sampling_source import SamplingPlan, plan
+from engine.providers.think_split import ThinkSplitter
 
 DEFAULT_MODEL_PACKAGE = SMOLLM2.package
 DEFAULT_MODEL_FILE = SMOLLM2.file
 DEFAULT_THREADS = 2
-CHILD_EXIT_GRACE_S = 10.0
 SHUT_DOWN = "the embedded engine was shut down during the request"
 
 LoadProgress = Callable[[float], None]
@@ -124,139 +120,6 @@ def _bundled_path(bundled: BundledModel) -> str:
     return str(path)
 
 
-def _exit_description(code: int | None) -> str:
-    if code is None:
-        return "the pipe to it closed"
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-code).name}"
-        return f"killed by signal {-code}"
-    return f"exit status {code}"
-
-
-def child_command() -> list[str]:
-    """How the child is started: this interpreter running the child module. A fresh
-    interpreter inherits no Qt state and never re-imports the parent's main module."""
-    return [sys.executable, "-m", "engine.providers.embedded_child"]
-
-
-def _child_env() -> dict[str, str]:
-    """The parent's environment, with Brim's source root importable in the child."""
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return env
-
-
-class _Child:
-    """One child process, its pipe, and the thread that reads the pipe.
-
-    Each request subscribes a queue under its id; the reader delivers the child's answers
-    there, and when the pipe closes it delivers {type: crashed} to every subscriber."""
-
-    def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            child_command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=_child_env(),
-            start_new_session=os.name == "posix",  # the terminal's Ctrl-C is the parent's
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self._to_child: IO[bytes] = self.process.stdin
-        self._from_child: IO[bytes] = self.process.stdout
-        self.info: dict[str, Any] | None = None  # the child's `loaded` message
-        self.alive = True
-        self.closing = False  # Brim itself is stopping it: its end is no crash
-        self.exit_description = ""
-        self._routes: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]]] = {}
-        self._routes_lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, name="brim-embedded-pipe", daemon=True)
-        self._reader.start()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def _read(self) -> None:
-        with contextlib.suppress(Exception):  # EOF, a broken pipe, an unreadable frame
-            while True:
-                message = read_message(self._from_child)
-                rid = message.get("id")
-                with self._routes_lock:
-                    route = self._routes.get(rid) if isinstance(rid, str) else None
-                if route is not None:
-                    _deliver(route, message)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=2)
-        self.exit_description = _exit_description(self.process.returncode)
-        with self._routes_lock:
-            self.alive = False
-            routes = list(self._routes.values())
-        for route in routes:
-            _deliver(route, {"type": "crashed"})
-
-    def subscribe(self, request_id: str) -> asyncio.Queue[Any]:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        route = (asyncio.get_running_loop(), queue)
-        with self._routes_lock:
-            self._routes[request_id] = route
-            if not self.alive:
-                queue.put_nowait({"type": "crashed"})
-        return queue
-
-    def unsubscribe(self, request_id: str) -> None:
-        with self._routes_lock:
-            self._routes.pop(request_id, None)
-
-    def send(self, message: dict[str, Any]) -> None:
-        with self._send_lock:
-            write_message(self._to_child, message)
-
-    def cancel(self, request_id: str) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.send({"op": "cancel", "id": request_id})
-
-    def close(self) -> None:
-        """Ask the child to exit (it ends any answer in progress first); make sure it does."""
-        self.closing = True
-        with contextlib.suppress(OSError, ValueError):
-            self.send({"op": "stop"})
-        with contextlib.suppress(OSError):
-            self._to_child.close()
-        try:
-            # Generous: on a loaded machine a child finishing its current token can take
-            # seconds; killing it is the last resort, not the plan.
-            self.process.wait(timeout=CHILD_EXIT_GRACE_S)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=3)
-        self._reader.join(timeout=3)
-        with contextlib.suppress(OSError):
-            self._from_child.close()
-
-
-def _deliver(route: tuple[asyncio.AbstractEventLoop, asyncio.Queue[Any]], message: Any) -> None:
-    loop, queue = route
-    with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is listening
-        loop.call_soon_threadsafe(queue.put_nowait, message)
-
-
-def _error_from(message: dict[str, Any]) -> ProviderError:
-    text = str(message.get("message") or "the embedded engine failed")
-    kind = message.get("kind")
-    if kind == "context_overflow":
-        return ContextOverflow(
-            text, prompt_tokens=message.get("prompt_tokens"), window=message.get("window")
-        )
-    if kind == "model_not_found":
-        return ModelNotFound(text)
-    if kind == "protocol_error":
-        return ProtocolError(text)
-    return ServerError(text)
-
-
 class EmbeddedProvider(Provider):
     """llama-cpp-python serving one GGUF model from a child process.
 
@@ -292,9 +155,10 @@ class EmbeddedProvider(Provider):
         self._extra_bufts = extra_bufts
         self.on_load_progress = on_load_progress
         self.state = "stopped"
-        self._child: _Child | None = None
+        self._child: EngineChild | None = None
         self._tokenizer: GgufTokenizer | None = None
         self._tokenizer_lock = threading.Lock()
+        self._opens_block: bool | None = None  # the template opens a <think> block itself
         self._busy: asyncio.Lock | None = None
         self._busy_loop: asyncio.AbstractEventLoop | None = None
 
@@ -356,7 +220,7 @@ class EmbeddedProvider(Provider):
         async with self._guard():
             await self._ensure_child()
 
-    async def _ensure_child(self) -> _Child:
+    async def _ensure_child(self) -> EngineChild:
         child = self._child
         if (
             child is not None
@@ -379,7 +243,7 @@ class EmbeddedProvider(Provider):
             kv_cache_type=self._offload_settings[2],
         )
         self.state = "loading"
-        child = _Child()
+        child = EngineChild()
         route = child.subscribe(LOAD_ID)
         try:
             child.send({"op": "load", "id": LOAD_ID, "config": config})
@@ -396,7 +260,7 @@ class EmbeddedProvider(Provider):
                     self.state = "ready"
                     return child
                 elif kind == "error":
-                    raise _error_from(message)
+                    raise error_from(message)
                 elif kind == "crashed":
                     raise ServerError(
                         f"the embedded engine crashed while loading {path} "
@@ -409,7 +273,7 @@ class EmbeddedProvider(Provider):
         finally:
             child.unsubscribe(LOAD_ID)
 
-    def _crashed(self, child: _Child) -> ServerError:
+    def _crashed(self, child: EngineChild) -> ServerError:
         if child.closing:
             return ServerError(SHUT_DOWN)
         self.state = "crashed"
@@ -478,6 +342,7 @@ class EmbeddedProvider(Provider):
             route = child.subscribe(request_id)
             finished = False
             text = StreamText()  # the child's text is ours, but it is the model's bytes
+            split = ThinkSplitter(opened=self._opens_think_block(model))  # reasoning apart
             try:
                 child.send(
                     {
@@ -496,16 +361,14 @@ class EmbeddedProvider(Provider):
                     message = await route.get()
                     kind = message["type"]
                     if kind == "delta":
-                        piece = text.feed(message["text"])
-                        if piece:
-                            yield TextDelta(piece)
+                        for item in split.feed(text.feed(message["text"])):
+                            yield item
                     elif kind == "done":
                         finished = True
                         if message.get("finish_reason") == "cancelled":  # not by this caller
                             raise ServerError(SHUT_DOWN)
-                        tail = text.flush()
-                        if tail:
-                            yield TextDelta(tail)
+                        for item in [*split.feed(text.flush()), *split.flush()]:
+                            yield item
                         calls = tuple(
                             ToolCall(
                                 id=f"call_{uuid.uuid4().hex[:12]}",
@@ -520,7 +383,7 @@ class EmbeddedProvider(Provider):
                         return
                     elif kind == "error":
                         finished = True
-                        raise _error_from(message)
+                        raise error_from(message)
                     elif kind == "crashed":
                         finished = True
                         raise self._crashed(child)
@@ -531,6 +394,13 @@ class EmbeddedProvider(Provider):
                 child.unsubscribe(request_id)
                 if not finished:
                     child.cancel(request_id)
+
+    def _opens_think_block(self, model: str) -> bool:
+        """Whether the template opens `<think>` itself (chat_template.py); once."""
+        if self._opens_block is None:
+            tokenizer = self.segment_tokenizer(model)
+            self._opens_block = tokenizer is not None and tokenizer.template.opens_thinking()
+        return self._opens_block
 
     async def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         """The engine's own tokens for `text` (no BOS), asked of the child."""
@@ -547,7 +417,7 @@ class EmbeddedProvider(Provider):
             return list(message["tokens"])
         if message["type"] == "crashed":
             raise self._crashed(child)
-        raise _error_from(message)
+        raise error_from(message)
 
     def counting_source(self, model: str) -> str:
         return "the model's own tokenizer and chat template, in Brim's process"

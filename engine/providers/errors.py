@@ -5,6 +5,7 @@
      ├── ModelNotFound         the engine answers but does not have the model
      ├── ContextOverflow       the engine rejected the prompt as longer than its window
      ├── ToolsUnsupported      the engine refused the request because it carried tools
+ ├── ThinkingUnsupported   the engine refused to have this model think (it cannot)
      ├── ServerError           the engine failed (HTTP 5xx, an error line mid-stream, a crash)
      │    └── KvPoolFull       llama-server's shared KV pool ran out under the requests in flight
      └── ProtocolError         the engine answered something Brim cannot read
@@ -73,6 +74,14 @@ class ToolsUnsupported(ProviderError):
     def __init__(self, message: str, *, hint: str, status: int | None = None) -> None:
         super().__init__(message, status=status)
         self.hint = hint
+
+
+class ThinkingUnsupported(ProviderError):
+    """The request asked a model that cannot think to think (Ollama's 400 "does not support
+    thinking"): the agent's reasoning level asks what the model cannot do."""
+
+    kind: ClassVar[ErrorKind] = "thinking_unsupported"
+    retryable = False
 
 
 class ServerError(ProviderError):

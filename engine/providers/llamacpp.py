@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
-from engine.messages import Message, model_messages, to_openai
+from engine.messages import Message
 from engine.providers.base import (
     ChatOptions,
     EngineNotice,
@@ -31,7 +31,11 @@ from engine.providers.http_base import as_int, as_window
 from engine.providers.llamacpp_reuse_probe import probe_llama_server
 from engine.providers.model_sampling import read_gguf, server_params, template_thinks
 from engine.providers.ollama_answers import runs_here
-from engine.providers.openai_compat import OpenAICompatProvider, cached_from_usage
+from engine.providers.openai_compat import (
+    OpenAICompatProvider,
+    cached_from_usage,
+    reasoning_from_usage,
+)
 from engine.providers.sampling import Sampling
 from engine.providers.sampling_source import ModelSampling, SamplingPlan, plan
 from engine.providers.server_gate import ServerGate
@@ -67,6 +71,7 @@ class LlamaCppProvider(OpenAICompatProvider):
     owned_by = "llamacpp"
     sampling_dialect = "llamacpp"  # repeat_penalty, top_k 0 for none (tools/server)
     renders_prompts = True  # POST /apply-template
+    effort_in_kwargs = True  # its template reads `reasoning_effort` (reasoning_wire.py)
 
     def __init__(self, base_url: str | None = None, **kw: Any) -> None:
         super().__init__(base_url, **kw)
@@ -78,6 +83,9 @@ class LlamaCppProvider(OpenAICompatProvider):
         self.serialised = True
         self._bundled = False  # from /props `model_path`, at report()
         self._served: ModelSampling | None = None  # the one model it serves, at report()
+        # /props `chat_template_caps.supports_preserve_reasoning`, read at report(): the
+        # template renders an assistant message's `reasoning_content` sent back.
+        self.preserves_reasoning: bool | None = None
 
     async def stream_chat(
         self, model: str, messages: list[Message], options: ChatOptions
@@ -93,6 +101,11 @@ class LlamaCppProvider(OpenAICompatProvider):
         body = super().request_body(model, messages, options)
         body["n_cache_reuse"] = CACHE_REUSE_CHUNK
         return body
+
+    def reasoning_key(self) -> str | None:
+        """`reasoning_content`, where /props said the template renders it (and only for the
+        tool-calling turn still running: reasoning_wire.py)."""
+        return "reasoning_content" if self.preserves_reasoning else None
 
     async def probe_cache_reuse(self, model: str) -> CacheReuse:
         """Two short completions in one slot, read by their `timings.cache_n`
@@ -224,8 +237,16 @@ class LlamaCppProvider(OpenAICompatProvider):
         # task"), where its timeout runs and it evicts the first one's prompt: one at a time.
         self.serialised = slots is None or slots < 2 or unified
         self.model_sampling[model] = self._served = self._learn_sampling(props, settings)
-        caps = props.get("chat_template_caps")
-        tools = caps.get("supports_tools") if isinstance(caps, dict) else None
+        caps = found if isinstance(found := props.get("chat_template_caps"), dict) else {}
+        tools = caps.get("supports_tools")
+        preserves = caps.get("supports_preserve_reasoning")
+        self.preserves_reasoning = preserves if isinstance(preserves, bool) else None
+        # No cap says "this model thinks" on the builds seen (common/jinja/caps.h); a build
+        # that says `supports_thinking` is believed, and a template that renders earlier
+        # reasoning is a thinking model's.
+        thinks = caps.get("supports_thinking")
+        if not isinstance(thinks, bool):
+            thinks = True if preserves is True else None
         served_model = model or str(card.get("id") or "") if card else model
         return EngineReport(
             provider=self.kind,
@@ -237,6 +258,8 @@ class LlamaCppProvider(OpenAICompatProvider):
             unified_pool=unified,
             # What the model's chat template can render (newer builds); absent: not known.
             tool_calls=tools if isinstance(tools, bool) else None,
+            thinks=thinks,
+            preserves_reasoning=self.preserves_reasoning,
             warnings=warnings,
             notices=self._pin_notices(served_model, per_slot, slots, unified, model_max),
         )
@@ -305,6 +328,7 @@ class LlamaCppProvider(OpenAICompatProvider):
             prompt_tokens=prompt,
             completion_tokens=completion,
             cached_tokens=cached,
+            reasoning_tokens=reasoning_from_usage(usage),
             prompt_eval_s=_ms_to_s(timings.get("prompt_ms")),
             eval_s=_ms_to_s(timings.get("predicted_ms")),
         )
@@ -352,7 +376,7 @@ class LlamaCppProvider(OpenAICompatProvider):
         self, messages: list[Message], tools: list[dict[str, Any]]
     ) -> str | None:
         """The server's own chat template applied to the request (its prompt text)."""
-        body: dict[str, Any] = {"messages": [to_openai(m) for m in model_messages(messages)]}
+        body: dict[str, Any] = {"messages": self.wire_messages(messages)}
         if tools:
             body["tools"] = tools
         rendered = await self._post_json("/apply-template", body)

@@ -52,6 +52,7 @@ from engine.providers.http_base import (
 from engine.providers.ollama_answers import (
     calls_tools,
     expiry,
+    has_thinking,
     modelfile_blob,
     modelfile_num_ctx,
     modelfile_sampling,
@@ -60,7 +61,7 @@ from engine.providers.ollama_answers import (
     thinks,
     training_length,
 )
-from engine.providers.ollama_chat import ChatReader, chat_body
+from engine.providers.ollama_chat import ChatAnswer, ChatReader, chat_body
 from engine.providers.ollama_spill import spill_notice
 from engine.providers.ollama_version import (
     Version,
@@ -127,6 +128,7 @@ class OllamaProvider(HttpProvider):
         self._blobs: dict[str, str | None] = {}  # model -> its GGUF, from /api/show
         self.vocabularies = Vocabularies(self.base_url)
         self.spill: dict[str, int | str] | None = None  # the last report's spill, if any
+        self.thinks: dict[str, bool | None] = {}  # model -> /api/show says it thinks
 
     def _classify(self, exc: BaseException, model: str | None) -> ProviderError:
         """Whatever the official client raised, as one of Brim's errors."""
@@ -228,7 +230,7 @@ class OllamaProvider(HttpProvider):
         `keep_alive` either, as no request of Brim's sends one."""
         body = {**self.chat_body(model, [], ChatOptions()), "stream": False}
         try:
-            answer = await self.client._request(ollama.ChatResponse, "POST", "/api/chat", json=body)
+            answer = await self.client._request(ChatAnswer, "POST", "/api/chat", json=body)
         except Exception as exc:
             raise self._classify(exc, model) from exc
         return answer.done_reason == "load"
@@ -265,6 +267,7 @@ class OllamaProvider(HttpProvider):
         here = self._blobs[model] if runs_here(self.base_url) else None
         spill = await spill_notice(model, entry, here) if entry is not None else None
         self.spill = spill.details if spill is not None else None
+        self.thinks[model] = has_thinking(show.get("capabilities"))
         return EngineReport(
             provider=self.kind,
             model=model,
@@ -274,6 +277,7 @@ class OllamaProvider(HttpProvider):
             loaded=entry is not None,
             modelfile_num_ctx=modelfile_num_ctx(show.get("parameters")),
             tool_calls=calls_tools(show.get("capabilities")),
+            thinks=self.thinks[model],
             warnings=self._version_warnings(),
             notices=[spill] if spill is not None else [],
         )
@@ -339,15 +343,19 @@ class OllamaProvider(HttpProvider):
         sent = self.sampling_plan(model, options.sampled()).send
         options = dataclasses.replace(options, sampling=sent, temperature=None)
         return chat_body(
-            model, messages, options, num_ctx=self.num_ctx, refuses_cuts=self.refuses_cuts
+            model,
+            messages,
+            options,
+            num_ctx=self.num_ctx,
+            refuses_cuts=self.refuses_cuts,
+            thinks=self.thinks.get(model),
         )
 
     async def _chat_stream(self, body: dict[str, Any]) -> AsyncGenerator[ollama.ChatResponse, None]:
         """The official client's streaming request with Brim's own body: its `chat()` has no
-        `truncate` or `shift` (ollama-python 0.6), its reader and errors are the same."""
-        stream = await self.client._request(
-            ollama.ChatResponse, "POST", "/api/chat", json=body, stream=True
-        )
+        `truncate` or `shift` (ollama-python 0.6), its reader and errors are the same; each
+        line read as a `ChatAnswer`, which keeps `prompt_eval_cached_count`."""
+        stream = await self.client._request(ChatAnswer, "POST", "/api/chat", json=body, stream=True)
         # The client returns its `inner()` async generator (ollama/_client.py), which its
         # stubs call an AsyncIterator; stream_chat closes it (aclose) when it stops early.
         return cast(AsyncGenerator[ollama.ChatResponse, None], stream)

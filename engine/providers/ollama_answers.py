@@ -110,6 +110,15 @@ def calls_tools(capabilities: Any) -> bool | None:
     return "tools" in capabilities
 
 
+def has_thinking(capabilities: Any) -> bool | None:
+    """`capabilities` of /api/show lists `thinking` for a model that reasons before it
+    answers (server/routes.go thinks by default for it, refuses `think` to any other); no
+    list: not known."""
+    if not isinstance(capabilities, list) or not capabilities:
+        return None
+    return "thinking" in capabilities
+
+
 def same_model(requested: str, listed: str | None) -> bool:
     """Ollama names default to the `latest` tag: `llama3.1` is `llama3.1:latest`."""
     if not listed:

@@ -16,9 +16,9 @@ import ollama
 from engine.messages import Message, ToolCall, model_messages
 from engine.providers.base import (
     ChatOptions,
+    ReasoningDelta,
     StreamDone,
     StreamItem,
-    TextDelta,
     ToolCallsReady,
     Usage,
 )
@@ -26,12 +26,26 @@ from engine.providers.engine_text import StreamText, clean, clean_arguments
 from engine.providers.errors import ServerError
 from engine.providers.http_base import as_count, as_int
 from engine.providers.openai_compat import new_call_id
+from engine.providers.reasoning_wire import ollama_think, reasoning_sent_back
+from engine.providers.think_split import ThinkSplitter
 from engine.providers.wire import CallBytes
 
 
-def to_ollama(message: Message) -> dict[str, Any]:
-    """Ollama's message shape: tool-call arguments as an object, results named by tool."""
+class ChatAnswer(ollama.ChatResponse):
+    """One line of `/api/chat`'s answer: the client's model, with the field it does not
+    know yet (its models drop unknown fields). `prompt_eval_cached_count`: of
+    `prompt_eval_count`, the tokens the prompt cache served (Ollama 0.33.3 on; engines.md)."""
+
+    prompt_eval_cached_count: Any = None  # read by `cached_count`, leniently
+
+
+def to_ollama(message: Message, *, thinking: bool = False) -> dict[str, Any]:
+    """Ollama's message shape: tool-call arguments as an object, results named by tool;
+    `thinking`: the message's reasoning goes with it (api.Message.Thinking, which the
+    templates render for the tool-calling turn still running)."""
     out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if thinking and message.reasoning:
+        out["thinking"] = message.reasoning
     if message.tool_calls:
         out["tool_calls"] = [
             {"function": {"name": c.name, "arguments": c.parsed_arguments()}}
@@ -67,15 +81,22 @@ def chat_body(
     *,
     num_ctx: int | None,
     refuses_cuts: bool,
+    thinks: bool | None = None,
 ) -> dict[str, Any]:
     """The one `/api/chat` body Brim sends. `truncate` and `shift` go at the top level, not
     among the options (Ollama's ChatRequest), and only to a server that takes them
-    (`refuses_cuts`)."""
+    (`refuses_cuts`). `think` as the request's reasoning level asks, for a model that
+    `thinks` (reasoning_wire.py); the running tool-calling turn's reasoning goes back."""
+    shown = model_messages(messages)
+    back = reasoning_sent_back(shown)
     body: dict[str, Any] = {
         "model": model,
-        "messages": [to_ollama(m) for m in model_messages(messages)],
+        "messages": [to_ollama(m, thinking=b) for m, b in zip(shown, back, strict=True)],
         "stream": True,
     }
+    think = ollama_think(options.reasoning, thinks)
+    if think is not None:
+        body["think"] = think
     if options.tools:
         body["tools"] = list(options.tools)
     engine_options = request_options(options, num_ctx)
@@ -85,6 +106,17 @@ def chat_body(
         body["truncate"] = False
         body["shift"] = False
     return body
+
+
+def cached_count(part: ollama.ChatResponse, prompt: int | None) -> int | None:
+    """`prompt_eval_cached_count` of the last line, within 0..`prompt_eval_count`; None
+        where the server does not report it (before 0.33.3), or where the prompt's size is not
+        known (0.30.0 leaves the cached part out of `prompt_eval_count`). A figure out of range
+    is clamped: it is a detail of the receipt, not worth failing the answer for."""
+    cached = as_int(getattr(part, "prompt_eval_cached_count", None))
+    if cached is None or prompt is None:
+        return None
+    return min(max(cached, 0), prompt)
 
 
 def _ns_to_s(value: Any) -> float | None:
@@ -104,16 +136,20 @@ class ChatReader:
         self._calls: list[ToolCall] = []
         self._taken = CallBytes()
         self._text = StreamText()
+        self._thinking = StreamText()
+        self._split = ThinkSplitter()  # a model whose `<think>` Ollama does not parse
         self._usage = Usage()
 
     def feed(self, part: ollama.ChatResponse) -> list[StreamItem]:
         """What one line of the stream adds; after the last line `done` is set."""
         out: list[StreamItem] = []
         message = part.message
+        if message.thinking:  # server/routes.go ChatHandler: the parser's thinking
+            thought = self._thinking.feed(message.thinking)
+            if thought:
+                out.append(ReasoningDelta(thought))
         if message.content:
-            piece = self._text.feed(message.content)
-            if piece:
-                out.append(TextDelta(piece))
+            out.extend(self._split.feed(self._text.feed(message.content)))
         for call in message.tool_calls or ():
             arguments = call.function.arguments
             self._taken.add(call.function.name, str(arguments))
@@ -134,7 +170,7 @@ class ChatReader:
             self._usage = Usage(
                 prompt_tokens=prompt if self.whole_prompt else None,
                 completion_tokens=as_count(part.eval_count, "eval_count"),
-                cached_tokens=None,  # Ollama does not report prompt-cache reuse
+                cached_tokens=cached_count(part, prompt if self.whole_prompt else None),
                 prompt_eval_s=_ns_to_s(part.prompt_eval_duration),
                 eval_s=_ns_to_s(part.eval_duration),
                 load_s=_ns_to_s(part.load_duration),
@@ -148,9 +184,11 @@ class ChatReader:
         if done is None:
             raise ServerError(f"{where} ended the stream before the answer finished")
         out: list[StreamItem] = []
-        tail = self._text.flush()
-        if tail:
-            out.append(TextDelta(tail))
+        thought = self._thinking.flush()
+        if thought:
+            out.append(ReasoningDelta(thought))
+        out.extend(self._split.feed(self._text.flush()))
+        out.extend(self._split.flush())
         finish = clean(done.done_reason) if isinstance(done.done_reason, str) else None
         if self._calls:
             out.append(ToolCallsReady(tuple(self._calls)))

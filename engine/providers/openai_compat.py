@@ -23,9 +23,9 @@ from engine.providers.base import (
     EngineNotice,
     EngineReport,
     ModelInfo,
+    ReasoningDelta,
     StreamDone,
     StreamItem,
-    TextDelta,
     ToolCallsReady,
     Usage,
 )
@@ -42,10 +42,16 @@ from engine.providers.http_base import HttpProvider, as_count, as_int, as_window
 from engine.providers.model_sampling import generation_config
 from engine.providers.ollama_answers import runs_here
 from engine.providers.ollama_version import parse_version
+from engine.providers.reasoning_wire import (
+    delta_reasoning,
+    openai_reasoning_fields,
+    reasoning_sent_back,
+)
 from engine.providers.sampling import Dialect
 from engine.providers.sampling_source import ModelSampling
 from engine.providers.served_names import ServedNames, renamed_notice
 from engine.providers.sse import SseEvent, iter_sse
+from engine.providers.think_split import ThinkSplitter
 from engine.providers.wire import CallBytes, WireError
 
 log = logging.getLogger(__name__)
@@ -128,6 +134,17 @@ def cached_from_usage(usage: dict[str, Any] | None) -> int | None:
     return as_int(details.get("cached_tokens"))
 
 
+def reasoning_from_usage(usage: dict[str, Any] | None) -> int | None:
+    """`usage.completion_tokens_details.reasoning_tokens` (OpenAI's field, which vLLM fills
+    where it counts them): None when absent."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("completion_tokens_details")
+    if not isinstance(details, dict):
+        return None
+    return as_int(details.get("reasoning_tokens"))
+
+
 _USAGE_COUNTS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _TIMING_COUNTS = ("prompt_n", "cache_n", "predicted_n")
 _TIMING_MS = ("prompt_ms", "predicted_ms")
@@ -145,6 +162,11 @@ def check_usage(usage: Any) -> dict[str, Any] | None:
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict):
         as_count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
+    details = usage.get("completion_tokens_details")
+    if isinstance(details, dict):
+        as_count(
+            details.get("reasoning_tokens"), "usage.completion_tokens_details.reasoning_tokens"
+        )
     return usage
 
 
@@ -173,19 +195,23 @@ _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError, OverflowError,
 
 
 class ChunkReader:
-    """Reads one chat stream's events: the text (through the stream's `StreamText`), the
-    tool-call fragments, the finish reason and the usage. Every shape it does not expect
-    raises ValueError naming it; `OpenAICompatProvider` turns that into a protocol_error."""
+    """Reads one chat stream's events: the text (through the stream's `StreamText`, then
+    the `<think>` splitter for a server that leaves the block in the content), the
+    reasoning the server streams apart, the tool-call fragments, the finish reason and the
+    usage. Every shape it does not expect raises ValueError naming it;
+    `OpenAICompatProvider` turns that into a protocol_error."""
 
     def __init__(self) -> None:
         self.text = StreamText()
+        self.reasoning = StreamText()
+        self.split = ThinkSplitter()
         self.calls = ToolCallAssembler()
         self.finish: str | None = None
         self.usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
 
-    def read(self, chunk: dict[str, Any]) -> str:
-        """The text this chunk adds (possibly empty)."""
+    def read(self, chunk: dict[str, Any]) -> list[StreamItem]:
+        """The reasoning and text this chunk adds (possibly nothing)."""
         usage = check_usage(chunk.get("usage"))
         if usage is not None:
             self.usage = usage
@@ -194,10 +220,10 @@ class ChunkReader:
             self.timings = timings
         choices = chunk.get("choices")
         if choices is None:
-            return ""
+            return []
         if not isinstance(choices, list):
             raise ValueError("`choices` that are not a list")
-        out: list[str] = []
+        out: list[StreamItem] = []
         for choice in choices:
             if not isinstance(choice, dict):
                 raise ValueError("a choice that is not a JSON object")
@@ -206,11 +232,16 @@ class ChunkReader:
                 delta = {}
             if not isinstance(delta, dict):
                 raise ValueError("a `delta` that is not a JSON object")
+            # llama-server's and SGLang's `reasoning_content`, vLLM's `reasoning`
+            # (reasoning_wire.py): apart from the content, never in it.
+            thought = self.reasoning.feed(delta_reasoning(delta))
+            if thought:
+                out.append(ReasoningDelta(thought))
             content = delta.get("content")
             if content is not None and not isinstance(content, str):
                 raise ValueError("a `delta.content` that is not text")
             if content:
-                out.append(self.text.feed(content))
+                out.extend(self.split.feed(self.text.feed(content)))
             tool_calls = delta.get("tool_calls")
             if tool_calls is not None:
                 if not isinstance(tool_calls, list):
@@ -221,7 +252,17 @@ class ChunkReader:
                 raise ValueError("a `finish_reason` that is not text")
             if finish:
                 self.finish = clean(finish)
-        return "".join(out)
+        return out
+
+    def flush(self) -> list[StreamItem]:
+        """What the decoders still hold once the stream ended."""
+        out: list[StreamItem] = []
+        thought = self.reasoning.flush()
+        if thought:
+            out.append(ReasoningDelta(thought))
+        out.extend(self.split.feed(self.text.flush()))
+        out.extend(self.split.flush())
+        return out
 
 
 class OpenAICompatProvider(HttpProvider):
@@ -232,6 +273,9 @@ class OpenAICompatProvider(HttpProvider):
     # The names its chat body gives the sampler settings (engine/providers/sampling.py):
     # vLLM's and SGLang's `repetition_penalty`, top_k -1 for none.
     sampling_dialect: Dialect = "openai"
+    # Where the reasoning level's effort goes (reasoning_wire.py): llama-server's template
+    # reads it from `chat_template_kwargs`, vLLM and SGLang take the top-level field.
+    effort_in_kwargs = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -352,7 +396,7 @@ class OpenAICompatProvider(HttpProvider):
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.served_names.id_for(model),
-            "messages": [to_openai(m) for m in model_messages(messages)],
+            "messages": self.wire_messages(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -363,7 +407,27 @@ class OpenAICompatProvider(HttpProvider):
             body["stop"] = list(options.stop)
         if options.tools:
             body["tools"] = options.tools
+        body.update(
+            openai_reasoning_fields(options.reasoning, effort_in_kwargs=self.effort_in_kwargs)
+        )
         return body
+
+    def reasoning_key(self) -> str | None:
+        """The field an assistant message's reasoning goes back in, where this server's
+        template renders it (llama-server's `supports_preserve_reasoning`); None: never sent
+        back. vLLM and SGLang: not sent (no template of theirs is known to need it)."""
+        return None
+
+    def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """The messages as this server takes them: no reasoning, but that of the tool-calling
+        turn still running where the template renders it (reasoning_wire.py)."""
+        shown = model_messages(messages)
+        key = self.reasoning_key()
+        back = reasoning_sent_back(shown) if key else [False] * len(shown)
+        return [
+            {**to_openai(m), key: m.reasoning} if key and sent else to_openai(m)
+            for m, sent in zip(shown, back, strict=True)
+        ]
 
     def usage_from(self, usage: dict[str, Any] | None, timings: dict[str, Any] | None) -> Usage:
         usage = usage if isinstance(usage, dict) else {}
@@ -371,6 +435,7 @@ class OpenAICompatProvider(HttpProvider):
             prompt_tokens=as_int(usage.get("prompt_tokens")),
             completion_tokens=as_int(usage.get("completion_tokens")),
             cached_tokens=cached_from_usage(usage),
+            reasoning_tokens=reasoning_from_usage(usage),
         )
 
     def _stream_error(self, payload: Any, model: str) -> Exception:
@@ -397,7 +462,7 @@ class OpenAICompatProvider(HttpProvider):
             raise self._protocol_error("a stream event that is not a JSON object")
         return chunk
 
-    def _read(self, reader: ChunkReader, event: SseEvent, model: str) -> str:
+    def _read(self, reader: ChunkReader, event: SseEvent, model: str) -> list[StreamItem]:
         try:
             return reader.read(self._parse(event, model))
         except ProviderError:
@@ -456,9 +521,8 @@ class OpenAICompatProvider(HttpProvider):
                     if event.data.strip() == "[DONE]":
                         finished = True
                         break
-                    text = self._read(reader, event, model)
-                    if text:
-                        yield TextDelta(text)
+                    for item in self._read(reader, event, model):
+                        yield item
         except httpx.HTTPError as exc:
             raise classify_transport(exc, engine=self.engine_name, url=self.base_url) from exc
         except WireError as exc:
@@ -467,9 +531,8 @@ class OpenAICompatProvider(HttpProvider):
             raise self._protocol_error("an answer to a chat request that is not an event stream")
         if not finished and reader.finish is None:
             raise ServerError(f"{self.where} ended the stream before the answer finished")
-        tail = reader.text.flush()
-        if tail:
-            yield TextDelta(tail)
+        for item in reader.flush():
+            yield item
         try:
             ready = reader.calls.calls()
         except ValueError as exc:

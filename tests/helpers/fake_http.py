@@ -55,6 +55,7 @@ class Reply:
     """
 
     text: str = "Hello from the fake engine."
+    reasoning: str = ""  # what a thinking model reasons first (tests/helpers/fake_reasoning.py)
     tool_calls: list[FakeToolCall] = field(default_factory=list)
     finish_reason: str | None = None  # None: "tool_calls" with tool calls, else "stop"
     token_delay: float | None = None  # seconds between pieces; None: the server's default

@@ -23,6 +23,11 @@ With `shift: false` an answer stops at the window (`done_reason: "length"`).
 `prompt_eval_count` is the whole prompt (after a cut) on every version but 0.30.0 (and its
 release candidates), where it leaves out what the prompt cache served (the prefix shared with
 the model's previous prompt, forgotten at every load), so follow-ups report a fraction.
+From 0.33.3 the last line also carries `prompt_eval_cached_count`, that served part
+(engines.md; the stored source snapshot, v0.33.0-rc2, predates it).
+
+A model with the `thinking` capability reasons (`Reply.reasoning`, streamed in
+`message.thinking`) as tests/helpers/fake_reasoning.py describes.
 
 Loads, as server/routes.go and server/sched.go decide them:
 - `/api/chat` with no messages loads the model with the request's options and answers one
@@ -52,9 +57,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from tests.helpers import engine_sampling, smollm2_vocab
+from tests.helpers import engine_sampling, fake_reasoning, smollm2_vocab
 from tests.helpers.fake_http import Exchange, FakeServer, RecordedRequest, play, within_tokens
-from tests.helpers.fake_tokenizer import common_prefix, split_reply
+from tests.helpers.fake_tokenizer import common_prefix
 from tests.helpers.smollm2_vocab import (
     count_chat,
     count_text,
@@ -72,6 +77,7 @@ SHIFT_OFF_MESSAGE = (  # 0.30.0+, shift off, the prompt too long even after drop
 STRICT_SINCE = (0, 12, 6)
 LLAMA_SERVER_RUNNER_SINCE = (0, 30, 0)
 CACHE_EXCLUDED_COUNT = (0, 30, 0)
+CACHED_COUNT_SINCE = (0, 33, 3)  # prompt_eval_cached_count in every answer
 AUTO_NUM_CTX_KEPT_SINCE = (0, 30, 0)
 WARM_LOAD_NS = 1_334_875  # load_duration of a request whose model was loaded already
 LOAD_NS = 1_250_000_000  # load_duration of a request that loaded the model
@@ -424,6 +430,10 @@ class FakeOllama(FakeServer):
             return
         body = req.body
         name = _full_name(body["model"])
+        refused = fake_reasoning.ollama_refusal(body["model"], m.capabilities, body.get("think"))
+        if refused is not None:  # before the load, as ChatHandler checks it first
+            ex.send_json(400, {"error": refused})
+            return
         if body.get("tools") and "tools" not in m.capabilities:  # Ollama's answer, before a load
             ex.send_json(
                 400, {"error": f"registry.ollama.ai/library/{name} does not support tools"}
@@ -467,8 +477,15 @@ class FakeOllama(FakeServer):
         req.prompt_tokens, req.evaluated_tokens, req.window = sent, evaluated, window
         req.truncated = evaluated < sent
         reported = evaluated
+        cached_count: int | None = None
         if not self.counts_cached_tokens and evaluated == sent:
             reported = evaluated - self._reused(name, tokenize(render_chat(messages, tools)))
+        elif self._version >= CACHED_COUNT_SINCE and refusal is None:
+            kept_messages = (
+                messages if evaluated == sent else self._truncate(messages, tools, window)[0]
+            )
+            reused = self._reused(name, tokenize(render_chat(kept_messages, tools)))
+            cached_count = min(reused, max(evaluated - 1, 0))
         reply = self.next_reply(req)
         req.reply = reply
         if reply.fail == "http500":
@@ -482,13 +499,16 @@ class FakeOllama(FakeServer):
             ex.send_json(400, {"error": OVERFLOW_MESSAGE})
             return
 
-        pieces = split_reply(reply.text)
+        thinks = fake_reasoning.ollama_thinks(m.capabilities, body.get("think"))
+        thought, pieces = fake_reasoning.pieces(reply, thinks=thinks)
         limit = options.get("num_predict")
         done_reason = reply.finish_reason or "stop"
         if isinstance(limit, int) and limit >= 0:
-            kept = within_tokens(pieces, limit, count_text, head_tokens)
-            if len(kept) < len(pieces):
-                pieces, done_reason = kept, "length"
+            thought, pieces, cut = fake_reasoning.capped(
+                thought, pieces, limit, count_text, head_tokens
+            )
+            if cut:
+                done_reason = "length"
         room = max(0, window - evaluated)
         kept = pieces if shift else within_tokens(pieces, room, count_text, head_tokens)
         if len(kept) < len(pieces):  # no context shift: the answer ends at the window
@@ -500,8 +520,10 @@ class FakeOllama(FakeServer):
             }
             for i, call in enumerate(reply.tool_calls)
         ]
-        eval_count = count_text("".join(pieces)) + sum(
-            count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
+        eval_count = (
+            count_text("".join(thought))
+            + count_text("".join(pieces))
+            + sum(count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls)
         )
         final = {
             "model": body["model"],
@@ -516,8 +538,12 @@ class FakeOllama(FakeServer):
             "eval_count": eval_count,
             "eval_duration": eval_count * 10_000_000,
         }
+        if cached_count is not None:
+            final["prompt_eval_cached_count"] = cached_count
         if body.get("stream", True) is False:
             final["message"] = {"role": "assistant", "content": "".join(pieces)}
+            if thought:
+                final["message"]["thinking"] = "".join(thought)
             if calls:
                 final["message"]["tool_calls"] = calls
             ex.send_json(200, final)
@@ -537,6 +563,11 @@ class FakeOllama(FakeServer):
             )
 
         ex.start_stream("application/x-ndjson")
+        for text in thought:
+            thinking = {"role": "assistant", "content": "", "thinking": text}
+            line_obj = {"model": body["model"], "created_at": "2026-08-21T19:22:43.9Z"}
+            if not ex.write(line({**line_obj, "message": thinking, "done": False})):
+                return
         if not play(
             self,
             ex,

@@ -16,18 +16,17 @@ import json
 import time
 from typing import Any, ClassVar, Literal
 
-from tests.helpers import engine_sampling, fake_tokenizer, smollm2_vocab
+from tests.helpers import engine_sampling, fake_reasoning, fake_tokenizer, smollm2_vocab
 from tests.helpers.fake_http import (
     Exchange,
     FakeServer,
     RecordedRequest,
     Reply,
     play,
-    within_tokens,
 )
 from tests.helpers.fake_kv_pool import POOL_MESSAGE, KvPool
 from tests.helpers.fake_slot_cache import SlotCache, completion
-from tests.helpers.fake_tokenizer import common_prefix, split_reply
+from tests.helpers.fake_tokenizer import common_prefix
 
 
 class FakeOpenAIServer(FakeServer):
@@ -40,6 +39,7 @@ class FakeOpenAIServer(FakeServer):
     # of an answer without tool calls.
     role_delta: ClassVar[dict[str, Any]] = {"role": "assistant", "content": None}
     finish_delta: ClassVar[dict[str, Any]] = {}
+    reasoning_key = "reasoning_content"  # where `Reply.reasoning` streams (fake_reasoning.py)
 
     def __init__(self, model: str, *, token_delay: float = 0.0) -> None:
         super().__init__(token_delay=token_delay)
@@ -49,6 +49,7 @@ class FakeOpenAIServer(FakeServer):
         self.api_key: str | None = None
         self._last_prompt: list[int] = []
         self.pool: KvPool | None = None  # llama-server's KV cells (tests/helpers/fake_kv_pool.py)
+        self.reasoning_parser = True  # False: a <think> block stays in the content
         self.route("GET", "/v1/models", self._models)
         self.route("POST", self.chat_path, self._chat)
 
@@ -213,14 +214,17 @@ class FakeOpenAIServer(FakeServer):
         cached: int,
     ) -> None:
         key = id(req)
-        pieces = split_reply(reply.text)
+        thinks = fake_reasoning.openai_thinks(body)
+        thought, pieces = fake_reasoning.pieces(reply, thinks=thinks, parser=self.reasoning_parser)
         finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
         room = window - prompt
         limit = min(x for x in (max_tokens, room) if isinstance(x, int))
-        kept = within_tokens(pieces, max(limit, 0), self.vocab.count_text, self.vocab.head_tokens)
-        if len(kept) < len(pieces):
-            pieces, finish = kept, "length"
-        completion = self.vocab.count_text("".join(pieces)) + sum(
+        vocab = self.vocab
+        thought, pieces, cut = fake_reasoning.capped(
+            thought, pieces, max(limit, 0), vocab.count_text, vocab.head_tokens
+        )
+        finish = "length" if cut else finish
+        completion = vocab.count_text("".join(thought + pieces)) + sum(
             self.vocab.count_text(c.name + " " + json.dumps(c.arguments)) for c in reply.tool_calls
         )
         usage: dict[str, Any] = {
@@ -247,6 +251,8 @@ class FakeOpenAIServer(FakeServer):
         }
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": "".join(pieces)}
+            if thought:
+                message[self.reasoning_key] = "".join(thought)
             if calls:
                 message["tool_calls"] = calls
             answer = {
@@ -272,6 +278,8 @@ class FakeOpenAIServer(FakeServer):
 
         ex.start_stream("text/event-stream")
         ex.write(event(chunk(dict(self.role_delta))))
+        for text in thought:
+            ex.write(event(chunk({self.reasoning_key: text})))
         if not play(
             self,
             ex,

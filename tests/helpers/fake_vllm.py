@@ -47,6 +47,7 @@ class FakeVllm(FakeOpenAIServer):
     owned_by = "vllm"
     role_delta: ClassVar[dict[str, Any]] = {"role": "assistant", "content": ""}
     finish_delta: ClassVar[dict[str, Any]] = {"content": ""}
+    reasoning_key = "reasoning"  # vLLM's name since its rename of late 2025
 
     def __init__(
         self,
