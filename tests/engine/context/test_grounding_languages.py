@@ -56,7 +56,7 @@ FAITHFUL = {
         "## Goal\n- Der Nutzer plant im Mai eine Reise nach Lissabon mit seiner Schwester.\n"
         "## Constraints & Preferences\n- Das Budget beträgt 1200 Euro.\n"
         "- Jonas ist allergisch gegen Erdnüsse.\n"
-        "## Key Decisions\n- Das Fliesenmuseum und das Gulbenkian-Museum wurden empfohlen.\n"
+        "## Key Decisions\n- Die Empfehlungen waren das Fliesenmuseum und das Gulbenkian-Museum.\n"
         "## Critical Context\n- Die Schwester mag Fliesen und Museen.\n"
     ),
 }
