@@ -12,6 +12,7 @@ import pytest
 
 from engine.context.compaction import compact
 from engine.context.model_face import CLOSING, OPENING
+from engine.context.stated import carry_statements
 from engine.context.user_statements import is_statement
 from engine.messages import Message, assistant, system, user
 
@@ -107,3 +108,21 @@ def test_a_statement_is_carried_in_any_language_or_phrasing(sentence: str) -> No
 )
 def test_a_question_in_any_script_is_not_carried(sentence: str) -> None:
     assert not is_statement(sentence)
+
+
+def test_where_the_budget_is_short_what_the_user_told_of_others_gives_way_first() -> None:
+    """The user's own statement outlives newer sentences that only tell of something else
+    (a museum's hours, a train's time); the newest of those fills what is left."""
+    said = [
+        "I am allergic to peanuts.",
+        "The museum opens at 9 on Mondays.",
+        "The train to Sintra leaves at 10:15.",
+        "The castle closes at 18:00 in winter.",
+    ]
+    stated = carry_statements(
+        [], [user(s) for s in said], [], budget=22, count_text=lambda t: len(t) // 4
+    )
+    assert stated.statements == (
+        "I am allergic to peanuts.",
+        "The castle closes at 18:00 in winter.",
+    )
