@@ -82,6 +82,7 @@ def test_the_frame_follows_the_conversations_language(language: str) -> None:
         )
     )  # fmt: skip
     sent = "\n".join(m.content for m in result.messages if m.role != "system" or m.kind)
+    assert result.ok and FRAME[language] in sent
     for english in (OPENING, CLOSING, "Let us continue where we left off.", "The user"):
         assert english not in sent, english
 
