@@ -55,17 +55,11 @@ LINES: tuple[tuple[str, str], ...] = (
     ("Critical Context", "critical"),
 )
 STATED_LINE = frame_word("stated")
-STORED_LINE = (
-    "More of what the user told you earlier is stored: read it with retrieve_tool_result, "
-    'tool_call_id "{}".'
-)
+STORED_LINE = frame_word("stored")
 COVERED_LINE = frame_word("covered")
 # Without tools the model can read nothing: what it did is said, no reading is asked of it.
 COVERED_LINE_NO_TOOLS = frame_word("covered_no_tools")
-STORED_PROGRESS_LINE = (
-    "More of what you already did and read is stored: read it with retrieve_tool_result, "
-    'tool_call_id "{}", before you redo any of it.'
-)
+STORED_PROGRESS_LINE = frame_word("stored_progress")
 
 _MARKUP = re.compile(r"^\s*(?:#+\s*|[-*+•]\s+|\d+[.)]\s+|>\s*)+")
 _EMPHASIS = re.compile(r"\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)")
@@ -124,7 +118,7 @@ def face_lines(checkpoint: str, *, tools: bool = True, language: str = "en") -> 
         lines.extend(_quoted(s) for s in stated)
     if tools:
         for ref in entries.get(STORED_STATEMENTS_SECTION, []):
-            lines.append(STORED_LINE.format(ref.strip("`")))
+            lines.append(frame_word("stored", language).format(ref.strip("`")))
     covered = covered_items(checkpoint) if COVERED_SECTION in entries else []
     if covered:
         grouped = [line.removeprefix("- ") for line in render_covered(covered)]
@@ -132,7 +126,7 @@ def face_lines(checkpoint: str, *, tools: bool = True, language: str = "en") -> 
         lines.append(frame_word(key, language).format("; ".join(grouped)))
     if tools:
         for ref in entries.get(STORED_PROGRESS_SECTION, []):
-            lines.append(STORED_PROGRESS_LINE.format(ref.strip("`")))
+            lines.append(frame_word("stored_progress", language).format(ref.strip("`")))
     for title, key in LINES[1:]:
         text = _joined(entries.get(title, []))
         if text:
