@@ -52,6 +52,18 @@ def quoted_text(line: str) -> str | None:
     return next(v for k, v in match.groupdict().items() if v is not None)
 
 
+def opens_with_quote(line: str) -> bool:
+    """Whether `line` opens as Brim's quoted request does ("Der Nutzer fragte: “…"), even
+    where a cap cut its end."""
+    heads = {
+        table[key].split("{}", 1)[0]
+        for table in _tables().values()
+        for key in ("asked", "said")
+        if "{}" in table.get(key, "")
+    }
+    return line.startswith(tuple(heads))
+
+
 def frame_word(key: str, language: str = DEFAULT) -> str:
     """One of Brim's lines (`key` of frames.toml) in `language`, English when it has none."""
     tables = _tables()

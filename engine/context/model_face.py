@@ -32,7 +32,7 @@ from engine.context.constants import (
     STORED_STATEMENTS_SECTION,
     SUMMARY_ROLE,
 )
-from engine.context.frame_words import frame_word, language_of, quoted_text
+from engine.context.frame_words import frame_word, language_of, opens_with_quote, quoted_text
 from engine.messages import Message
 
 OPENING = frame_word("opening")
@@ -109,7 +109,8 @@ def face_lines(checkpoint: str, *, tools: bool = True, language: str = "en") -> 
     goal = _joined(entries.get("Goal", []))
     if goal:
         # "The user wants: The user asked about …" reads as the summarizer's voice again.
-        quotes = any(quoted_text(e.removeprefix("- ")) is not None for e in entries["Goal"])
+        # A quoted request a cap cut is still the user's words, not a wish to frame.
+        quotes = any(opens_with_quote(e.removeprefix("- ")) for e in entries["Goal"])
         own = goal.lower().startswith(("the user", "user ")) or quotes
         lines.append(goal if own else frame_word("goal", language).format(goal))
     stated = entries.get(STATED_SECTION, [])

@@ -27,7 +27,12 @@ CONVERSATIONS = {
             ("Ich bin allergisch gegen Erdnüsse.", "Wogegen bin ich allergisch?"),
             ("Wir fliegen am 14. November nach Lissabon.", "Wann fliegen wir nach Lissabon?"),
         ],
-        "filler": "Erzähl mir bitte etwas Interessantes über Lissabon, Nummer {}?",
+        "filler": (
+            "Erzähl mir bitte etwas Interessantes über Lissabon, über seine Geschichte, "
+            "seine alten Viertel wie Alfama und Mouraria, seine gelben Straßenbahnen, "
+            "die Aussichtspunkte über dem Tejo und das Essen in den kleinen Tascas, "
+            "Nummer {}?"
+        ),
     },
     "zh": {
         "facts": [
@@ -36,10 +41,13 @@ CONVERSATIONS = {
             ("我对花生过敏。", "我对什么过敏？"),
             ("我们十一月十四日飞往里斯本。", "我们哪天飞往里斯本？"),
         ],
-        "filler": "请给我讲一个关于里斯本的有趣事实，第{}个？",
+        "filler": (
+            "请给我讲一个关于里斯本的有趣事实，比如它的历史、阿尔法玛和莫拉里亚这些老街区、"
+            "黄色的有轨电车、塔霍河上的观景台和小酒馆里的美食，第{}个？"
+        ),
     },
 }
-FILLER_TURNS = 10
+FILLER_TURNS = 12
 
 
 def _user_text(message: dict) -> str:
@@ -66,7 +74,7 @@ def test_stated_facts_reach_the_request_that_asks_and_memory_suggests_them(
         run = run_brim(
                 [
                     "chat", "--headless", "--provider", "llamacpp", "--base-url", proxy.url,
-                    "--max-tokens", "48",
+                    "--max-tokens", "32",
                 ],
                 data_dir=tmp_path / "home",
                 stdin="\n".join(lines) + "\n",
