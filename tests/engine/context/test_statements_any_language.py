@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from engine.context.compaction import compact
-from engine.context.model_face import CLOSING, OPENING
+from engine.context.model_face import CLOSING, OPENING, render_for_model
 from engine.context.stated import carry_statements
 from engine.context.user_statements import is_statement
 from engine.messages import Message, assistant, system, user
@@ -127,3 +127,12 @@ def test_where_the_budget_is_short_what_the_user_told_of_others_gives_way_first(
         "I am allergic to peanuts.",
         "The castle closes at 18:00 in winter.",
     )
+
+
+def test_a_quoted_request_cut_by_the_cap_is_still_the_users_words() -> None:
+    """Seen on the real llama-server: "Der Nutzer möchte: Der Nutzer fragte: “… sein …"."""
+    shown = render_for_model(
+        "## Goal\n- Der Nutzer fragte: \u201cErzähl mir etwas über sein \u2026\n"
+    )
+    assert "\nDer Nutzer fragte: \u201cErzähl" in shown
+    assert "möchte" not in shown
