@@ -11,9 +11,30 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-# A sentence ends at . ! ? (with closing quotes or brackets) followed by space, or at a line
-# break; a list item or a line of its own is a sentence too.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+# A sentence ends at . ! ? (with closing quotes or brackets) followed by space; at the full
+# stops of scripts written without spaces (。！？, the Devanagari danda, the Arabic question
+# mark and full stop …) with or without space; or at a line break. A list item or a line of
+# its own is a sentence too.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?])[\"')\]»”’]*\s+"
+    r"|(?<=[。！？｡‼⁇⁈⁉।॥؟۔።፧፨])[\"')\]»”’」』）】〉》]*\s*"
+    r"|\n+"
+)
+# A word before a "." that does not end the sentence: "e.g.", "z. B.", "Dr.", "ca.", an
+# initial ("J. Smith").
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(])(?:[^\W\d_]|e\.g|i\.e|z\.\s?b|d\.\s?h|u\.\s?a|bzw|usw|ca|vgl|ggf|evtl|inkl|"
+    r"dr|mr|mrs|ms|prof|st|vs|nr|abs|approx|cf|p\.\s?ex|p\.ej|sr|sra|dott|sig|ecc)\.$",
+    re.IGNORECASE,
+)
+
+# A day's ordinal as German writes it ("am 14. November"): the number's "." does not end the
+# sentence when a month or a lower-case word follows.
+_ORDINAL = re.compile(r"(?:^|[\s(])\d{1,2}\.$")
+_ORDINAL_NEXT = re.compile(
+    r"(?:[a-zäöüß]|Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober"
+    r"|November|Dezember)"
+)
 
 
 @dataclass(frozen=True)
@@ -27,6 +48,12 @@ def split_sentences(text: str) -> list[Sentence]:
     out: list[Sentence] = []
     pos = 0
     for match in _BOUNDARY.finditer(text):
+        if _ABBREVIATION.search(text[max(0, match.start() - 8) : match.start()]):
+            continue
+        if _ORDINAL.search(text[max(0, match.start() - 4) : match.start()]) and _ORDINAL_NEXT.match(
+            text, match.end()
+        ):
+            continue  # "am 14. November", "der 3. Mai", "le 2. …"
         _add(out, text, pos, match.start())
         pos = match.end()
     _add(out, text, pos, len(text))

@@ -31,12 +31,14 @@ from engine.context.constants import (
     STORED_PROGRESS_SECTION,
     STORED_STATEMENTS_SECTION,
 )
+from engine.context.frame_words import frame_word, language_of
 from engine.context.grounding import Ground, grounded_checkpoint
 from engine.context.progress import paths_read, span_progress
 from engine.context.stated import Stated
 from engine.context.stored_progress import stored_progress, with_stored_progress
 from engine.context.summarizer import SummaryResult
 from engine.context.summary_checks import unusable_reason
+from engine.context.user_statements import is_statement, sentences, told_only
 from engine.messages import Message
 
 log = logging.getLogger(__name__)
@@ -45,13 +47,16 @@ log = logging.getLogger(__name__)
 # characters of it (cut at a word), and only a request of a few words ("hi" is no task).
 FALLBACK_GOAL_CHARS = 240
 FALLBACK_GOAL_MIN_WORDS = 3
-FALLBACK_GOAL_LINE = "- The user asked: \u201c{}\u201d"
+# … or so many characters of a script written without spaces (Chinese, Japanese).
+FALLBACK_GOAL_MIN_CHARS = 6
+FALLBACK_GOAL_LINE = "- " + frame_word("asked")
 
 
 def first_request_goal(summarized: Sequence[Message], quoted: Sequence[str] = ()) -> str | None:
     """The Goal entry Brim writes from the user's first request among `summarized`, or None
     when the user wrote nothing of a few words there. What the checkpoint already quotes
     (`quoted`, the user's statements it carries) is left out of the request, not said twice."""
+    language = language_of(m.content for m in summarized if m.role == "user" and m.kind == "chat")
     for m in summarized:
         if m.role != "user" or m.kind != "chat":
             continue
@@ -59,11 +64,15 @@ def first_request_goal(summarized: Sequence[Message], quoted: Sequence[str] = ()
         for statement in quoted:
             text = text.replace(" ".join(statement.split()), " ")
         text = " ".join(text.split())
-        if len(text.split()) < FALLBACK_GOAL_MIN_WORDS:
+        unspaced = sum(1 for ch in text if "\u3040" <= ch <= "\u9fff")
+        if len(text.split()) < FALLBACK_GOAL_MIN_WORDS and unspaced < FALLBACK_GOAL_MIN_CHARS:
             continue
+        # A request that only tells ("The deadline for the report is Friday, 14
+        # November.") was said, not asked; in the request's own language.
+        told = all(is_statement(s) for s in sentences(text))
         if len(text) > FALLBACK_GOAL_CHARS:
             text = text[:FALLBACK_GOAL_CHARS].rsplit(" ", 1)[0] + " \u2026"
-        return FALLBACK_GOAL_LINE.format(text)
+        return "- " + frame_word("said" if told else "asked", language).format(text)
     return None
 
 
@@ -145,9 +154,18 @@ def assemble_checkpoint(
         checkpoint = with_stored_progress(checkpoint, refs)
     checkpoint = carry_forward(checkpoint, priors)
     entries = checkpoint_entries(checkpoint)
-    quoted = entries.get(STATED_SECTION, [])
-    goal = first_request_goal(summarized, quoted) if "Goal" not in entries else None
+    # The user's statements about themselves are quoted as such and left out of the
+    # request; what they told of anything else stays in the request, the task's own words
+    # ("The staging database is called …"), and is not quoted twice.
+    about_self = [q for q in entries.get(STATED_SECTION, []) if not told_only(q)]
+    goal = first_request_goal(summarized, about_self) if "Goal" not in entries else None
     if goal is None:
         return checkpoint
     _, sections = parse_checkpoint(checkpoint)
+    if STATED_SECTION in sections:
+        said = " ".join(goal.split())
+        sections[STATED_SECTION] = [
+            line for line in sections[STATED_SECTION]
+            if " ".join(line.removeprefix("- ").split()) not in said
+        ]  # fmt: skip
     return render_checkpoint({"Goal": [goal], **sections})

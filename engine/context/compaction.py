@@ -43,6 +43,7 @@ from engine.context.constants import (
     REASON_PREFLIGHT,
     SUMMARY_PROMPT_MARGIN_TOKENS,
 )
+from engine.context.frame_words import frame_word, language_of
 from engine.context.grounding import Ground, conversation_ground, hygienic_prior
 from engine.context.guided import guided_checkpoint
 from engine.context.history import CountMessage, Unit, group_units, is_fixed, is_turn_start
@@ -76,6 +77,13 @@ SummarySource = Literal["freeform", "guided", "mechanical"]
 
 # Between the checkpoint and the verbatim tail of a rebuilt history.
 CONTINUATION_TEXT = prompt("continuation")
+
+
+def continuation_text(messages: Sequence[Message]) -> str:
+    """The note between the checkpoint and the kept tail, in the language the user writes."""
+    said = [m.content for m in messages if m.role == "user" and m.kind == "chat"]
+    language = language_of(said[-6:])
+    return CONTINUATION_TEXT if language == "en" else frame_word("continuation", language)
 
 
 class JournalSink(Protocol):
@@ -497,7 +505,9 @@ async def _summarize_and_rebuild(
         store_result if tools_offered else None,
     )  # fmt: skip
     summary = summary_message(checkpoint, after=bool(ahead), tools=tools_offered)
-    continuation = Message(role=CONTINUATION_ROLE, content=CONTINUATION_TEXT, kind="continuation")
+    continuation = Message(
+        role=CONTINUATION_ROLE, content=continuation_text(original), kind="continuation"
+    )
     rebuilt = [*plan.head, *ahead, summary, continuation, *behind]
     if sum(map(count_message, rebuilt)) >= sum(map(count_message, original)):
         return _result(

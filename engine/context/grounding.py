@@ -21,6 +21,14 @@ An earlier checkpoint's own entries count only where they pass the same checks t
 conversation: a line invented before this check existed is not carried, nor let to vouch
 for a new one. Words are compared by a crude stem, so a paraphrase in the conversation's
 own words ("planning" for "plan", "museums" for "museum") is kept.
+
+Every language: a script written without spaces (Chinese, Japanese, Thai) is one "word" per
+clause, so its runs are compared by character pairs (engine/context/unspaced.py): a faithful
+Chinese line shares most of its pairs with the conversation, an invented one does not. A
+capitalised word is a name only where the conversation holds no form of it (German
+capitalises every noun: "Reise" said as "reise" or "Reisen" is no unknown name), the words
+a summary names the user and the conversation by are framing in every language ("Der
+Nutzer …", "L'utilisateur …"), and a name that opens a sentence is checked too.
 """
 
 from __future__ import annotations
@@ -36,16 +44,18 @@ from engine.context.checkpoint import (
     render_checkpoint,
 )
 from engine.context.constants import COVERED_SECTION, STATED_SECTION
+from engine.context.frame_words import quoted_text
 from engine.context.summary_checks import SUMMARY_WORDS, stem
+from engine.context.unspaced import FOREIGN_FRAMING, is_grammar, is_unspaced, tokens
+from engine.language import FUNCTION_WORDS, detect_language
 from engine.messages import Message
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W\d_]+)?")
-_SENTENCE_END = re.compile(r"(?<=[.!?;…])\s+(?=\S)")
+_SENTENCE_END = re.compile(r"(?<=[.!?;…])\s+(?=\S)|(?<=[。！？；])\s*(?=\S)")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 # A file or folder path, or a file name with its extension: "src/a.py", "notes.md".
 _PATH = re.compile(r"(?<![\w./-])(?:[\w.-]*/[\w./-]*\w|[\w-]+\.[A-Za-z][A-Za-z0-9]{0,4})(?![\w/])")
 _NOT_PATHS = frozenset({"e.g", "i.e", "etc"})
-_QUOTED_REQUEST = re.compile(r"^The user asked: \u201c(?P<q>.*)\u201d$")
 
 
 def _set(words: str) -> frozenset[str]:
@@ -89,7 +99,7 @@ _NULL = _set("""
     none nothing no not n a unknown unspecified unclear explicit explicitly yet far applicable
     clear given noted
 """)
-_IGNORED = _STOP | _GLUE | _FRAMING | SUMMARY_WORDS | _NULL
+_IGNORED = _STOP | _GLUE | _FRAMING | SUMMARY_WORDS | _NULL | FOREIGN_FRAMING
 
 # The model speaking as the assistant: an apology, thanks, a word about itself.
 _VOICE = re.compile(
@@ -139,7 +149,7 @@ class Ground:
 def ground_of(texts: Iterable[str]) -> Ground:
     """The ground that `texts` (a conversation's own words) give."""
     texts = list(texts)
-    folded = {_norm(w) for text in texts for w in _WORD.findall(text)}
+    folded = {_norm(w) for text in texts for w in tokens(text)}
     roots = {root(w) for w in folded}
     prefixes = {r[:PREFIX_LETTERS] for r in roots if len(r) >= PREFIX_LETTERS}
     paths = {_path_key(p) for text in texts for p in _PATH.findall(text)}
@@ -164,34 +174,57 @@ def _content(tokens: Sequence[str]) -> list[str]:
     return [
         _norm(t)
         for t in tokens
-        if len(_norm(t)) >= 3 and not t.isdigit() and _norm(t) not in _IGNORED
+        if (is_unspaced(t) or len(_norm(t)) >= 3)
+        and not t.isdigit()
+        and not is_grammar(t)
+        and _norm(t) not in _IGNORED
     ]
 
 
-def _names(sentence: str) -> list[str]:
-    """The capitalised words that are not where a sentence or a clause starts."""
+def _names(sentence: str, *, english: bool = True) -> list[tuple[str, bool]]:
+    """The capitalised words, each with whether it opens the sentence or a clause (where
+    any word is capitalised, so only a word the conversation holds in no form is taken
+    for a name there). An English line opens with a verb as often as with a name ("Track
+    the figures …"), so there an opening word is a name only when another capitalised word
+    follows it ("Maria Silva booked …"); a line in another language opens with its article
+    ("Der Nutzer …", "L'utilisateur …") or its subject, so there it is checked."""
     out = []
-    for match in _WORD.finditer(sentence):
+    matches = list(_WORD.finditer(sentence))
+    for i, match in enumerate(matches):
         word = match.group(0)
-        before = sentence[: match.start()].rstrip()
-        if not before or before[-1] in ":\"“‘'(—-" or not word[0].isupper():
+        if not word[0].isupper() or is_unspaced(word):
             continue
         if _norm(word) in _IGNORED or _norm(word).startswith("i'") or word == "I":
             continue
-        out.append(word)
+        before = sentence[: match.start()].rstrip()
+        opening = not before or before[-1] in ":\"“‘'(—-"
+        if opening and _norm(word) in FUNCTION_WORDS:
+            continue
+        if opening and english and not _full_name(sentence, matches, i):
+            continue
+        out.append((word, opening))
     return out
+
+
+def _full_name(sentence: str, matches: list[re.Match[str]], i: int) -> bool:
+    """Whether the word at `i` is followed at once by another capitalised word."""
+    if i + 1 >= len(matches):
+        return False
+    nxt = matches[i + 1]
+    gap = sentence[matches[i].end() : nxt.start()]
+    return gap == " " and nxt.group(0)[0].isupper() and _norm(nxt.group(0)) not in _IGNORED
 
 
 def hygiene_reason(sentence: str, ground: Ground) -> str | None:
     """Why a sentence is no fact about any conversation: a null answer, nothing said, the
     assistant's voice, or a word of Brim's prompt the conversation (`ground`) never used."""
-    tokens = _WORD.findall(sentence)
+    words = tokens(sentence)
     if _VOICE.search(sentence) or _VOICE_ANYWHERE.search(sentence):
         return "the line is the model speaking as the assistant"
-    content = _content(tokens)
-    numbers = [t for t in tokens if t.isdigit()]
+    content = _content(words)
+    numbers = [t for t in words if t.isdigit()]
     if not content and not numbers and not _PATH.search(sentence):
-        if any(_norm(t) in _NULL for t in tokens) or "n/a" in sentence.casefold():
+        if any(_norm(t) in _NULL for t in words) or "n/a" in sentence.casefold():
             return "the line is an empty answer"
         return "the line says nothing the conversation holds"
     for word in content:
@@ -205,17 +238,20 @@ def line_refusal(sentence: str, ground: Ground) -> str | None:
     reason = hygiene_reason(sentence, ground)
     if reason is not None:
         return reason
-    tokens = _WORD.findall(sentence)
+    words = tokens(sentence)
     for path in _PATH.findall(sentence):
         if _path_key(path) not in ground.paths and path.casefold() not in _NOT_PATHS:
             return f"the line names the file {path!r}, found nowhere in the conversation"
-    for name in _names(sentence):
-        if not ground.has(name, exact=True):
+    language = detect_language([sentence])
+    for name, opening in _names(sentence, english=language == "en"):
+        # A capitalised noun (German) or a sentence's first word is no name where the
+        # conversation holds it in any form; one found nowhere is.
+        if not ground.has(name, exact=not opening and language != "de"):
             return f"the line names {name!r}, found nowhere in the conversation"
-    for number in (t for t in tokens if t.isdigit()):
+    for number in (t for t in words if t.isdigit()):
         if number not in ground.folded:
             return f"the line holds the number {number}, found nowhere in the conversation"
-    content = _content(tokens)
+    content = _content(words)
     absent = [w for w in content if not ground.has(w)]
     if len(absent) * 2 > len(content):
         return f"most of the line's words are not in the conversation ({', '.join(absent)})"
@@ -262,9 +298,9 @@ def _mechanical(checkpoint: str) -> list[str]:
     entries = checkpoint_entries(checkpoint)
     out = [*entries.get(STATED_SECTION, []), *entries.get(COVERED_SECTION, [])]
     for goal in entries.get("Goal", []):
-        quoted = _QUOTED_REQUEST.match(goal)
-        if quoted:
-            out.append(quoted.group("q"))
+        quoted = quoted_text(goal)
+        if quoted is not None:
+            out.append(quoted)
     return out
 
 
@@ -295,7 +331,7 @@ def _model_entries(checkpoint: str) -> list[str]:
         for title, entries in checkpoint_entries(checkpoint).items()
         if title not in (STATED_SECTION, COVERED_SECTION)
         for entry in entries
-        if entry not in mechanical and not _QUOTED_REQUEST.match(entry)
+        if entry not in mechanical and quoted_text(entry) is None
     ]
 
 
@@ -309,7 +345,7 @@ def hygienic_prior(checkpoint: str, ground: Ground) -> str:
         kept = []
         for line in lines:
             body = _BULLET.sub("", line).strip()
-            if not body or _QUOTED_REQUEST.match(body):
+            if not body or quoted_text(body) is not None:
                 kept.append(line)
                 continue
             pieces = [s for s in _SENTENCE_END.split(body) if hygiene_reason(s, ground) is None]

@@ -8,6 +8,11 @@ rendered from the stored form for that purpose: short statements addressed to it
 in this conversation you and the user …", "The user told you: …"), no headings, no
 placeholders, no bracketed summary voice, the user's own words in quotes. The summary
 message carries this text, so every count and budget counts what is sent.
+
+Its frame is said in the conversation's language (engine/context/frame_words.py), read from
+the user's own words the checkpoint quotes (their statements, their first request), else
+from the checkpoint's own entries: a German conversation's checkpoint opens "Frühere
+Nachrichten zwischen dir und dem Nutzer …", and no English line invites an English answer.
 """
 
 from __future__ import annotations
@@ -27,44 +32,34 @@ from engine.context.constants import (
     STORED_STATEMENTS_SECTION,
     SUMMARY_ROLE,
 )
+from engine.context.frame_words import frame_word, language_of, opens_with_quote, quoted_text
 from engine.messages import Message
 
-OPENING = (
-    "Earlier in this conversation you and the user exchanged messages no longer shown here. "
-    "From them:"
-)
+OPENING = frame_word("opening")
 # The opening of a checkpoint placed after kept messages, before the current request.
-OPENING_AFTER = (
-    "Before the messages above, you and the user exchanged messages no longer shown here. "
-    "From them:"
-)
-CLOSING = "The latest messages follow. Continue from them and answer the user directly."
+OPENING_AFTER = frame_word("opening_after")
+CLOSING = frame_word("closing")
 # After kept messages, only the user's current message follows the checkpoint.
-CLOSING_AFTER = "The user's latest message follows. Answer the user directly."
-# (section, how the model is told it); each section's entries join into one line.
+CLOSING_AFTER = frame_word("closing_after")
+# (section, the frames.toml key of how the model is told it); each section's entries join
+# into one line.
 LINES: tuple[tuple[str, str], ...] = (
-    ("Goal", "The user wants: {}"),
-    ("Constraints & Preferences", "Keep to what the user asked: {}"),
-    ("Progress", "Progress so far: {}"),
-    ("Done", "Already done: {}"),
-    ("In Progress", "You were working on: {}"),
-    ("Blocked", "Still blocked: {}"),
-    ("Key Decisions", "Decided: {}"),
-    ("Next Steps", "Next: {}"),
-    ("Critical Context", "Also keep in mind: {}"),
+    ("Goal", "goal"),
+    ("Constraints & Preferences", "constraints"),
+    ("Progress", "progress"),
+    ("Done", "done"),
+    ("In Progress", "in_progress"),
+    ("Blocked", "blocked"),
+    ("Key Decisions", "decided"),
+    ("Next Steps", "next"),
+    ("Critical Context", "critical"),
 )
-STATED_LINE = "The user told you:"
-STORED_LINE = (
-    "More of what the user told you earlier is stored: read it with retrieve_tool_result, "
-    'tool_call_id "{}".'
-)
-COVERED_LINE = "You already read or looked at: {} (no need to read them again)."
+STATED_LINE = frame_word("stated")
+STORED_LINE = frame_word("stored")
+COVERED_LINE = frame_word("covered")
 # Without tools the model can read nothing: what it did is said, no reading is asked of it.
-COVERED_LINE_NO_TOOLS = "You already read or looked at: {}."
-STORED_PROGRESS_LINE = (
-    "More of what you already did and read is stored: read it with retrieve_tool_result, "
-    'tool_call_id "{}", before you redo any of it.'
-)
+COVERED_LINE_NO_TOOLS = frame_word("covered_no_tools")
+STORED_PROGRESS_LINE = frame_word("stored_progress")
 
 _MARKUP = re.compile(r"^\s*(?:#+\s*|[-*+•]\s+|\d+[.)]\s+|>\s*)+")
 _EMPHASIS = re.compile(r"\*\*|__|(?<!\w)\*(?!\s)|(?<!\s)\*(?!\w)")
@@ -94,36 +89,49 @@ def _quoted(statement: str) -> str:
     return f"\u201c{text}\u201d"
 
 
-def face_lines(checkpoint: str, *, tools: bool = True) -> list[str]:
-    """The lines a stored checkpoint is shown as, without the opening and the closing.
-    Without `tools` (the request carries none) the lines that point at a stored file to
-    read with `retrieve_tool_result` are left out: the model could not follow them."""
+def checkpoint_language(checkpoint: str) -> str:
+    """The language of the conversation a checkpoint stands for: that of the user's own
+    words it quotes, else of its entries."""
+    entries = checkpoint_entries(checkpoint)
+    quoted = [q for q in map(quoted_text, entries.get("Goal", [])) if q is not None]
+    own = [*entries.get(STATED_SECTION, []), *quoted]
+    if own:
+        return language_of(own)
+    return language_of(e for title, es in entries.items() if title != COVERED_SECTION for e in es)
+
+
+def face_lines(checkpoint: str, *, tools: bool = True, language: str = "en") -> list[str]:
+    """The lines a stored checkpoint is shown as, without the opening and the closing, in
+    `language`. Without `tools` (the request carries none) the lines that point at a stored
+    file to read with `retrieve_tool_result` are left out: the model could not follow them."""
     entries = checkpoint_entries(checkpoint)
     lines: list[str] = []
     goal = _joined(entries.get("Goal", []))
     if goal:
         # "The user wants: The user asked about …" reads as the summarizer's voice again.
-        lines.append(
-            goal if goal.lower().startswith(("the user", "user ")) else LINES[0][1].format(goal)
-        )
+        # A quoted request a cap cut is still the user's words, not a wish to frame.
+        quotes = any(opens_with_quote(e.removeprefix("- ")) for e in entries["Goal"])
+        own = goal.lower().startswith(("the user", "user ")) or quotes
+        lines.append(goal if own else frame_word("goal", language).format(goal))
     stated = entries.get(STATED_SECTION, [])
     if stated:
-        lines.append(STATED_LINE)
+        lines.append(frame_word("stated", language))
         lines.extend(_quoted(s) for s in stated)
     if tools:
         for ref in entries.get(STORED_STATEMENTS_SECTION, []):
-            lines.append(STORED_LINE.format(ref.strip("`")))
+            lines.append(frame_word("stored", language).format(ref.strip("`")))
     covered = covered_items(checkpoint) if COVERED_SECTION in entries else []
     if covered:
         grouped = [line.removeprefix("- ") for line in render_covered(covered)]
-        lines.append((COVERED_LINE if tools else COVERED_LINE_NO_TOOLS).format("; ".join(grouped)))
+        key = "covered" if tools else "covered_no_tools"
+        lines.append(frame_word(key, language).format("; ".join(grouped)))
     if tools:
         for ref in entries.get(STORED_PROGRESS_SECTION, []):
-            lines.append(STORED_PROGRESS_LINE.format(ref.strip("`")))
-    for title, template in LINES[1:]:
+            lines.append(frame_word("stored_progress", language).format(ref.strip("`")))
+    for title, key in LINES[1:]:
         text = _joined(entries.get(title, []))
         if text:
-            lines.append(template.format(text))
+            lines.append(frame_word(key, language).format(text))
     return lines
 
 
@@ -131,12 +139,18 @@ def render_for_model(checkpoint: str, *, after: bool = False, tools: bool = True
     """What the agent's model is shown for a stored checkpoint ("" when it holds nothing);
     `after`: the checkpoint follows kept messages of the conversation, instead of leading
     it; `tools`: whether the request carries tools (see `face_lines`)."""
-    lines = face_lines(checkpoint, tools=tools)
+    language = checkpoint_language(checkpoint)
+    lines = face_lines(checkpoint, tools=tools, language=language)
     if not lines:
         return ""
     if after:
-        return "\n".join([OPENING_AFTER, *lines, CLOSING_AFTER])
-    return "\n".join([OPENING, *lines, CLOSING])
+        opening, closing = (
+            frame_word("opening_after", language),
+            frame_word("closing_after", language),
+        )
+    else:
+        opening, closing = frame_word("opening", language), frame_word("closing", language)
+    return "\n".join([opening, *lines, closing])
 
 
 def summary_message(checkpoint: str, *, after: bool = False, tools: bool = True) -> Message:

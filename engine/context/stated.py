@@ -29,7 +29,7 @@ from engine.context.constants import (
     STATED_SUMMARY_SHARE,
     STORED_STATEMENTS_SECTION,
 )
-from engine.context.user_statements import carry_through
+from engine.context.user_statements import carry_through, told_only
 from engine.messages import Message
 
 log = logging.getLogger(__name__)
@@ -113,20 +113,30 @@ def carry_statements(
     carried = carry_through(carried, _user_texts(removed))
     carried = carry_through(carried, _user_texts(tail), add=False)
 
-    kept: list[str] = []
-    room = budget
-    for statement in reversed(carried):
-        cost = count_text(statement) + PER_STATEMENT_TOKENS
-        if cost > room and kept:
-            break
-        kept.insert(0, statement)
-        room -= cost
-    spilled = carried[: len(carried) - len(kept)]
+    kept = _within(carried, budget, count_text)
+    spilled = [s for s in carried if s not in kept]
     if spilled:
         ref = _store(spilled, store)
         if ref is not None:
             stored.append(ref)
     return Stated(tuple(kept), tuple(stored))
+
+
+def _within(carried: list[str], budget: int, count_text: Callable[[str], int]) -> list[str]:
+    """The statements that fit `budget`, in their order: the user's statements about
+    themselves first, then what they told of anything else, each newest first."""
+    chosen: set[int] = set()
+    room = budget
+    for told in (False, True):
+        for i in reversed(range(len(carried))):
+            if told_only(carried[i]) != told:
+                continue
+            cost = count_text(carried[i]) + PER_STATEMENT_TOKENS
+            if cost > room and chosen:
+                break
+            chosen.add(i)
+            room -= cost
+    return [s for i, s in enumerate(carried) if i in chosen]
 
 
 def _store(statements: list[str], store: StoreText | None) -> str | None:

@@ -13,6 +13,14 @@ or request opening), and says something concrete (a number, a name, a date, a pr
 a constraint, or "my X is Y"). Hedges ("I think so", "I see") and requests about the
 conversation ("I want to know …") are not statements. The narrower detector of memory
 suggestions lives with memory (engine/memory/); this one is about the task.
+
+Whether or not it says "I": "The deadline for the report is Friday, 14 November." is
+something the user told, not asked, and is carried like "My deadline is …". And in every
+language: a sentence the user writes in another language than English is carried whenever
+it declares (no question mark of any script, long enough to say something), verbatim, with
+no word list at all; the English detector above is kept for English only, where it adds
+what a rule without words cannot (questions without a question mark, requests, hedges,
+"my X is Y" replacing an older value).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from engine.language import detect_language
 from engine.sentences import split_sentences
 
 _WORD = re.compile(r"[A-Za-zÀ-ÿ0-9]+(?:['’][A-Za-z]+)?")
@@ -53,6 +62,18 @@ _CONCRETE = _split("""
     arrive arrives arriving arrived leave leaves leaving fly flying drive driving stay
     staying booked
     """)
+# An English sentence without "I" or "my" that opens with one of these is small talk, not
+# something the user told ("Thanks, that helps.", "Sounds good.").
+_SMALL_TALK = _split("""
+    thanks thank great ok okay sounds sound cool nice perfect sure yes yeah yep no nope hi
+    hello hey good fine wow oh ah hmm lol awesome alright right that that's this it it's
+    """)
+# A question in any script: ? ？ ؟ ¿ ;(Greek) ՞(Armenian) at its end or opening.
+_QUESTION_MARKS = "?？؟¿՞;"
+# A fact told is a sentence, not a pasted table: longer ones are the model's to summarize.
+MAX_TOLD_CHARS = 300
+# Fewer characters than this of a script written without spaces say nothing to carry.
+MIN_UNSPACED_CHARS = 4
 _MONTHS_DAYS = _split("""
     january february march april may june july august september october november december
     monday tuesday wednesday thursday friday saturday sunday today tomorrow tonight weekend
@@ -92,7 +113,10 @@ def _words(text: str) -> list[str]:
 
 def is_question(sentence: str) -> bool:
     ws = _words(sentence)
-    return sentence.rstrip().endswith("?") or (bool(ws) and ws[0] in _QUESTION_OPENERS)
+    text = sentence.strip()
+    if text.rstrip("\"'”’)」』）").endswith(tuple(_QUESTION_MARKS)) or text.startswith("¿"):
+        return True
+    return detect_language([sentence]) == "en" and bool(ws) and ws[0] in _QUESTION_OPENERS
 
 
 def _speaks_of_self(ws: list[str]) -> bool:
@@ -111,13 +135,36 @@ def _concrete(sentence: str, ws: list[str]) -> bool:
 
 
 def is_statement(sentence: str) -> bool:
-    """Whether one sentence of a user message is a first-person statement to carry."""
-    ws = _words(sentence)
-    if len(ws) < 3 or is_question(sentence) or is_retraction(sentence):
+    """Whether one sentence of a user message is something the user told, to carry."""
+    if is_question(sentence) or is_retraction(sentence):
         return False
-    if not _speaks_of_self(ws) or _HEDGES.search(sentence):
+    if detect_language([sentence]) != "en":
+        return len(sentence) <= MAX_TOLD_CHARS and _says_something(sentence)
+    ws = _words(sentence)
+    if len(ws) < 3 or _HEDGES.search(sentence):
+        return False
+    if _speaks_of_self(ws):
+        return _concrete(sentence, ws)
+    # Told, not about the user: "The deadline for the report is Friday, 14 November."
+    if len(sentence) > MAX_TOLD_CHARS or ws[0] in _SMALL_TALK or len(ws) < 4:
         return False
     return _concrete(sentence, ws)
+
+
+def told_only(sentence: str) -> bool:
+    """An English statement that is not about the user ("The deadline for the report is
+    Friday."): where the budget cannot hold every statement, these give way first."""
+    return detect_language([sentence]) == "en" and not _speaks_of_self(_words(sentence))
+
+
+def _says_something(sentence: str) -> bool:
+    """A sentence in any language long enough to hold a fact: three words, or a few
+    characters of a script written without spaces."""
+    words = sentence.split()
+    if len(words) >= 3:
+        return True
+    letters = sum(ch.isalpha() for ch in sentence)
+    return len(words) < 3 and letters >= MIN_UNSPACED_CHARS and " " not in sentence.strip()
 
 
 def statements_in(text: str) -> list[str]:
@@ -173,7 +220,7 @@ def _restates(new: str, old: str) -> bool:
 
 
 def _same(text: str) -> str:
-    return " ".join(_words(text))
+    return " ".join(_words(text)) or " ".join(text.casefold().split())
 
 
 def carry_through(

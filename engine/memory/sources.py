@@ -22,6 +22,7 @@ from engine.sentences import keys_for_span
 
 MIN_QUOTE_CHARS = 8
 MIN_QUOTE_WORDS = 2
+MIN_UNSPACED_QUOTE_CHARS = 4
 _QUOTE_MARKS = "\"'“”‘’`«» \t\r\n"
 
 
@@ -78,7 +79,7 @@ class SourceSet:
         """Every source holding `quote` as a span (`source_id` narrows it to one).
         `QuoteRejected` when the quote is too short or no source holds it."""
         wanted = quote.strip(_QUOTE_MARKS)
-        if len(wanted) < MIN_QUOTE_CHARS or len(wanted.split()) < MIN_QUOTE_WORDS:
+        if _too_short(wanted):
             raise QuoteRejected(
                 "the quote is too short: copy the user's whole sentence exactly as they wrote it"
             )
@@ -101,6 +102,15 @@ class SourceSet:
                 "be quoted)"
             )
         return found
+
+
+def _too_short(quote: str) -> bool:
+    """Fewer words than a sentence holds; a script written without spaces (Chinese,
+    Japanese, Thai) counts its characters, as "我叫李明。" is a whole sentence."""
+    unspaced = sum(1 for ch in quote if "\u3040" <= ch <= "\u9fff" or "\u0e00" <= ch <= "\u0e7f")
+    if unspaced >= MIN_UNSPACED_QUOTE_CHARS:
+        return False
+    return len(quote) < MIN_QUOTE_CHARS or len(quote.split()) < MIN_QUOTE_WORDS
 
 
 def _find(source: Source, wanted: str) -> QuoteMatch | None:

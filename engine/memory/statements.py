@@ -32,10 +32,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
+from engine.language import detect_language, has_english_words
 from engine.memory.circumstances import find_circumstance
 from engine.memory.errors import MemoryRefused
+from engine.memory.first_pass_tables import REFUSED, kind_of
 from engine.memory.layout import subject_slug
 from engine.memory.queue import STATEMENTS_ID as STATEMENTS_ID  # where it was always read
 from engine.memory.sources import SourceSet
@@ -56,6 +58,8 @@ from engine.sentences import Sentence, split_sentences
 log = logging.getLogger(__name__)
 
 MAX_SENTENCE_CHARS = 300
+# The tables tried on a sentence too short to tell which Latin-script language it is.
+LATIN_TABLES = ("de", "fr", "es", "pt", "it")
 
 StatementKind = Literal[
     "name", "preference", "remember", "condition", "family", "place", "thing", "habit", "date"
@@ -110,13 +114,42 @@ _PLAIN_VERBS = _words(
 
 
 def find_statements(text: str) -> list[Found]:
-    """The durable first-person statements of one user message, in order."""
+    """The durable first-person statements of one user message, in order: by the English
+    patterns below, or by the table of the language the message is written in
+    (engine/memory/first_pass_tables.py), quoting the sentence as it is."""
+    language = detect_language([text])
+    if language != "en":
+        return _by_table(text, language)
     out: list[Found] = []
     for sentence in split_sentences(text):
         found = _statement(sentence, text[sentence.end :])
+        if found is None and not has_english_words(sentence.text):
+            # Too short to tell its language ("Me llamo Jonas."): the tables of the
+            # languages written in the same script may read it.
+            found = next(iter(_by_tables(sentence)), None)
         if found is not None:
             out.append(found)
     return out
+
+
+def _by_table(text: str, language: str) -> list[Found]:
+    """By the table of `language`, then (a short sentence's language is a guess) by the
+    other tables of its script."""
+    out: list[Found] = []
+    order = (language, *(t for t in LATIN_TABLES if t != language))
+    for sentence in split_sentences(text):
+        out.extend(_by_tables(sentence, order if language in LATIN_TABLES else (language,)))
+    return out
+
+
+def _by_tables(sentence: Sentence, languages: tuple[str, ...] = LATIN_TABLES) -> list[Found]:
+    for language in languages:
+        kind = kind_of(sentence.text, language)
+        if kind == REFUSED:
+            return []  # "Vielleicht … im Mai": not Italian's "mai" (never) either
+        if kind is not None:
+            return [Found(cast(StatementKind, kind), sentence, sentence.text, kind)]
+    return []
 
 
 def _statement(sentence: Sentence, after: str) -> Found | None:

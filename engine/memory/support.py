@@ -55,14 +55,19 @@ _CONJUNCTIONS = r"(?:and|but|or|so|because|though|although|while|since|yet|then|
 # What may stand right before a clause's first word: a sentence end, a line start (with a
 # list marker), a comma, semicolon, colon, bracket or dash; optionally a joining word.
 _CLAUSE_BEFORE = re.compile(
-    r"(?:[.!?…][\"'”’)\]]*\s+|\n[ \t]*(?:[-*•>]|\d+[.)])?[ \t]*|[,;:(]\s*|\s[-–—]+\s+|[—–]\s*)"
+    r"(?:[.!?…][\"'”’)\]]*\s+|\n[ \t]*(?:[-*•>]|\d+[.)])?[ \t]*|[,;:(]\s*|\s[-–—]+\s+|[—–]\s*"
+    r"|[。！？；，、：।؟][」』）”’]*\s*)"
     rf"(?:{_CONJUNCTIONS}\s+)?$",
     re.IGNORECASE,
 )
 _TEXT_START = re.compile(rf"\s*(?:(?:[-*•>]|\d+[.)])\s+)?(?:{_CONJUNCTIONS}\s+)?", re.IGNORECASE)
 # What may follow a clause's last character: the end, a line break, or punctuation that
 # closes a clause (the quote may include that punctuation or stop before it).
-_CLAUSE_AFTER = re.compile(r"[\"'”’)\]]*(?:\s*$|[ \t]*\n|\s*[,;:.!?…)]|\s+[-–—]+\s|[—–])")
+_CLAUSE_AFTER = re.compile(
+    r"[\"'”’)\]」』）]*(?:\s*$|[ \t]*\n|\s*[,;:.!?…)。！？；，、：।؟]|\s+[-–—]+\s|[—–])"
+)
+# The full stops of scripts written without spaces: a sentence ends there, space or not.
+_UNSPACED_ENDS = "。！？；，、：।؟"
 
 
 def check_whole_clause(text: str, start: int, end: int) -> None:
@@ -73,7 +78,9 @@ def check_whole_clause(text: str, start: int, end: int) -> None:
     )
     tail = text[end:]
     ends = bool(_CLAUSE_AFTER.match(tail)) or (
-        end > start and text[end - 1] in ".!?;:,…" and (not tail or tail[0].isspace())
+        end > start
+        and text[end - 1] in ".!?;:,…" + _UNSPACED_ENDS
+        and (not tail or tail[0].isspace() or text[end - 1] in _UNSPACED_ENDS)
     )
     if not (starts and ends):
         raise UnsupportedStatement(
