@@ -71,3 +71,37 @@ def test_a_thinking_models_reasoning_reaches_the_user_apart_and_never_goes_back(
     second = json.dumps(bodies[-1]["messages"], ensure_ascii=False)
     assert ANSWERS[0] in second
     assert THOUGHTS[0] not in second
+
+
+@pytest.mark.parametrize(
+    ("make", "provider", "model"),
+    [(_ollama, "ollama", QWEN_OLLAMA), (_vllm, "vllm", QWEN_VLLM)],
+    ids=["ollama", "vllm"],
+)
+def test_an_answer_cap_spent_thinking_is_said_and_no_empty_answer_is_kept(
+    tmp_path: Path, make: Any, provider: str, model: str
+):
+    with make() as fake:
+        fake.script_reply(ANSWERS[0], reasoning=" ".join(THOUGHTS * 6))
+        agents = tmp_path / "config" / "agents"
+        agents.mkdir(parents=True)
+        (agents / "thinker.toml").write_text(
+            f'name = "thinker"\nprovider = "{provider}"\nbase_url = "{fake.url}"\n'
+            f'model = "{model}"\nmax_tokens = 16\n',
+            encoding="utf-8",
+        )
+        run = run_brim(
+            ["chat", "--headless", "--agent", "thinker", "--no-memory"],
+            data_dir=tmp_path,
+            stdin="Why is the sky blue?\n",
+        )
+    assert run.returncode == 0, run.stderr
+    assert run.of_type("reasoning"), "the reasoning never reached the user"
+    assert "".join(e["text"] for e in run.of_type("delta")).strip() == ""
+    (cut,) = [n for n in run.of_type("notice") if n["kind"] == "thinking_cut"]
+    assert "thinking" in cut["text"] and cut["details"]["max_tokens"] == 16
+    conversation = run.of_type("window")[0]["conversation"]
+    export = run_brim(["conversations", "export", conversation, "--json"], data_dir=tmp_path)
+    saved = json.loads(export.stdout)
+    messages = saved["messages"] if isinstance(saved, dict) else saved
+    assert not [m for m in messages if m["role"] == "assistant" and not m["content"].strip()]
