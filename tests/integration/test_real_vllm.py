@@ -264,3 +264,28 @@ def test_a_tool_result_that_takes_the_request_past_the_window_is_made_room_for_n
     assert last.prompt_tokens is not None and last.prompt_tokens <= 2048
     assert last.counted == last.prompt_tokens
     assert answers(events)[-1].strip()
+
+
+SAMPLING_KEYS = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
+
+
+def test_the_folders_generation_config_samples_what_the_agent_leaves_unset(
+    vllm_server: RealVllmServer, tmp_path: Path
+):
+    """The converted folder names Brim's measured sampling in its generation_config.json,
+    so an agent that sets nothing sends none of it and vLLM applies the folder's (greedy:
+    the same answer each time, and the one Brim's own temperature 0 gets); an agent's own
+    value is sent."""
+    question = "Name a planet of the solar system."
+    with RecordingProxy(vllm_server.url) as proxy:
+        unset = vllm_agent(vllm_server, max_tokens=24).with_changes(base_url=proxy.url)
+        first, _ = converse(unset, [question], tmp_path / "a")
+        second, _ = converse(unset, [question], tmp_path / "b")
+        own, _ = converse(unset.with_changes(temperature=0.0), [question], tmp_path / "c")
+    bodies = [chat.body for chat in proxy.chats if chat.body.get("messages")]
+    assert len(bodies) >= 3
+    for body in bodies[:-1]:
+        assert not [k for k in SAMPLING_KEYS if k in body], body
+    assert bodies[-1].get("temperature") == 0.0
+    said = [answers(events)[0] for events in (first, second, own)]
+    assert said[0].strip() and said[0] == said[1] == said[2], said
