@@ -62,6 +62,12 @@ def kind_of(sentence: str, language: str) -> str | None:
         return None
     if len(text) > MAX_SENTENCE_CHARS or _QUESTION.search(text):
         return REFUSED
+    kinds = dict(found.kinds)
+    # An explicit request to remember keeps what it asks for, a negation inside it included
+    # ("Merk dir, dass ich kein Gluten vertrage."), as the English pass keeps "Remember that
+    # I do not eat meat."
+    if any(p.search(text) for p in kinds["remember"]):
+        return "remember"
     if any(p.search(text) for p in found.refuse):
         return REFUSED
     for kind, patterns in found.kinds:

@@ -65,3 +65,23 @@ def test_a_suggestion_quotes_the_users_own_sentence_and_waits_for_review(
     waiting = service.pending()
     assert [s.quote for s in waiting] == quotes
     assert all(s.statement == s.quote and s.by == STATEMENTS_ID for s in waiting)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Bitte merk dir, dass ich kein Gluten vertrage.",
+        "Запомни, что я не ем мясо.",
+        "Ricorda che non mangio carne.",
+    ],
+)
+def test_an_explicit_request_to_remember_keeps_the_negation_it_asks_to_remember(
+    sentence: str,
+) -> None:
+    """As the English pass keeps "Remember that I do not eat meat.": the negation is the
+    fact the user asks Brim to keep, not a fact denied."""
+    assert suggested(sentence)
+
+
+def test_a_german_habit_with_two_words_before_its_frequency_is_suggested() -> None:
+    assert suggested("Ich trinke morgens immer grünen Tee.")
