@@ -100,15 +100,21 @@ class SamplingPlan:
 
     def warnings(self) -> list[str]:
         """What this sampling will cost: a thinking model decoding greedily."""
-        temperature = self.settings["temperature"].value
-        if self.thinks and temperature is not None and temperature == 0:
-            return [
-                "this model thinks before it answers, and it is sampled at temperature 0: "
-                "thinking models loop when they always take the likeliest token (Qwen's "
-                "guidance is never to decode them greedily); unset the agent's temperature "
-                "or raise it (0.6 is what most of them are published with)"
-            ]
-        return []
+        setting = self.settings["temperature"]
+        if not (self.thinks and setting.value is not None and setting.value == 0):
+            return []
+        # The remedy depends on who chose 0: the agent's own value can be unset; the model's
+        # or Brim's (a bundled model's measured default) can only be overridden.
+        remedy = {
+            "agent": "unset the agent's temperature or raise it",
+            "model": "the model's own settings say 0; set the agent's temperature to override it",
+        }.get(setting.source, f"0 is {setting.source}'s default; set the agent's temperature")
+        return [
+            "this model thinks before it answers, and it is sampled at temperature 0 "
+            f"({setting.source}): thinking models loop when they always take the likeliest "
+            "token (Qwen's guidance is never to decode them greedily); "
+            f"{remedy} (0.6 is what most of them are published with)"
+        ]
 
 
 def plan(

@@ -95,3 +95,15 @@ def test_a_thinking_model_at_temperature_0_is_warned_about_and_at_its_own_it_is_
     assert plan(Sampling(), thinking, "ollama", bundled=False).warnings() == []
     plain = ModelSampling(named=QWEN.named, thinks=False)
     assert plan(Sampling(temperature=0.0), plain, "ollama", bundled=False).warnings() == []
+
+
+def test_the_greedy_warning_tells_the_user_what_they_can_change():
+    """The agent's own 0 can be unset; Brim's bundled default cannot (the agent's value
+    overrides it), so the warning says whose 0 it is and never asks to unset what the
+    agent did not set."""
+    thinking = ModelSampling(thinks=True)
+    (own,) = plan(Sampling(temperature=0.0), thinking, "llamacpp", bundled=False).warnings()
+    (brims,) = plan(Sampling(), thinking, "llamacpp", bundled=True).warnings()
+    assert "(agent)" in own and "unset the agent's temperature" in own
+    assert "(Brim)" in brims and "unset" not in brims
+    assert "set the agent's temperature" in brims
