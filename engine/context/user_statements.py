@@ -167,9 +167,26 @@ def _says_something(sentence: str) -> bool:
     return len(words) < 3 and letters >= MIN_UNSPACED_CHARS and " " not in sentence.strip()
 
 
+# A message of more lines than this is a paste (a log, a config, a table): what it holds is
+# the model's to summarize, not facts the user told; only the user's own first-person
+# statements in it are carried.
+PASTE_LINES = 4
+
+
 def statements_in(text: str) -> list[str]:
     """The statements of one user message, verbatim, in order."""
-    return [s for s in sentences(text) if is_statement(s)]
+    found = [s for s in sentences(text) if is_statement(s)]
+    if not _is_paste(text):
+        return found
+    return [s for s in found if not (told_only(s) or _foreign(s))]
+
+
+def _is_paste(text: str) -> bool:
+    return sum(1 for line in text.splitlines() if line.strip()) > PASTE_LINES
+
+
+def _foreign(sentence: str) -> bool:
+    return detect_language([sentence]) != "en"
 
 
 def is_retraction(sentence: str) -> bool:
@@ -229,6 +246,8 @@ def carry_through(
     """The statements after each user message of `messages`, in order."""
     out = list(carried)
     for text in messages:
+        pasted = _is_paste(text)
         for sentence in sentences(text):
-            out = apply_sentence(out, sentence, add=add)
+            adds = add and not (pasted and (told_only(sentence) or _foreign(sentence)))
+            out = apply_sentence(out, sentence, add=adds)
     return out

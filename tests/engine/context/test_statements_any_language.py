@@ -136,3 +136,17 @@ def test_a_quoted_request_cut_by_the_cap_is_still_the_users_words() -> None:
     )
     assert "\nDer Nutzer fragte: \u201cErzähl" in shown
     assert "möchte" not in shown
+
+
+def test_a_pasted_log_is_not_carried_as_facts_the_user_told():
+    """A message of many lines (a log, a config) is the model's to summarize: its lines are
+    not the user's told facts, and carrying them took a compacted request past the real
+    vLLM's window. A fact told in a short message still is."""
+    from engine.context.user_statements import carry_through
+
+    log = "The log of that run:\n" + "\n".join(
+        f"01:0{m}:07 worker-{m} shard {m} committed {m * 11} rows in {m + 40} ms" for m in range(5)
+    )
+    told = "The deadline for the report is Friday, 14 November."
+    carried = carry_through([], [log, told])
+    assert carried == [told]
