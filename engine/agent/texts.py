@@ -116,10 +116,5 @@ def thinking_loop_notice(loop: Repetition) -> tuple[str, dict[str, int | str]]:
         f"character passage ({loop.repeats:,} times in a row), and no answer was written. "
         "Ask again or rephrase."
     )
-    details: dict[str, int | str] = {
-        "block_chars": loop.block_chars,
-        "repeats": loop.repeats,
-        "dropped_chars": loop.dropped_chars,
-        "in": "reasoning",
-    }
-    return text, details
+    _, details = repetition_notice(loop)
+    return text, {**details, "in": "reasoning"}

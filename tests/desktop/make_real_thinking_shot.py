@@ -25,27 +25,13 @@ from pathlib import Path
 
 from bench._llama_server import running_llama_server
 from tests.desktop.make_model_saw_shots import capture, start_display
+from tests.helpers.reasoning_server import reasoning_server_args
 
 DEFAULT_OUT = Path("docs/screenshots")
 SIZE = (1280, 800)
-DATA = Path(__file__).resolve().parents[1] / "integration" / "data"
 QUESTIONS = ("Why is the sky blue?", "And why is the sunset red?")
 FOLDED = "thinking-real-folded.png"
 OPEN = "thinking-real-open.png"
-
-
-def _server_args() -> list[str]:
-    return [
-        "--jinja",
-        "--chat-template-file",
-        str(DATA / "chatml_reasoning.jinja"),
-        "--grammar-file",
-        str(DATA / "think_first.gbnf"),
-        "--reasoning-format",
-        "deepseek",
-        "-n",
-        "96",
-    ]
 
 
 def shots(root: Path, out: Path) -> list[Path]:
@@ -59,7 +45,9 @@ def shots(root: Path, out: Path) -> list[Path]:
     ensure_application()
     paths = BrimPaths.under(root / "home")
     paths.agents_dir.mkdir(parents=True)
-    with running_llama_server(root, ctx=2048, parallel=1, extra_args=_server_args()) as server:
+    with running_llama_server(
+        root, ctx=2048, parallel=1, extra_args=reasoning_server_args()
+    ) as server:
         (paths.agents_dir / "default.toml").write_text(
             f'name = "thinker"\nprovider = "llamacpp"\nbase_url = "{server.url}"\n'
             'model = ""\nmax_tokens = 96\n',

@@ -7,7 +7,6 @@ out. Either way the user gets the reasoning apart and an answer without `<think>
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import httpx
 import pytest
@@ -16,10 +15,10 @@ from bench._llama_server import running_llama_server
 from engine.messages import ToolCall, assistant, system, tool_result, user
 from engine.providers.base import ChatOptions, EngineReport, ReasoningDelta, TextDelta
 from engine.providers.llamacpp import LlamaCppProvider
+from tests.helpers.reasoning_server import reasoning_server_args
 
 pytestmark = [pytest.mark.slow, pytest.mark.llama_server]
 
-DATA = Path(__file__).parent / "data"
 PROMPT = [system("You are terse."), user("Why is the sky blue?")]
 CALL = ToolCall(id="call_1", name="read_file", arguments='{"path": "a.txt"}')
 # A finished turn's reasoning, then the running tool-calling turn's.
@@ -30,20 +29,6 @@ HISTORY = [
     assistant("", (CALL,), reasoning="The user wants the file read."),
     tool_result(CALL, "Nothing much."),
 ]
-
-
-def _server_args(reasoning_format: str) -> list[str]:
-    return [
-        "--jinja",
-        "--chat-template-file",
-        str(DATA / "chatml_reasoning.jinja"),
-        "--grammar-file",
-        str(DATA / "think_first.gbnf"),
-        "--reasoning-format",
-        reasoning_format,
-        "-n",
-        "96",
-    ]
 
 
 def _ask(url: str) -> tuple[EngineReport, list[object], str]:
@@ -74,7 +59,7 @@ def test_the_reasoning_arrives_apart_and_the_answer_holds_no_think_block(
     tmp_path, reasoning_format
 ):
     with running_llama_server(
-        tmp_path, ctx=2048, parallel=1, extra_args=_server_args(reasoning_format)
+        tmp_path, ctx=2048, parallel=1, extra_args=reasoning_server_args(reasoning_format)
     ) as server:
         caps = httpx.get(f"{server.url}/props", timeout=10).json().get("chat_template_caps")
         report, items, rendered = _ask(server.url)
@@ -109,7 +94,7 @@ def test_the_server_takes_every_reasoning_level_brim_sends(tmp_path):
         return answers
 
     with running_llama_server(
-        tmp_path, ctx=2048, parallel=1, extra_args=_server_args("deepseek")
+        tmp_path, ctx=2048, parallel=1, extra_args=reasoning_server_args("deepseek")
     ) as server:
         answers = asyncio.run(scenario(server.url))
     assert all(answer.strip() for answer in answers), answers

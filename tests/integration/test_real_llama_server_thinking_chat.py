@@ -12,27 +12,16 @@ import pytest
 
 from bench._llama_server import running_llama_server
 from tests.helpers.cli import run_brim
+from tests.helpers.reasoning_server import reasoning_server_args
 from tests.helpers.recording_proxy import RecordingProxy
 
 pytestmark = [pytest.mark.slow, pytest.mark.llama_server]
-
-DATA = Path(__file__).parent / "data"
 
 
 def test_a_thinking_conversation_shows_the_reasoning_apart_and_never_sends_it_back(
     tmp_path: Path,
 ):
-    args = [
-        "--jinja",
-        "--chat-template-file",
-        str(DATA / "chatml_reasoning.jinja"),
-        "--grammar-file",
-        str(DATA / "think_first.gbnf"),
-        "--reasoning-format",
-        "deepseek",
-        "-n",
-        "64",
-    ]
+    args = reasoning_server_args("deepseek", n_predict=64)
     with (
         running_llama_server(tmp_path, ctx=2048, parallel=1, extra_args=args) as server,
         RecordingProxy(server.url) as proxy,
